@@ -1,0 +1,21 @@
+#pragma once
+// Sub-commands of `cnnpar`. Each add_*_command registers its options on `app` and returns
+// the function main() calls when that sub-command was chosen. Runners return the exit
+// status; they throw InputError for bad input (main maps it to status 2).
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace cnnpar::cli {
+
+using Runner = std::function<int()>;
+
+Runner add_predict_command(CLI::App& app);    ///< predict (and simulate = predict --engine simgrid)
+Runner add_simulate_command(CLI::App& app);
+Runner add_balance_command(CLI::App& app);
+Runner add_trace_command(CLI::App& app);
+Runner add_compare_command(CLI::App& app);
+Runner add_run_command(CLI::App& app);        ///< launches cnnpar-run under mpiexec (real/ helper)
+Runner add_calibrate_command(CLI::App& app);  ///< launches cnnpar-run calibration (real/ helper)
+
+}  // namespace cnnpar::cli

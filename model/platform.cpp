@@ -1,0 +1,253 @@
+#include "model/platform.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "model/error.hpp"
+#include "model/json_node.hpp"
+
+namespace cnnpar {
+
+const char* to_string(Topology topology) {
+  switch (topology) {
+    case Topology::crossbar: return "crossbar";
+    case Topology::star: return "star";
+    case Topology::fat_tree: return "fat_tree";
+    case Topology::torus: return "torus";
+    case Topology::dragonfly: return "dragonfly";
+  }
+  return "?";
+}
+
+Topology topology_from_string(const std::string& text) {
+  for (auto t : {Topology::crossbar, Topology::star, Topology::fat_tree, Topology::torus, Topology::dragonfly})
+    if (text == to_string(t)) return t;
+  throw std::invalid_argument("unknown topology (expected crossbar, star, fat_tree, torus or dragonfly)");
+}
+
+const char* to_string(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::automatic: return "auto";
+    case Algorithm::ring: return "ring";
+    case Algorithm::recursive_doubling: return "recursive_doubling";
+    case Algorithm::binomial: return "binomial";
+    case Algorithm::direct: return "direct";
+  }
+  return "?";
+}
+
+Algorithm algorithm_from_string(const std::string& text) {
+  for (auto a : {Algorithm::automatic, Algorithm::ring, Algorithm::recursive_doubling, Algorithm::binomial,
+                 Algorithm::direct})
+    if (text == to_string(a)) return a;
+  throw std::invalid_argument("unknown algorithm (expected auto, ring, recursive_doubling, binomial or direct)");
+}
+
+const char* to_string(KernelClass kernel) {
+  switch (kernel) {
+    case KernelClass::gemm: return "gemm";
+    case KernelClass::im2col: return "im2col";
+    case KernelClass::col2im: return "col2im";
+    case KernelClass::pool: return "pool";
+    case KernelClass::eltwise: return "eltwise";
+    case KernelClass::lrn: return "lrn";
+    case KernelClass::softmax: return "softmax";
+    case KernelClass::update: return "update";
+    case KernelClass::other: return "other";
+  }
+  return "?";
+}
+
+KernelClass kernel_class_from_string(const std::string& text) {
+  for (auto k : {KernelClass::gemm, KernelClass::im2col, KernelClass::col2im, KernelClass::pool, KernelClass::eltwise,
+                 KernelClass::lrn, KernelClass::softmax, KernelClass::update, KernelClass::other})
+    if (text == to_string(k)) return k;
+  throw std::invalid_argument(
+      "unknown kernel class (expected gemm, im2col, col2im, pool, eltwise, lrn, softmax, update or other)");
+}
+
+double Platform::speed_factor(int rank) const {
+  if (rank >= 0 && std::size_t(rank) < resolved_speed_factors_.size()) return resolved_speed_factors_[std::size_t(rank)];
+  return 1.0;
+}
+
+void Platform::resolve_speed_factors() {
+  resolved_speed_factors_.clear();
+  if (!nodes.speed_factors.empty()) {
+    resolved_speed_factors_ = nodes.speed_factors;
+  } else if (nodes.speed_stddev > 0) {
+    // Marques et al. draw node speeds from a Gaussian; a fixed seed keeps studies repeatable.
+    std::mt19937_64 generator(nodes.speed_seed);
+    std::normal_distribution<double> speed(1.0, nodes.speed_stddev);
+    resolved_speed_factors_.resize(std::size_t(std::max(nodes.count, 0)));
+    for (double& factor : resolved_speed_factors_) factor = std::max(0.05, speed(generator));
+  }
+}
+
+double Platform::kernel_time_s(KernelClass kernel, double flops, double bytes, int rank) const {
+  auto it = nodes.efficiency.find(kernel);
+  const double efficiency = it != nodes.efficiency.end() ? it->second : nodes.default_efficiency;
+  const double speed = speed_factor(rank);
+  const double compute_s = flops / (nodes.peak_flops * efficiency * speed);
+  const double memory_s = bytes / (nodes.memory_bandwidth_Bps * speed);
+  return std::max(compute_s, memory_s);
+}
+
+Algorithm Platform::algorithm_for(const std::string& collective_kind) const {
+  auto it = network.algorithms.find(collective_kind);
+  return it != network.algorithms.end() ? it->second : Algorithm::automatic;
+}
+
+namespace {
+
+constexpr const char* kCollectiveKindNames[] = {"allreduce", "allgather", "reduce_scatter", "bcast", "reduce",
+                                                "gather",    "scatter",   "alltoall",       "send"};
+
+void parse_nodes(const JsonNode& node, NodeSpec& nodes) {
+  node.check_keys({"count", "cores", "peak", "memory_bandwidth", "efficiency", "default_efficiency",
+                   "speed_factors", "speed_stddev", "speed_seed"});
+  nodes.count = int(node.at("count").as_positive_int());
+  nodes.cores = int(node.has("cores") ? node.at("cores").as_positive_int() : 1);
+  nodes.peak_flops = node.at("peak").as_quantity(Unit::flop_rate);
+  nodes.memory_bandwidth_Bps = node.quantity_or("memory_bandwidth", Unit::bandwidth_Bps, 1e11);
+  if (node.has("default_efficiency")) {
+    const JsonNode value = node.at("default_efficiency");
+    nodes.default_efficiency = value.as_positive_number();
+    if (nodes.default_efficiency > 1) value.fail("an efficiency is a fraction of peak in (0, 1]");
+  }
+  if (node.has("efficiency")) {
+    const JsonNode table = node.at("efficiency");
+    for (const std::string& key : table.keys()) {
+      const JsonNode value = table.at(key);
+      KernelClass kernel;
+      try {
+        kernel = kernel_class_from_string(key);
+      } catch (const std::invalid_argument& error) {
+        value.fail(error.what());
+      }
+      const double efficiency = value.as_positive_number();
+      if (efficiency > 1) value.fail("an efficiency is a fraction of peak in (0, 1]");
+      nodes.efficiency[kernel] = efficiency;
+    }
+  }
+  if (node.has("speed_factors")) {
+    for (const JsonNode& factor : node.at("speed_factors").items()) nodes.speed_factors.push_back(factor.as_positive_number());
+    if (int(nodes.speed_factors.size()) != nodes.count)
+      node.at("speed_factors").fail(fmt::format("needs one factor per node ({} nodes)", nodes.count));
+  }
+  if (node.has("speed_stddev")) nodes.speed_stddev = node.at("speed_stddev").as_nonnegative_number();
+  if (node.has("speed_seed")) nodes.speed_seed = std::uint64_t(node.at("speed_seed").as_nonnegative_int());
+}
+
+void parse_network(const JsonNode& node, NetworkSpec& network) {
+  node.check_keys({"topology", "bandwidth", "latency", "overhead", "algorithms", "collective_concurrency",
+                   "fat_tree", "torus", "dragonfly"});
+  if (node.has("topology")) {
+    const JsonNode value = node.at("topology");
+    try {
+      network.topology = topology_from_string(value.as_string());
+    } catch (const std::invalid_argument& error) {
+      value.fail(error.what());
+    }
+  }
+  network.bandwidth_Bps = node.at("bandwidth").as_quantity(Unit::bandwidth_Bps);
+  network.latency_s = node.at("latency").as_quantity(Unit::time_s, true);
+  if (node.has("overhead")) network.overhead_s = node.at("overhead").as_quantity(Unit::time_s, true);
+  if (node.has("algorithms")) {
+    const JsonNode table = node.at("algorithms");
+    for (const std::string& key : table.keys()) {
+      const JsonNode value = table.at(key);
+      if (std::find(std::begin(kCollectiveKindNames), std::end(kCollectiveKindNames), key) == std::end(kCollectiveKindNames))
+        throw InputError(value.file(), value.path(), key,
+                         "unknown collective kind (expected allreduce, allgather, reduce_scatter, bcast, reduce, "
+                         "gather, scatter, alltoall or send)");
+      try {
+        network.algorithms[key] = algorithm_from_string(value.as_string());
+      } catch (const std::invalid_argument& error) {
+        value.fail(error.what());
+      }
+    }
+  }
+  if (node.has("collective_concurrency"))
+    network.collective_concurrency = int(node.at("collective_concurrency").as_positive_int());
+  network.fat_tree = node.string_or("fat_tree", "");
+  network.torus = node.string_or("torus", "");
+  network.dragonfly = node.string_or("dragonfly", "");
+  const auto require = [&](const char* key, const std::string& value) {
+    if (value.empty())
+      throw InputError(node.file(), node.path() + "/" + key, "(missing)",
+                       fmt::format("topology {} needs \"{}\"", to_string(network.topology), key));
+  };
+  if (network.topology == Topology::fat_tree) require("fat_tree", network.fat_tree);
+  if (network.topology == Topology::torus) require("torus", network.torus);
+  if (network.topology == Topology::dragonfly) require("dragonfly", network.dragonfly);
+}
+
+}  // namespace
+
+Platform parse_platform(const nlohmann::json& document, const std::string& file) {
+  const JsonNode root(document, file);
+  root.check_keys({"name", "source", "nodes", "network", "comm_compute_slowdown", "calibration"});
+  Platform platform;
+  platform.name = root.at("name").as_string();
+  platform.source = root.string_or("source", "");
+  parse_nodes(root.at("nodes"), platform.nodes);
+  parse_network(root.at("network"), platform.network);
+  if (root.has("comm_compute_slowdown"))
+    platform.comm_compute_slowdown = root.at("comm_compute_slowdown").as_nonnegative_number();
+  if (root.has("calibration")) {
+    const JsonNode calibration = root.at("calibration");
+    calibration.check_keys({"op_seconds", "gemm_flops", "notes"});
+    if (calibration.has("op_seconds")) {
+      const JsonNode table = calibration.at("op_seconds");
+      for (const std::string& key : table.keys()) platform.measured_op_s[key] = table.at(key).as_nonnegative_number();
+    }
+    if (calibration.has("gemm_flops")) {
+      const JsonNode table = calibration.at("gemm_flops");
+      for (const std::string& key : table.keys()) platform.measured_gemm_flops[key] = table.at(key).as_positive_number();
+    }
+  }
+  platform.resolve_speed_factors();
+  return platform;
+}
+
+nlohmann::json to_json(const Platform& platform) {
+  nlohmann::json nodes = {{"count", platform.nodes.count},
+                          {"cores", platform.nodes.cores},
+                          {"peak", fmt::format("{}f", platform.nodes.peak_flops)},
+                          {"memory_bandwidth", fmt::format("{}Bps", platform.nodes.memory_bandwidth_Bps)},
+                          {"default_efficiency", platform.nodes.default_efficiency}};
+  nlohmann::json efficiency = nlohmann::json::object();
+  for (const auto& [kernel, value] : platform.nodes.efficiency) efficiency[to_string(kernel)] = value;
+  nodes["efficiency"] = efficiency;
+  if (!platform.nodes.speed_factors.empty()) nodes["speed_factors"] = platform.nodes.speed_factors;
+  if (platform.nodes.speed_stddev > 0) {
+    nodes["speed_stddev"] = platform.nodes.speed_stddev;
+    nodes["speed_seed"] = platform.nodes.speed_seed;
+  }
+  nlohmann::json network = {{"topology", to_string(platform.network.topology)},
+                            {"bandwidth", fmt::format("{}Bps", platform.network.bandwidth_Bps)},
+                            {"latency", fmt::format("{}s", platform.network.latency_s)},
+                            {"overhead", fmt::format("{}s", platform.network.overhead_s)},
+                            {"collective_concurrency", platform.network.collective_concurrency}};
+  nlohmann::json algorithms = nlohmann::json::object();
+  for (const auto& [kind, algorithm] : platform.network.algorithms) algorithms[kind] = to_string(algorithm);
+  network["algorithms"] = algorithms;
+  if (!platform.network.fat_tree.empty()) network["fat_tree"] = platform.network.fat_tree;
+  if (!platform.network.torus.empty()) network["torus"] = platform.network.torus;
+  if (!platform.network.dragonfly.empty()) network["dragonfly"] = platform.network.dragonfly;
+  nlohmann::json document = {{"name", platform.name},
+                             {"source", platform.source},
+                             {"nodes", nodes},
+                             {"network", network},
+                             {"comm_compute_slowdown", platform.comm_compute_slowdown}};
+  if (!platform.measured_op_s.empty() || !platform.measured_gemm_flops.empty())
+    document["calibration"] = {{"op_seconds", platform.measured_op_s}, {"gemm_flops", platform.measured_gemm_flops}};
+  return document;
+}
+
+}  // namespace cnnpar

@@ -1,0 +1,89 @@
+#pragma once
+// Platform description: nodes, network and compute model (DESIGN.md "Platform").
+// Quantities are read from unit strings in SimGrid's spelling; stored in SI units.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace cnnpar {
+
+enum class Topology { crossbar, star, fat_tree, torus, dragonfly };
+/** Collective algorithms; `automatic` lets the engine pick (JSON spelling "auto"). */
+enum class Algorithm { automatic, ring, recursive_doubling, binomial, direct };
+
+const char* to_string(Topology topology);
+const char* to_string(Algorithm algorithm);
+Topology topology_from_string(const std::string& text);    ///< @throws std::invalid_argument
+Algorithm algorithm_from_string(const std::string& text);  ///< @throws std::invalid_argument
+
+/** Kernel families with their own efficiency (fraction of peak) in the roofline model. */
+enum class KernelClass { gemm, im2col, col2im, pool, eltwise, lrn, softmax, update, other };
+const char* to_string(KernelClass kernel);
+KernelClass kernel_class_from_string(const std::string& text);  ///< @throws std::invalid_argument
+
+struct NodeSpec {
+  int count = 1;                      ///< nodes available
+  int cores = 1;                      ///< cores per node
+  double peak_flops = 1e12;           ///< peak FP32 FLOP/s of one node
+  double memory_bandwidth_Bps = 1e11; ///< bytes per second of one node
+  /** fraction of peak per kernel class (roofline); missing classes use default_efficiency */
+  std::map<KernelClass, double> efficiency;
+  double default_efficiency = 0.5;
+  /** relative speed of each node (1 = nominal); empty = all 1 */
+  std::vector<double> speed_factors;
+  /** Marques et al.: per-node speeds drawn from N(1, speed_stddev) with this seed, clipped to >= 0.05 */
+  double speed_stddev = 0;
+  std::uint64_t speed_seed = 1;
+};
+
+struct NetworkSpec {
+  Topology topology = Topology::crossbar;
+  double bandwidth_Bps = 1.25e9;  ///< bandwidth of one node link (bytes per second)
+  double latency_s = 1e-6;        ///< one-way latency of a link (seconds)
+  double overhead_s = 0;          ///< per-message software overhead (seconds), added to latency
+  /** collective algorithm per kind name ("allreduce", "allgather", ...); missing = automatic */
+  std::map<std::string, Algorithm> algorithms;
+  int collective_concurrency = 1;  ///< collectives a rank's communication engine runs at once
+  // Topology parameters (SimGrid spellings); unused for crossbar/star.
+  std::string fat_tree;    ///< e.g. "2;16,8;1,4;1,1" (levels;down;up;parallel links)
+  std::string torus;       ///< e.g. "4,4,8"
+  std::string dragonfly;   ///< e.g. "3,4;4,3;5,1;2"
+  /** Start-up cost of one point-to-point message: alpha = latency + overhead. */
+  double alpha_s() const { return latency_s + overhead_s; }
+};
+
+struct Platform {
+  std::string name;
+  std::string source;  ///< where the numbers come from
+  NodeSpec nodes;
+  NetworkSpec network;
+  /** compute runs this many times slower while the rank's communication progresses (0 = none) */
+  double comm_compute_slowdown = 0;
+  /** measured seconds per op label from `cnnpar calibrate`; overrides the roofline when present */
+  std::map<std::string, double> measured_op_s;
+  /** measured GEMM rate (FLOP/s) per shape string "gemm MxNxK" from calibration */
+  std::map<std::string, double> measured_gemm_flops;
+
+  /** Speed factor of `rank`'s node (heterogeneity); 1 when none is given. */
+  double speed_factor(int rank) const;
+  /** Roofline time (seconds) of `flops` FLOPs touching `bytes` bytes of memory. */
+  double kernel_time_s(KernelClass kernel, double flops, double bytes, int rank) const;
+  /** Algorithm configured for a collective kind ("allreduce", ...). */
+  Algorithm algorithm_for(const std::string& collective_kind) const;
+
+ private:
+  friend Platform parse_platform(const nlohmann::json&, const std::string&);
+  std::vector<double> resolved_speed_factors_;  ///< filled on parse from factors or stddev
+ public:
+  /** Recomputes per-node speed factors (call after changing nodes.* by hand). */
+  void resolve_speed_factors();
+};
+
+/** @throws InputError naming file, JSON path and value. */
+Platform parse_platform(const nlohmann::json& document, const std::string& file);
+nlohmann::json to_json(const Platform& platform);
+
+}  // namespace cnnpar

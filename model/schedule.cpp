@@ -1,0 +1,292 @@
+#include "model/schedule.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "model/error.hpp"
+#include "model/json_node.hpp"
+
+namespace cnnpar {
+
+const char* to_string(Phase phase) {
+  switch (phase) {
+    case Phase::forward: return "forward";
+    case Phase::backward_data: return "backward_data";
+    case Phase::backward_weight: return "backward_weight";
+    case Phase::update: return "update";
+  }
+  return "?";
+}
+
+Phase phase_from_string(const std::string& text) {
+  for (auto p : {Phase::forward, Phase::backward_data, Phase::backward_weight, Phase::update})
+    if (text == to_string(p)) return p;
+  throw std::invalid_argument("unknown phase (expected forward, backward_data, backward_weight or update)");
+}
+
+const char* to_string(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::allreduce: return "allreduce";
+    case CollectiveKind::allgather: return "allgather";
+    case CollectiveKind::reduce_scatter: return "reduce_scatter";
+    case CollectiveKind::bcast: return "bcast";
+    case CollectiveKind::reduce: return "reduce";
+    case CollectiveKind::gather: return "gather";
+    case CollectiveKind::scatter: return "scatter";
+    case CollectiveKind::alltoall: return "alltoall";
+    case CollectiveKind::send: return "send";
+  }
+  return "?";
+}
+
+CollectiveKind collective_kind_from_string(const std::string& text) {
+  for (auto k : {CollectiveKind::allreduce, CollectiveKind::allgather, CollectiveKind::reduce_scatter,
+                 CollectiveKind::bcast, CollectiveKind::reduce, CollectiveKind::gather, CollectiveKind::scatter,
+                 CollectiveKind::alltoall, CollectiveKind::send})
+    if (text == to_string(k)) return k;
+  throw std::invalid_argument(
+      "unknown collective kind (expected allreduce, allgather, reduce_scatter, bcast, reduce, gather, scatter, "
+      "alltoall or send)");
+}
+
+const char* to_string(Payload payload) {
+  switch (payload) {
+    case Payload::none: return "none";
+    case Payload::gradients: return "gradients";
+    case Payload::activations: return "activations";
+    case Payload::errors: return "errors";
+    case Payload::weights: return "weights";
+  }
+  return "?";
+}
+
+Payload payload_from_string(const std::string& text) {
+  for (auto p : {Payload::none, Payload::gradients, Payload::activations, Payload::errors, Payload::weights})
+    if (text == to_string(p)) return p;
+  throw std::invalid_argument("unknown payload (expected none, gradients, activations, errors or weights)");
+}
+
+const char* to_string(OpKind kind) {
+  switch (kind) {
+    case OpKind::compute: return "compute";
+    case OpKind::post: return "post";
+    case OpKind::wait: return "wait";
+    case OpKind::mark: return "mark";
+  }
+  return "?";
+}
+
+std::string Op::kernel_name() const {
+  return kernel == KernelClass::gemm ? gemm.to_string() : std::string(to_string(kernel));
+}
+
+Op Op::compute_op(std::string label, int layer, Phase phase, KernelClass kernel, double flops, double bytes,
+                  std::int64_t batch, GemmShape gemm) {
+  Op op;
+  op.kind = OpKind::compute;
+  op.label = std::move(label);
+  op.layer = layer;
+  op.phase = phase;
+  op.kernel = kernel;
+  op.gemm = gemm;
+  op.flops = flops;
+  op.bytes = bytes;
+  op.batch = batch;
+  return op;
+}
+
+Op Op::post_op(int collective) {
+  Op op;
+  op.kind = OpKind::post;
+  op.collective = collective;
+  return op;
+}
+
+Op Op::wait_op(int collective) {
+  Op op;
+  op.kind = OpKind::wait;
+  op.collective = collective;
+  return op;
+}
+
+Op Op::mark_op(int iteration) {
+  Op op;
+  op.kind = OpKind::mark;
+  op.iteration = iteration;
+  return op;
+}
+
+int Schedule::add_collective(Collective collective) {
+  collective.id = int(collectives.size());
+  std::sort(collective.group.begin(), collective.group.end());
+  collectives.push_back(std::move(collective));
+  return collectives.back().id;
+}
+
+// ---- JSON -----------------------------------------------------------------
+
+namespace {
+
+nlohmann::json op_to_json(const Op& op) {
+  switch (op.kind) {
+    case OpKind::compute: {
+      nlohmann::json j = {{"op", "compute"}, {"label", op.label},   {"layer", op.layer},
+                          {"phase", to_string(op.phase)},           {"kernel", op.kernel_name()},
+                          {"flops", op.flops}, {"bytes", op.bytes}, {"batch", op.batch}};
+      return j;
+    }
+    case OpKind::post: return {{"op", "post"}, {"collective", op.collective}};
+    case OpKind::wait: return {{"op", "wait"}, {"collective", op.collective}};
+    case OpKind::mark: return {{"op", "mark"}, {"iteration", op.iteration}};
+  }
+  return {};
+}
+
+// Parses "gemm MxNxK" or a kernel class name.
+void parse_kernel(const JsonNode& node, Op& op) {
+  const std::string text = node.as_string();
+  if (text.starts_with("gemm ")) {
+    long long m = 0, n = 0, k = 0;
+    char x1 = 0, x2 = 0;
+    if (std::sscanf(text.c_str() + 5, "%lld%c%lld%c%lld", &m, &x1, &n, &x2, &k) != 5 || x1 != 'x' || x2 != 'x' ||
+        m <= 0 || n <= 0 || k <= 0)
+      node.fail("expected \"gemm MxNxK\" with positive M, N, K");
+    op.kernel = KernelClass::gemm;
+    op.gemm = {m, n, k};
+    return;
+  }
+  try {
+    op.kernel = kernel_class_from_string(text);
+  } catch (const std::invalid_argument& error) {
+    node.fail(error.what());
+  }
+}
+
+Op op_from_json(const JsonNode& node, int collective_count) {
+  Op op;
+  const std::string kind = node.at("op").as_string();
+  if (kind == "compute") {
+    node.check_keys({"op", "label", "layer", "phase", "kernel", "flops", "bytes", "batch"});
+    op.kind = OpKind::compute;
+    op.label = node.at("label").as_string();
+    op.layer = int(node.int_or("layer", -1));
+    const JsonNode phase = node.at("phase");
+    try {
+      op.phase = phase_from_string(phase.as_string());
+    } catch (const std::invalid_argument& error) {
+      phase.fail(error.what());
+    }
+    parse_kernel(node.at("kernel"), op);
+    op.flops = node.at("flops").as_nonnegative_number();
+    op.bytes = node.has("bytes") ? node.at("bytes").as_nonnegative_number() : 0;
+    op.batch = node.has("batch") ? node.at("batch").as_nonnegative_int() : 0;
+  } else if (kind == "post" || kind == "wait") {
+    node.check_keys({"op", "collective"});
+    op.kind = kind == "post" ? OpKind::post : OpKind::wait;
+    const JsonNode id = node.at("collective");
+    op.collective = int(id.as_nonnegative_int());
+    if (op.collective >= collective_count) id.fail(fmt::format("no collective with this id ({} defined)", collective_count));
+  } else if (kind == "mark") {
+    node.check_keys({"op", "iteration"});
+    op.kind = OpKind::mark;
+    op.iteration = int(node.at("iteration").as_nonnegative_int());
+  } else {
+    node.at("op").fail("unknown op (expected compute, post, wait or mark)");
+  }
+  return op;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const Schedule& schedule) {
+  nlohmann::json collectives = nlohmann::json::array();
+  for (const Collective& c : schedule.collectives) {
+    collectives.push_back({{"id", c.id},
+                           {"kind", to_string(c.kind)},
+                           {"bytes", c.bytes},
+                           {"group", c.group},
+                           {"root", c.root},
+                           {"algorithm", to_string(c.algorithm)},
+                           {"label", c.label},
+                           {"payload", to_string(c.payload)},
+                           {"layers", c.layers},
+                           {"iteration", c.iteration}});
+  }
+  nlohmann::json programs = nlohmann::json::array();
+  for (const Program& program : schedule.programs) {
+    nlohmann::json ops = nlohmann::json::array();
+    for (const Op& op : program.ops) ops.push_back(op_to_json(op));
+    programs.push_back({{"rank", program.rank}, {"ops", std::move(ops)}});
+  }
+  return {{"strategy", schedule.strategy},
+          {"options", schedule.options.is_null() ? nlohmann::json::object() : schedule.options},
+          {"network", schedule.network},
+          {"global_batch", schedule.global_batch},
+          {"iterations", schedule.iterations},
+          {"warmup_iterations", schedule.warmup_iterations},
+          {"collectives", std::move(collectives)},
+          {"programs", std::move(programs)}};
+}
+
+Schedule schedule_from_json(const nlohmann::json& document, const std::string& file) {
+  const JsonNode root(document, file);
+  root.check_keys({"strategy", "options", "network", "global_batch", "iterations", "warmup_iterations", "collectives",
+                   "programs"});
+  Schedule schedule;
+  schedule.strategy = root.string_or("strategy", "");
+  if (root.has("options")) schedule.options = root.at("options").raw();
+  schedule.network = root.string_or("network", "");
+  schedule.global_batch = root.has("global_batch") ? root.at("global_batch").as_nonnegative_int() : 0;
+  schedule.iterations = int(root.at("iterations").as_nonnegative_int());
+  schedule.warmup_iterations = int(root.int_or("warmup_iterations", 0));
+
+  const std::vector<JsonNode> collectives = root.at("collectives").items();
+  const std::vector<JsonNode> programs = root.at("programs").items();
+  if (programs.empty()) root.at("programs").fail("a schedule needs at least one rank");
+  const int ranks = int(programs.size());
+  for (std::size_t i = 0; i < collectives.size(); ++i) {
+    const JsonNode& node = collectives[i];
+    node.check_keys({"id", "kind", "bytes", "group", "root", "algorithm", "label", "payload", "layers", "iteration"});
+    Collective c;
+    if (node.has("id") && node.at("id").as_int() != std::int64_t(i)) node.at("id").fail(fmt::format("expected id {}", i));
+    const auto parse_enum = [](const JsonNode& value, auto parser) {
+      try {
+        return parser(value.as_string());
+      } catch (const std::invalid_argument& error) {
+        value.fail(error.what());
+      }
+    };
+    c.kind = parse_enum(node.at("kind"), collective_kind_from_string);
+    c.bytes = node.at("bytes").as_nonnegative_number();
+    for (const JsonNode& member : node.at("group").items()) {
+      const std::int64_t rank = member.as_nonnegative_int();
+      if (rank >= ranks) member.fail(fmt::format("rank out of range (the schedule has {} ranks)", ranks));
+      c.group.push_back(int(rank));
+    }
+    c.root = int(node.int_or("root", -1));
+    if (node.has("algorithm")) c.algorithm = parse_enum(node.at("algorithm"), algorithm_from_string);
+    c.label = node.string_or("label", "");
+    if (node.has("payload")) c.payload = parse_enum(node.at("payload"), payload_from_string);
+    if (node.has("layers"))
+      for (const JsonNode& layer : node.at("layers").items()) c.layers.push_back(int(layer.as_nonnegative_int()));
+    c.iteration = int(node.int_or("iteration", 0));
+    // Keep the group as written (the verifier reports unsorted/duplicate groups).
+    c.id = int(i);
+    schedule.collectives.push_back(std::move(c));
+  }
+  for (std::size_t r = 0; r < programs.size(); ++r) {
+    const JsonNode& node = programs[r];
+    node.check_keys({"rank", "ops"});
+    if (node.has("rank") && node.at("rank").as_int() != std::int64_t(r)) node.at("rank").fail(fmt::format("expected rank {}", r));
+    Program program;
+    program.rank = int(r);
+    for (const JsonNode& op : node.at("ops").items()) program.ops.push_back(op_from_json(op, int(collectives.size())));
+    schedule.programs.push_back(std::move(program));
+  }
+  return schedule;
+}
+
+}  // namespace cnnpar

@@ -1,0 +1,125 @@
+#pragma once
+// The Schedule: one program per rank plus the table of collectives (DESIGN.md).
+//
+// Semantics every back-end implements:
+//  * a rank has one compute stream that runs its ops strictly in program order;
+//  * `post` starts a collective without blocking, `wait` blocks the compute stream until
+//    that collective has completed on this rank (blocking collective = post + wait);
+//  * each rank has one communication engine that runs its posted collectives in posting
+//    order, `collective_concurrency` at a time (default 1, Lee et al.'s comm thread);
+//  * a collective starts once every member of its group has reached it on its engine;
+//  * `mark {iteration}` separates iterations; iterations < warmup_iterations are warm-up.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/cost.hpp"
+#include "model/platform.hpp"
+
+namespace cnnpar {
+
+enum class Phase { forward, backward_data, backward_weight, update };
+const char* to_string(Phase phase);
+Phase phase_from_string(const std::string& text);  ///< @throws std::invalid_argument
+
+/** Size conventions (`bytes` of a Collective), per kind:
+ *  allreduce, reduce_scatter, reduce, bcast: the whole vector, identical on every rank;
+ *  allgather, gather: one rank's contribution (the result is group.size() × bytes);
+ *  scatter: one rank's share (the root sends group.size() × bytes);
+ *  alltoall: what one rank sends in total (bytes / group.size() to each peer);
+ *  send: the message; group = {source, destination}, root = source. Both post the same id. */
+enum class CollectiveKind { allreduce, allgather, reduce_scatter, bcast, reduce, gather, scatter, alltoall, send };
+const char* to_string(CollectiveKind kind);
+CollectiveKind collective_kind_from_string(const std::string& text);  ///< @throws std::invalid_argument
+
+/** What a collective carries, so the real executor knows which buffers to use. */
+enum class Payload { none, gradients, activations, errors, weights };
+const char* to_string(Payload payload);
+Payload payload_from_string(const std::string& text);  ///< @throws std::invalid_argument
+
+struct Collective {
+  int id = -1;                    ///< index into Schedule::collectives
+  CollectiveKind kind = CollectiveKind::allreduce;
+  double bytes = 0;               ///< see the size conventions above
+  std::vector<int> group;         ///< participating ranks, sorted, no duplicates
+  int root = -1;                  ///< bcast/reduce/gather/scatter/send: root rank; else -1
+  Algorithm algorithm = Algorithm::automatic;
+  std::string label;              ///< e.g. "allreduce chunk1 [fc8..conv5]"
+  Payload payload = Payload::none;
+  std::vector<int> layers;        ///< network layer indices whose data it carries
+  int iteration = 0;              ///< iteration that posts it
+};
+
+enum class OpKind { compute, post, wait, mark };
+const char* to_string(OpKind kind);
+
+struct Op {
+  OpKind kind = OpKind::compute;
+  // compute
+  std::string label;              ///< e.g. "conv1.fwd.gemm"
+  int layer = -1;                 ///< index into Network::layers, -1 if none
+  Phase phase = Phase::forward;
+  KernelClass kernel = KernelClass::other;
+  GemmShape gemm;                 ///< for kernel == gemm: the GEMM it runs
+  double flops = 0;               ///< floating-point operations
+  double bytes = 0;               ///< bytes moved through memory (roofline)
+  std::int64_t batch = 0;         ///< images this op processes
+  // post / wait
+  int collective = -1;            ///< index into Schedule::collectives
+  // mark
+  int iteration = -1;             ///< iteration that this mark ends
+
+  /** "gemm MxNxK" for GEMMs, else the kernel class name. */
+  std::string kernel_name() const;
+
+  static Op compute_op(std::string label, int layer, Phase phase, KernelClass kernel, double flops,
+                       double bytes, std::int64_t batch, GemmShape gemm = {});
+  static Op post_op(int collective);
+  static Op wait_op(int collective);
+  static Op mark_op(int iteration);
+};
+
+struct Program {
+  int rank = 0;
+  std::vector<Op> ops;
+};
+
+struct Schedule {
+  std::string strategy;             ///< builder name, e.g. "lee"
+  nlohmann::json options;           ///< builder options (k, f, bucket bytes, ...)
+  std::string network;              ///< network name
+  std::int64_t global_batch = 0;    ///< N, images per iteration over all ranks
+  int iterations = 0;               ///< total iterations, warm-up included
+  int warmup_iterations = 0;        ///< leading iterations excluded from metrics
+  std::vector<Program> programs;    ///< one per rank, programs[r].rank == r
+  std::vector<Collective> collectives;
+
+  int ranks() const { return int(programs.size()); }
+  /** Adds a collective and returns its id. */
+  int add_collective(Collective collective);
+};
+
+nlohmann::json to_json(const Schedule& schedule);
+/** @throws InputError naming file, JSON path and value. */
+Schedule schedule_from_json(const nlohmann::json& document, const std::string& file);
+
+/** One problem found by the verifier. */
+struct VerifyIssue {
+  int rank = -1;     ///< rank whose program has the problem (-1 if none)
+  int op = -1;       ///< op index in that program (-1 if none)
+  std::string message;
+};
+
+/** Checks, without running anything: waits without posts, double posts, posts never waited,
+ *  empty or malformed groups, ranks that post a collective they are not in, members that
+ *  never post, and members that reach collectives in different orders on their
+ *  communication engines (the classic MPI deadlock), plus cycles between ranks' waits.
+ *  Returns all problems found; empty means the schedule is valid. */
+std::vector<VerifyIssue> verify(const Schedule& schedule);
+
+/** Runs verify() and throws InputError (file, path "/programs/R/ops/I", message) on the first issue. */
+void verify_or_throw(const Schedule& schedule, const std::string& file = "<schedule>");
+
+}  // namespace cnnpar

@@ -1,0 +1,111 @@
+#include "model/trace.hpp"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "model/error.hpp"
+#include "model/json_node.hpp"
+
+namespace cnnpar {
+
+nlohmann::json to_json(const Trace& trace) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const RankTrace& rank : trace.ranks) {
+    nlohmann::json compute = nlohmann::json::array();
+    for (const ComputeRecord& r : rank.compute)
+      compute.push_back({{"op", r.op}, {"label", r.label}, {"layer", r.layer}, {"phase", to_string(r.phase)},
+                         {"kernel", to_string(r.kernel)}, {"flops", r.flops}, {"start", r.start_s}, {"end", r.end_s}});
+    nlohmann::json collectives = nlohmann::json::array();
+    for (const CollectiveRecord& r : rank.collectives)
+      collectives.push_back({{"collective", r.collective}, {"label", r.label}, {"kind", to_string(r.kind)},
+                             {"bytes", r.bytes}, {"iteration", r.iteration}, {"posted", r.posted_s},
+                             {"comm_start", r.comm_start_s}, {"comm_end", r.comm_end_s},
+                             {"wait_start", r.wait_start_s}, {"wait_end", r.wait_end_s}});
+    nlohmann::json marks = nlohmann::json::array();
+    for (const MarkRecord& m : rank.marks) marks.push_back({{"iteration", m.iteration}, {"time", m.time_s}});
+    ranks.push_back({{"rank", rank.rank}, {"compute", std::move(compute)}, {"collectives", std::move(collectives)},
+                     {"marks", std::move(marks)}});
+  }
+  return {{"format", "cnnpar-trace-1"},
+          {"engine", trace.engine},
+          {"time_unit", "s"},
+          {"metadata", trace.metadata.is_null() ? nlohmann::json::object() : trace.metadata},
+          {"warmup_iterations", trace.warmup_iterations},
+          {"ranks", std::move(ranks)}};
+}
+
+namespace {
+template <typename Parser>
+auto parse_enum(const JsonNode& node, Parser parser) {
+  try {
+    return parser(node.as_string());
+  } catch (const std::invalid_argument& error) {
+    node.fail(error.what());
+  }
+}
+}  // namespace
+
+Trace trace_from_json(const nlohmann::json& document, const std::string& file) {
+  const JsonNode root(document, file);
+  if (root.string_or("format", "cnnpar-trace-1") != "cnnpar-trace-1")
+    root.at("format").fail("not a cnnpar trace (expected format \"cnnpar-trace-1\")");
+  Trace trace;
+  trace.engine = root.at("engine").as_string();
+  if (root.has("metadata")) trace.metadata = root.at("metadata").raw();
+  trace.warmup_iterations = int(root.int_or("warmup_iterations", 0));
+  for (const JsonNode& rank_node : root.at("ranks").items()) {
+    RankTrace rank;
+    rank.rank = int(rank_node.at("rank").as_nonnegative_int());
+    for (const JsonNode& r : rank_node.at("compute").items()) {
+      ComputeRecord record;
+      record.op = int(r.int_or("op", -1));
+      record.label = r.string_or("label", "");
+      record.layer = int(r.int_or("layer", -1));
+      if (r.has("phase")) record.phase = parse_enum(r.at("phase"), phase_from_string);
+      if (r.has("kernel")) record.kernel = parse_enum(r.at("kernel"), kernel_class_from_string);
+      record.flops = r.number_or("flops", 0);
+      record.start_s = r.at("start").as_number();
+      record.end_s = r.at("end").as_number();
+      if (record.end_s < record.start_s) r.at("end").fail("ends before it starts");
+      rank.compute.push_back(std::move(record));
+    }
+    for (const JsonNode& r : rank_node.at("collectives").items()) {
+      CollectiveRecord record;
+      record.collective = int(r.at("collective").as_nonnegative_int());
+      record.label = r.string_or("label", "");
+      if (r.has("kind")) record.kind = parse_enum(r.at("kind"), collective_kind_from_string);
+      record.bytes = r.number_or("bytes", 0);
+      record.iteration = int(r.int_or("iteration", 0));
+      record.posted_s = r.at("posted").as_number();
+      record.comm_start_s = r.at("comm_start").as_number();
+      record.comm_end_s = r.at("comm_end").as_number();
+      record.wait_start_s = r.at("wait_start").as_number();
+      record.wait_end_s = r.at("wait_end").as_number();
+      if (record.comm_end_s < record.comm_start_s) r.at("comm_end").fail("ends before it starts");
+      if (record.wait_end_s < record.wait_start_s) r.at("wait_end").fail("ends before it starts");
+      rank.collectives.push_back(std::move(record));
+    }
+    for (const JsonNode& m : rank_node.at("marks").items())
+      rank.marks.push_back({int(m.at("iteration").as_nonnegative_int()), m.at("time").as_number()});
+    trace.ranks.push_back(std::move(rank));
+  }
+  return trace;
+}
+
+Trace make_empty_trace(const Schedule& schedule, const std::string& engine) {
+  Trace trace;
+  trace.engine = engine;
+  trace.warmup_iterations = schedule.warmup_iterations;
+  trace.metadata = {{"strategy", schedule.strategy},
+                    {"options", schedule.options.is_null() ? nlohmann::json::object() : schedule.options},
+                    {"network", schedule.network},
+                    {"global_batch", schedule.global_batch},
+                    {"ranks", schedule.ranks()},
+                    {"iterations", schedule.iterations}};
+  trace.ranks.resize(std::size_t(schedule.ranks()));
+  for (int r = 0; r < schedule.ranks(); ++r) trace.ranks[std::size_t(r)].rank = r;
+  return trace;
+}
+
+}  // namespace cnnpar

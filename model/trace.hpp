@@ -1,0 +1,66 @@
+#pragma once
+// The Trace every back-end emits (DESIGN.md): per rank, compute op intervals, collective
+// timestamps and iteration marks, in seconds from a common origin. Self-contained: each
+// record carries the op's label, layer and phase so traces from different back-ends can
+// be compared without the Schedule.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/schedule.hpp"
+
+namespace cnnpar {
+
+struct ComputeRecord {
+  int op = -1;          ///< index of the op in the rank's program
+  std::string label;
+  int layer = -1;
+  Phase phase = Phase::forward;
+  KernelClass kernel = KernelClass::other;
+  double flops = 0;
+  double start_s = 0;   ///< seconds from the origin
+  double end_s = 0;
+};
+
+struct CollectiveRecord {
+  int collective = -1;  ///< id in the Schedule
+  std::string label;
+  CollectiveKind kind = CollectiveKind::allreduce;
+  double bytes = 0;
+  int iteration = 0;
+  double posted_s = 0;      ///< the rank posted it
+  double comm_start_s = 0;  ///< the rank's communication engine started it
+  double comm_end_s = 0;    ///< it completed on this rank
+  double wait_start_s = 0;  ///< the compute stream began waiting for it
+  double wait_end_s = 0;    ///< the compute stream resumed
+};
+
+struct MarkRecord {
+  int iteration = -1;
+  double time_s = 0;
+};
+
+struct RankTrace {
+  int rank = 0;
+  std::vector<ComputeRecord> compute;        ///< in program order
+  std::vector<CollectiveRecord> collectives; ///< in posting order
+  std::vector<MarkRecord> marks;
+};
+
+struct Trace {
+  std::string engine;          ///< "analytic", "simgrid", "real"
+  nlohmann::json metadata;     ///< strategy, options, network, platform, batch, ranks, mode...
+  int warmup_iterations = 0;
+  std::vector<RankTrace> ranks;
+};
+
+nlohmann::json to_json(const Trace& trace);
+/** @throws InputError naming file, JSON path and value. */
+Trace trace_from_json(const nlohmann::json& document, const std::string& file);
+
+/** Helper for back-ends: a Trace with one RankTrace per rank and the schedule's metadata. */
+Trace make_empty_trace(const Schedule& schedule, const std::string& engine);
+
+}  // namespace cnnpar

@@ -1,0 +1,30 @@
+#pragma once
+// Quantities written with units in SimGrid's spelling ("10Gbps", "1.25GBps", "1.5us",
+// "2.3GHz", "1.2Tf", "64KiB"). Parsing returns SI base units.
+#include <string>
+#include <string_view>
+
+namespace cnnpar {
+
+enum class Unit {
+  bandwidth_Bps,  ///< bytes per second; accepts Bps/bps with k,M,G,T and Ki,Mi,Gi,Ti prefixes
+  time_s,         ///< seconds; accepts s, ms, us, ns, ps, m, h, d, w
+  flop_rate,      ///< floating-point operations per second; accepts f, flops with k,M,G,T,P,E
+  frequency_hz,   ///< hertz; accepts Hz with k,M,G,T
+  size_bytes,     ///< bytes; accepts B, b (bits) with k,M,G,T and Ki,Mi,Gi,Ti prefixes
+};
+
+/** Parses "<number><unit>" into base units. A bare number is accepted only when
+ *  `allow_bare_number` is true (it is then taken in base units).
+ *  @throws std::invalid_argument with the reason (callers add file and path). */
+double parse_quantity(std::string_view text, Unit unit, bool allow_bare_number = false);
+
+/** Human name of the unit family, used in error messages ("a bandwidth like \"10Gbps\""). */
+std::string unit_example(Unit unit);
+
+/** Formats a duration in seconds with a readable prefix ("12.3 ms"). */
+std::string format_seconds(double seconds);
+/** Formats a byte count with a binary prefix ("392.0 MiB"). */
+std::string format_bytes(double bytes);
+
+}  // namespace cnnpar

@@ -1,0 +1,31 @@
+# Scenario files embedded into the binaries (paths relative to scenarios/), listed explicitly.
+set(CNNPAR_SCENARIO_FILES
+  networks/alexnet.json
+  networks/bpt-cnn-case1.json
+  networks/bpt-cnn-case2.json
+  networks/bpt-cnn-case3.json
+  networks/bpt-cnn-case4.json
+  networks/bpt-cnn-case5.json
+  networks/bpt-cnn-case6.json
+  networks/bpt-cnn-case7.json
+  networks/lenet-5.json
+  networks/marques-150-800.json
+  networks/marques-300-1000.json
+  networks/marques-50-500.json
+  networks/marques-500-1500.json
+  networks/veeriah-cifar10.json
+  networks/veeriah-mnist.json
+  networks/vgg-128.json
+  networks/vgg-256.json
+  networks/vgg-512.json
+  networks/vgg-a-32.json
+  networks/vgg-a.json
+  platforms/bpt-cnn-cluster.json
+  platforms/cori-haswell.json
+  platforms/intel-xeon-10gbe.json
+  platforms/intel-xeon-fdr.json
+  platforms/intel-xeon-phi-opa.json
+  platforms/local.json
+  platforms/marques-lab.json
+  platforms/marques-sim.json
+)

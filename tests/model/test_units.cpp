@@ -1,0 +1,42 @@
+#include <catch2/catch.hpp>
+
+#include <stdexcept>
+
+#include "model/units.hpp"
+
+using cnnpar::parse_quantity;
+using cnnpar::Unit;
+
+// Relative tolerance for unit conversions: exact decimal scalings, so only rounding.
+constexpr double kRelative = 1e-12;
+
+TEST_CASE("bandwidths use SimGrid's spelling: bytes or bits per second, decimal or binary prefixes") {
+  // 10 Gbit/s = 10e9 / 8 bytes/s = 1.25e9 B/s
+  CHECK(parse_quantity("10Gbps", Unit::bandwidth_Bps) == Approx(1.25e9).epsilon(kRelative));
+  CHECK(parse_quantity("1.25GBps", Unit::bandwidth_Bps) == Approx(1.25e9).epsilon(kRelative));
+  // 100 MiB/s = 100 * 2^20 B/s
+  CHECK(parse_quantity("100MiBps", Unit::bandwidth_Bps) == Approx(104857600.0).epsilon(kRelative));
+  CHECK(parse_quantity("7GBps", Unit::bandwidth_Bps) == Approx(7e9).epsilon(kRelative));
+}
+
+TEST_CASE("times, FLOP rates, frequencies and sizes") {
+  CHECK(parse_quantity("1.5us", Unit::time_s) == Approx(1.5e-6).epsilon(kRelative));
+  CHECK(parse_quantity("2ms", Unit::time_s) == Approx(2e-3).epsilon(kRelative));
+  CHECK(parse_quantity("3s", Unit::time_s) == Approx(3.0).epsilon(kRelative));
+  CHECK(parse_quantity("1.2Tf", Unit::flop_rate) == Approx(1.2e12).epsilon(kRelative));
+  CHECK(parse_quantity("170Gf", Unit::flop_rate) == Approx(1.7e11).epsilon(kRelative));
+  CHECK(parse_quantity("2.3GHz", Unit::frequency_hz) == Approx(2.3e9).epsilon(kRelative));
+  CHECK(parse_quantity("25MiB", Unit::size_bytes) == Approx(25.0 * 1048576).epsilon(kRelative));
+  CHECK(parse_quantity("4kB", Unit::size_bytes) == Approx(4000.0).epsilon(kRelative));
+  CHECK(parse_quantity("8b", Unit::size_bytes) == Approx(1.0).epsilon(kRelative));
+}
+
+TEST_CASE("quantities that do not parse are rejected with the reason") {
+  CHECK_THROWS_AS(parse_quantity("10Gbpx", Unit::bandwidth_Bps), std::invalid_argument);
+  CHECK_THROWS_AS(parse_quantity("fast", Unit::bandwidth_Bps), std::invalid_argument);
+  CHECK_THROWS_AS(parse_quantity("", Unit::time_s), std::invalid_argument);
+  CHECK_THROWS_AS(parse_quantity("10", Unit::time_s), std::invalid_argument);  // unit required
+  CHECK(parse_quantity("10", Unit::time_s, true) == 10.0);                      // unless allowed
+  CHECK_THROWS_AS(parse_quantity("1.5Gbps", Unit::time_s), std::invalid_argument);  // wrong family
+  CHECK_THROWS_WITH(parse_quantity("3furlongs", Unit::time_s), Catch::Contains("unknown unit \"furlongs\""));
+}
