@@ -10,6 +10,8 @@
 //  * a collective starts once every member of its group has reached it on its engine;
 //  * `mark {iteration}` separates iterations; iterations < warmup_iterations are warm-up.
 #include <cstdint>
+#include <initializer_list>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -81,9 +83,47 @@ struct Op {
   static Op mark_op(int iteration);
 };
 
+/** A rank's ops, shared copy-on-write between ranks whose programs are identical (every
+ *  data-parallel rank), so a 128-rank schedule stores one op list, not 128. Reading never
+ *  copies; the mutators copy first when the list is shared. */
+class OpList {
+ public:
+  using value_type = Op;
+  using const_iterator = std::vector<Op>::const_iterator;
+
+  OpList() : ops_(std::make_shared<std::vector<Op>>()) {}
+  OpList(std::initializer_list<Op> ops) : ops_(std::make_shared<std::vector<Op>>(ops)) {}
+  explicit OpList(std::vector<Op> ops) : ops_(std::make_shared<std::vector<Op>>(std::move(ops))) {}
+
+  std::size_t size() const { return ops_->size(); }
+  bool empty() const { return ops_->empty(); }
+  const Op& operator[](std::size_t index) const { return (*ops_)[index]; }
+  const Op& front() const { return ops_->front(); }
+  const Op& back() const { return ops_->back(); }
+  const_iterator begin() const { return ops_->cbegin(); }
+  const_iterator end() const { return ops_->cend(); }
+  const std::vector<Op>& vector() const { return *ops_; }
+  /** True when both lists share one buffer (identical programs, detectable in O(1)). */
+  bool same_storage(const OpList& other) const { return ops_ == other.ops_; }
+
+  void push_back(Op op) { mutable_vector().push_back(std::move(op)); }
+  void append(const std::vector<Op>& ops) { mutable_vector().insert(ops_->end(), ops.begin(), ops.end()); }
+  void reserve(std::size_t count) { mutable_vector().reserve(count); }
+  void clear() { mutable_vector().clear(); }
+  Op& mutable_at(std::size_t index) { return mutable_vector()[index]; }
+  /** The buffer, unshared first if another program shares it. */
+  std::vector<Op>& mutable_vector() {
+    if (ops_.use_count() > 1) ops_ = std::make_shared<std::vector<Op>>(*ops_);
+    return *ops_;
+  }
+
+ private:
+  std::shared_ptr<std::vector<Op>> ops_;
+};
+
 struct Program {
   int rank = 0;
-  std::vector<Op> ops;
+  OpList ops;
 };
 
 struct Schedule {

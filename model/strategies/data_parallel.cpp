@@ -34,7 +34,8 @@ Schedule start_schedule(const Network& network, const StrategyOptions& options) 
   return schedule;
 }
 
-std::int64_t local_batch(const StrategyOptions& options) { return options.global_batch / options.ranks; }
+std::int64_t local_batch(const StrategyOptions& options) { return rank_batch(options.global_batch, options.ranks, 0); }
+std::int64_t smaller_batch(const StrategyOptions& options) { return options.global_batch / options.ranks; }
 
 }  // namespace
 
@@ -42,7 +43,7 @@ Schedule build_dp(const Network& network, const Platform& platform, const Strate
   Schedule schedule = start_schedule(network, options);
   const LayerOps ops(network, local_batch(options), options.global_batch);
   const std::vector<int> parameter_layers = parameter_layers_backward(network);
-  std::vector<Op>& program = schedule.programs[0].ops;
+  std::vector<Op>& program = schedule.programs[0].ops.mutable_vector();
   const int layer_count = int(network.layers.size());
   for (int m = 0; m < options.iterations; ++m) {
     for (int l = 0; l < layer_count; ++l) append(program, ops.forward(l));
@@ -61,14 +62,14 @@ Schedule build_dp(const Network& network, const Platform& platform, const Strate
     for (int l : parameter_layers) append(program, ops.update(l));
     program.push_back(Op::mark_op(m));
   }
-  replicate_program(schedule, options.ranks);
+  replicate_program(schedule, options, LayerOps(network, smaller_batch(options), options.global_batch));
   return schedule;
 }
 
 Schedule build_dp_layerwise(const Network& network, const Platform& platform, const StrategyOptions& options) {
   Schedule schedule = start_schedule(network, options);
   const LayerOps ops(network, local_batch(options), options.global_batch);
-  std::vector<Op>& program = schedule.programs[0].ops;
+  std::vector<Op>& program = schedule.programs[0].ops.mutable_vector();
   const int layer_count = int(network.layers.size());
   for (int m = 0; m < options.iterations; ++m) {
     for (int l = 0; l < layer_count; ++l) append(program, ops.forward(l));
@@ -90,14 +91,14 @@ Schedule build_dp_layerwise(const Network& network, const Platform& platform, co
     }
     program.push_back(Op::mark_op(m));
   }
-  replicate_program(schedule, options.ranks);
+  replicate_program(schedule, options, LayerOps(network, smaller_batch(options), options.global_batch));
   return schedule;
 }
 
 Schedule build_dp_buckets(const Network& network, const Platform& platform, const StrategyOptions& options) {
   Schedule schedule = start_schedule(network, options);
   const LayerOps ops(network, local_batch(options), options.global_batch);
-  std::vector<Op>& program = schedule.programs[0].ops;
+  std::vector<Op>& program = schedule.programs[0].ops.mutable_vector();
   const int layer_count = int(network.layers.size());
   for (int m = 0; m < options.iterations; ++m) {
     for (int l = 0; l < layer_count; ++l) append(program, ops.forward(l));
@@ -127,7 +128,7 @@ Schedule build_dp_buckets(const Network& network, const Platform& platform, cons
     }
     program.push_back(Op::mark_op(m));
   }
-  replicate_program(schedule, options.ranks);
+  replicate_program(schedule, options, LayerOps(network, smaller_batch(options), options.global_batch));
   return schedule;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "model/cost.hpp"
+#include "model/error.hpp"
 
 namespace cnnpar::strategies {
 namespace {
@@ -30,11 +31,9 @@ KernelClass eltwise_class(LayerKind kind) {
 
 LayerOps::LayerOps(const Network& network, std::int64_t batch, std::int64_t full_batch) {
   const std::size_t count = network.layers.size();
-  forward_.resize(count);
-  backward_data_.resize(count);
-  backward_weight_.resize(count);
-  backward_weight_full_.resize(count);
-  update_.resize(count);
+  layer_count_ = count;
+  ranges_.assign(kSteps * count, {0, 0});
+  all_.reserve(8 * count);
 
   int first_parameter_layer = int(count);
   for (std::size_t i = 0; i < count; ++i)
@@ -54,55 +53,76 @@ LayerOps::LayerOps(const Network& network, std::int64_t batch, std::int64_t full
       // Lee Eq. 4-5: im2col, then one GEMM for the whole sub-batch.
       const GemmShape fwd = forward_gemm(layer, batch);
       const double columns_bytes = kFloatBytes * double(fwd.k) * double(fwd.n);
-      forward_[i].push_back(Op::compute_op(name + ".im2col", index, Phase::forward, KernelClass::im2col, 0,
+      add(Step::forward, index, Op::compute_op(name + ".im2col", index, Phase::forward, KernelClass::im2col, 0,
                                            in_bytes + columns_bytes, batch));
-      forward_[i].push_back(Op::compute_op(name + ".fwd", index, Phase::forward, KernelClass::gemm, fwd.flops(),
+      add(Step::forward, index, Op::compute_op(name + ".fwd", index, Phase::forward, KernelClass::gemm, fwd.flops(),
                                            gemm_bytes(fwd), batch, fwd));
       if (needs_errors_below) {
         // Lee Eq. 6-7: W^T E, then col2im (accumulating adds).
         const GemmShape bwd = backward_data_gemm(layer, batch);
-        backward_data_[i].push_back(Op::compute_op(name + ".bwd_d", index, Phase::backward_data, KernelClass::gemm,
+        add(Step::backward_data, index, Op::compute_op(name + ".bwd_d", index, Phase::backward_data, KernelClass::gemm,
                                                    bwd.flops(), gemm_bytes(bwd), batch, bwd));
-        backward_data_[i].push_back(Op::compute_op(name + ".col2im", index, Phase::backward_data, KernelClass::col2im,
+        add(Step::backward_data, index, Op::compute_op(name + ".col2im", index, Phase::backward_data, KernelClass::col2im,
                                                    double(bwd.m) * double(bwd.n), columns_bytes + in_bytes, batch));
       }
     } else if (layer.spec.kind == LayerKind::fc) {
       const GemmShape fwd = forward_gemm(layer, batch);
-      forward_[i].push_back(Op::compute_op(name + ".fwd", index, Phase::forward, KernelClass::gemm, fwd.flops(),
+      add(Step::forward, index, Op::compute_op(name + ".fwd", index, Phase::forward, KernelClass::gemm, fwd.flops(),
                                            gemm_bytes(fwd), batch, fwd));
       if (needs_errors_below) {
         const GemmShape bwd = backward_data_gemm(layer, batch);
-        backward_data_[i].push_back(Op::compute_op(name + ".bwd_d", index, Phase::backward_data, KernelClass::gemm,
+        add(Step::backward_data, index, Op::compute_op(name + ".bwd_d", index, Phase::backward_data, KernelClass::gemm,
                                                    bwd.flops(), gemm_bytes(bwd), batch, bwd));
       }
     } else {
       const KernelClass kernel = eltwise_class(layer.spec.kind);
-      forward_[i].push_back(Op::compute_op(name + ".fwd", index, Phase::forward, kernel, cost.forward_flops * n,
+      add(Step::forward, index, Op::compute_op(name + ".fwd", index, Phase::forward, kernel, cost.forward_flops * n,
                                            in_bytes + out_bytes, batch));
       // The loss layer always produces the errors of the network's output.
       if (needs_errors_below || layer.spec.kind == LayerKind::softmax)
-        backward_data_[i].push_back(Op::compute_op(name + ".bwd_d", index, Phase::backward_data, kernel,
+        add(Step::backward_data, index, Op::compute_op(name + ".bwd_d", index, Phase::backward_data, kernel,
                                                    cost.backward_data_flops * n, 2 * out_bytes + in_bytes, batch));
     }
 
     if (layer.has_parameters()) {
       // Lee Eq. 8: E · C^T (conv columns kept from forward), plus bias row sums.
       const GemmShape w = backward_weight_gemm(layer, batch);
-      backward_weight_[i].push_back(Op::compute_op(name + ".bwd_w", index, Phase::backward_weight, KernelClass::gemm,
+      add(Step::backward_weight, index, Op::compute_op(name + ".bwd_w", index, Phase::backward_weight, KernelClass::gemm,
                                                    w.flops(), gemm_bytes(w), batch, w));
       const GemmShape w_full = backward_weight_gemm(layer, full_batch);
-      backward_weight_full_[i].push_back(Op::compute_op(name + ".bwd_wf", index, Phase::backward_weight,
+      add(Step::backward_weight_full, index, Op::compute_op(name + ".bwd_wf", index, Phase::backward_weight,
                                                         KernelClass::gemm, w_full.flops(), gemm_bytes(w_full),
                                                         full_batch, w_full));
       const double parameters = double(cost.parameters());
-      update_[i].push_back(Op::compute_op(name + ".upd", index, Phase::update, KernelClass::update,
+      add(Step::update, index, Op::compute_op(name + ".upd", index, Phase::update, KernelClass::update,
                                           kUpdateFlopsPerParameter * parameters,
                                           kUpdateBytesPerParameter * parameters, batch));
     }
   }
 }
 
-void append(std::vector<Op>& program, const std::vector<Op>& ops) {
+// Ops are added step by step within a layer, so each (step, layer) range is contiguous.
+void LayerOps::add(Step step, int layer, Op op) {
+  auto& range = ranges_[std::size_t(step) * layer_count_ + std::size_t(layer)];
+  if (range[0] == range[1]) range = {std::uint32_t(all_.size()), std::uint32_t(all_.size())};
+  CNNPAR_ASSERT(range[1] == all_.size(), "ops of one (step, layer) are added together");
+  all_.push_back(std::move(op));
+  ++range[1];
+}
+
+std::span<const Op> LayerOps::ops(Step step, int layer) const {
+  const auto& range = ranges_[std::size_t(step) * layer_count_ + std::size_t(layer)];
+  return {all_.data() + range[0], all_.data() + range[1]};
+}
+
+const Op* LayerOps::find(const std::string& label) const {
+  if (by_label_.empty())
+    for (const Op& op : all_) by_label_.emplace(op.label, &op);
+  auto it = by_label_.find(label);
+  return it == by_label_.end() ? nullptr : it->second;
+}
+
+void append(std::vector<Op>& program, std::span<const Op> ops) {
   program.insert(program.end(), ops.begin(), ops.end());
 }
 
@@ -125,11 +145,29 @@ std::vector<int> all_ranks(int ranks) {
   return group;
 }
 
-void replicate_program(Schedule& schedule, int ranks) {
+std::int64_t rank_batch(std::int64_t global_batch, int ranks, int rank) {
+  return global_batch / ranks + (rank < global_batch % ranks ? 1 : 0);
+}
+
+void replicate_program(Schedule& schedule, const StrategyOptions& options, const LayerOps& smaller_batch_ops) {
+  const int ranks = options.ranks;
   schedule.programs.resize(std::size_t(ranks));
+  const std::int64_t larger = rank_batch(options.global_batch, ranks, 0);
+  OpList smaller_program;
+  if (options.global_batch % ranks != 0) {
+    std::vector<Op> ops = schedule.programs[0].ops.vector();
+    for (Op& op : ops) {
+      if (op.kind != OpKind::compute || op.batch != larger) continue;
+      const Op* replacement = smaller_batch_ops.find(op.label);
+      CNNPAR_ASSERT(replacement != nullptr, "every sub-batch op has a smaller-batch twin");
+      op = *replacement;
+    }
+    smaller_program = OpList(std::move(ops));
+  }
   for (int r = 1; r < ranks; ++r) {
     schedule.programs[std::size_t(r)].rank = r;
-    schedule.programs[std::size_t(r)].ops = schedule.programs[0].ops;
+    schedule.programs[std::size_t(r)].ops =
+        rank_batch(options.global_batch, ranks, r) == larger ? schedule.programs[0].ops : smaller_program;
   }
 }
 

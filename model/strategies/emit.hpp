@@ -4,11 +4,16 @@
 // Labels are "<layer>.<step>" with steps im2col, fwd, bwd_d, col2im, bwd_w, bwd_wf (full-batch
 // weight gradient of a replicated fc layer) and upd; short labels stay in std::string's
 // small buffer, which keeps 128-node sweeps allocation-light.
+#include <array>
 #include <cstdint>
+#include <span>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "model/network.hpp"
 #include "model/schedule.hpp"
+#include "model/strategies/strategy.hpp"
 
 namespace cnnpar::strategies {
 
@@ -18,22 +23,33 @@ class LayerOps {
   /** `batch` = images per rank per iteration (N/P); `full_batch` = N (replicated fc gradients). */
   LayerOps(const Network& network, std::int64_t batch, std::int64_t full_batch);
 
-  const std::vector<Op>& forward(int layer) const { return forward_[std::size_t(layer)]; }
+  std::span<const Op> forward(int layer) const { return ops(Step::forward, layer); }
   /** Errors to the layer below; empty for layers that need none (at or below the first
    *  parameterised layer, whose input gradient nobody consumes). */
-  const std::vector<Op>& backward_data(int layer) const { return backward_data_[std::size_t(layer)]; }
+  std::span<const Op> backward_data(int layer) const { return ops(Step::backward_data, layer); }
   /** Weight and bias gradients over the sub-batch; empty for layers without parameters. */
-  const std::vector<Op>& backward_weight(int layer) const { return backward_weight_[std::size_t(layer)]; }
+  std::span<const Op> backward_weight(int layer) const { return ops(Step::backward_weight, layer); }
   /** Weight gradient over the full batch N (lee's replicated fc layers). */
-  const std::vector<Op>& backward_weight_full(int layer) const { return backward_weight_full_[std::size_t(layer)]; }
+  std::span<const Op> backward_weight_full(int layer) const { return ops(Step::backward_weight_full, layer); }
   /** SGD update (momentum + weight decay); empty for layers without parameters. */
-  const std::vector<Op>& update(int layer) const { return update_[std::size_t(layer)]; }
+  std::span<const Op> update(int layer) const { return ops(Step::update, layer); }
+  /** The op with this label, or nullptr (labels are unique per layer and step). */
+  const Op* find(const std::string& label) const;
 
  private:
-  std::vector<std::vector<Op>> forward_, backward_data_, backward_weight_, backward_weight_full_, update_;
+  enum class Step { forward, backward_data, backward_weight, backward_weight_full, update };
+  static constexpr std::size_t kSteps = 5;
+  std::span<const Op> ops(Step step, int layer) const;
+  void add(Step step, int layer, Op op);
+
+  // One buffer for all ops (few allocations per schedule); ranges index it by (step, layer).
+  std::vector<Op> all_;
+  std::vector<std::array<std::uint32_t, 2>> ranges_;  // [step * layers + layer] = {begin, end}
+  std::size_t layer_count_ = 0;
+  mutable std::unordered_map<std::string, const Op*> by_label_;  // built on first find()
 };
 
-void append(std::vector<Op>& program, const std::vector<Op>& ops);
+void append(std::vector<Op>& program, std::span<const Op> ops);
 
 /** Parameter bytes (FP32 weights + biases) of the given layers. */
 double gradient_bytes(const Network& network, const std::vector<int>& layers);
@@ -44,7 +60,12 @@ std::vector<int> parameter_layers_backward(const Network& network);
 /** All ranks 0..P-1. */
 std::vector<int> all_ranks(int ranks);
 
-/** Copies rank 0's program to every other rank (data-parallel programs are identical). */
-void replicate_program(Schedule& schedule, int ranks);
+/** Images of `rank` when N images are split over P ranks: ceil(N/P) for the first N % P ranks. */
+std::int64_t rank_batch(std::int64_t global_batch, int ranks, int rank);
+
+/** Shares rank 0's program with every other rank (data-parallel programs are identical). With
+ *  an uneven split, ranks that take floor(N/P) images get rank 0's program with its sub-batch
+ *  ops swapped for `smaller_batch_ops`' (same labels); full-batch ops stay. */
+void replicate_program(Schedule& schedule, const StrategyOptions& options, const LayerOps& smaller_batch_ops);
 
 }  // namespace cnnpar::strategies

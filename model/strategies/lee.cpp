@@ -32,7 +32,8 @@ Schedule build_lee(const Network& network, const Platform& platform, const Strat
   schedule.programs.resize(1);
 
   const int ranks = options.ranks;
-  const std::int64_t batch = options.global_batch / ranks;
+  // Rank 0 has the larger share when N % P != 0; allgathers are sized for it.
+  const std::int64_t batch = rank_batch(options.global_batch, ranks, 0);
   const LayerOps ops(network, batch, options.global_batch);
   const int layer_count = int(network.layers.size());
 
@@ -68,7 +69,7 @@ Schedule build_lee(const Network& network, const Platform& platform, const Strat
   const auto activation_bytes = [&](int l) { return 4.0 * double(network.layers[std::size_t(l)].in.elements()) * double(batch); };
   const auto error_bytes = [&](int l) { return 4.0 * double(network.layers[std::size_t(l)].out.elements()) * double(batch); };
 
-  std::vector<Op>& program = schedule.programs[0].ops;
+  std::vector<Op>& program = schedule.programs[0].ops.mutable_vector();
   std::vector<int> previous_a(std::size_t(layer_count), -1), previous_e(std::size_t(layer_count), -1);
   std::vector<int> current_a(std::size_t(layer_count), -1), current_e(std::size_t(layer_count), -1);
   const auto post_activation_gather = [&](int l, int m) {
@@ -120,7 +121,7 @@ Schedule build_lee(const Network& network, const Platform& platform, const Strat
   // Flush: the last iteration's delayed fc gradients and updates.
   for (int l : replicated_layers) delayed_update(l);
 
-  replicate_program(schedule, ranks);
+  replicate_program(schedule, options, LayerOps(network, options.global_batch / ranks, options.global_batch));
   return schedule;
 }
 

@@ -20,6 +20,7 @@ nlohmann::json to_json(const StrategyOptions& options) {
     j["f"] = options.lee_f;
   }
   if (options.name == "dp_buckets") j["bucket_bytes"] = options.bucket_bytes;
+  if (options.uneven_batch) j["uneven_batch"] = true;
   return j;
 }
 
@@ -35,9 +36,12 @@ void validate(const Network& network, const StrategyOptions& options) {
   if (!known) fail("/strategy", options.name, "unknown strategy (expected dp, dp_layerwise, dp_buckets or lee)");
   if (options.ranks < 1) fail("/nodes", std::to_string(options.ranks), "the number of ranks must be at least 1");
   if (options.global_batch < 1) fail("/batch", std::to_string(options.global_batch), "the batch must be at least 1");
-  if (options.global_batch % options.ranks != 0)
+  if (options.global_batch < options.ranks)
     fail("/batch", fmt::format("{} over {} ranks", options.global_batch, options.ranks),
-         "the global batch must be divisible by the number of ranks");
+         "every rank needs at least one image: the batch must be at least the number of ranks");
+  if (options.global_batch % options.ranks != 0 && !options.uneven_batch)
+    fail("/batch", fmt::format("{} over {} ranks", options.global_batch, options.ranks),
+         "the global batch must be divisible by the number of ranks (or allow an uneven split)");
   if (options.iterations < 1) fail("/iterations", std::to_string(options.iterations), "at least one iteration is needed");
   if (options.warmup_iterations < 0 || options.warmup_iterations >= options.iterations)
     fail("/warmup", std::to_string(options.warmup_iterations),

@@ -21,6 +21,9 @@ struct StrategyOptions {
   int lee_k = 9;                   ///< lee: counted layers in the first gradient chunk
   int lee_f = 2;                   ///< lee: fc layers that replicate the gradient calculation
   double bucket_bytes = 25.0 * 1024 * 1024;  ///< dp_buckets: bucket size (bytes)
+  /** Allow N not divisible by P: ranks 0..N%P-1 take ceil(N/P) images, the others floor(N/P);
+   *  lee's allgathers are then sized for the larger share. Off: N % P != 0 is bad input. */
+  bool uneven_batch = false;
   std::string origin = "<options>"; ///< where the options came from (file or "command line")
 };
 

@@ -224,3 +224,31 @@ TEST_CASE("options out of range are bad input naming the option and value") {
   warm.warmup_iterations = 2;
   expect(warm, "/warmup", "2");
 }
+
+TEST_CASE("data-parallel ranks share one op list; an uneven split gives two") {
+  const Schedule even = build_schedule(vgg_a(), cori(), options_for("lee", 8));
+  for (const Program& program : even.programs) CHECK(program.ops.same_storage(even.programs[0].ops));
+
+  StrategyOptions options = options_for("dp", 3, 256);
+  options.uneven_batch = true;
+  const Schedule uneven = build_schedule(vgg_a(), cori(), options);
+  CHECK(verify(uneven).empty());
+  // 256 = 86 + 85 + 85: rank 0 takes ceil(256/3), ranks 1 and 2 floor(256/3).
+  const auto conv1_batch = [&](int rank) {
+    for (const Op& op : uneven.programs[std::size_t(rank)].ops)
+      if (op.label == "conv1.fwd") return op.batch;
+    return std::int64_t(-1);
+  };
+  CHECK(conv1_batch(0) == 86);
+  CHECK(conv1_batch(1) == 85);
+  CHECK(conv1_batch(2) == 85);
+  CHECK(uneven.programs[1].ops.same_storage(uneven.programs[2].ops));
+  CHECK_FALSE(uneven.programs[0].ops.same_storage(uneven.programs[1].ops));
+  // The FLOPs of all ranks add up to the full batch's.
+  double total = 0, single = 0;
+  for (const Program& program : uneven.programs)
+    for (const Op& op : program.ops) total += op.phase == Phase::forward ? op.flops : 0;
+  for (const Op& op : build_schedule(vgg_a(), cori(), options_for("dp", 1)).programs[0].ops)
+    single += op.phase == Phase::forward ? op.flops : 0;
+  CHECK(total == Approx(single).epsilon(1e-12));
+}
