@@ -1,0 +1,497 @@
+#include "sim/simgrid/sg_replay.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <simgrid/s4u/Actor.hpp>
+#include <simgrid/s4u/Comm.hpp>
+#include <simgrid/s4u/ConditionVariable.hpp>
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Exec.hpp>
+#include <simgrid/s4u/Host.hpp>
+#include <simgrid/s4u/Mailbox.hpp>
+#include <simgrid/s4u/Mutex.hpp>
+#include <simgrid/s4u/Semaphore.hpp>
+
+#include "model/collective_algorithm.hpp"
+#include "model/error.hpp"
+#include "model/op_time.hpp"
+#include "sim/simgrid/sg_platform.hpp"
+
+namespace sg4 = simgrid::s4u;
+
+namespace cnnpar::simgrid_engine {
+
+Trace trace_skeleton(const Schedule& schedule) {
+  Trace trace = make_empty_trace(schedule, "simgrid");
+  trace.warmup_iterations = schedule.warmup_iterations;
+  trace.ranks.resize(schedule.programs.size());
+  for (std::size_t r = 0; r < schedule.programs.size(); ++r) {
+    RankTrace& rank = trace.ranks[r];
+    rank.rank = int(r);
+    rank.compute.clear();
+    rank.collectives.clear();
+    rank.marks.clear();
+    const auto& ops = schedule.programs[r].ops;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      switch (op.kind) {
+        case OpKind::compute: {
+          ComputeRecord record;
+          record.op = int(i);
+          record.label = op.label;
+          record.layer = op.layer;
+          record.phase = op.phase;
+          record.kernel = op.kernel;
+          record.flops = op.flops;
+          rank.compute.push_back(std::move(record));
+          break;
+        }
+        case OpKind::post: {
+          CNNPAR_ASSERT(op.collective >= 0 && op.collective < int(schedule.collectives.size()),
+                        "post of a collective that is not in the schedule's table");
+          const Collective& collective = schedule.collectives[std::size_t(op.collective)];
+          CollectiveRecord record;
+          record.collective = collective.id;
+          record.label = collective.label;
+          record.kind = collective.kind;
+          record.bytes = collective.bytes;
+          record.iteration = collective.iteration;
+          rank.collectives.push_back(std::move(record));
+          break;
+        }
+        case OpKind::wait:
+          break;
+        case OpKind::mark:
+          rank.marks.push_back(MarkRecord{op.iteration, 0.0});
+          break;
+      }
+    }
+  }
+  return trace;
+}
+
+std::vector<double> flatten_times(const Trace& trace) {
+  std::vector<double> times;
+  for (const RankTrace& rank : trace.ranks) {
+    for (const ComputeRecord& c : rank.compute) times.insert(times.end(), {c.start_s, c.end_s});
+    for (const CollectiveRecord& c : rank.collectives)
+      times.insert(times.end(), {c.posted_s, c.comm_start_s, c.comm_end_s, c.wait_start_s, c.wait_end_s});
+    for (const MarkRecord& m : rank.marks) times.push_back(m.time_s);
+  }
+  return times;
+}
+
+bool unflatten_times(const std::vector<double>& times, Trace& trace) {
+  std::size_t needed = 0;
+  for (const RankTrace& rank : trace.ranks)
+    needed += 2 * rank.compute.size() + 5 * rank.collectives.size() + rank.marks.size();
+  if (needed != times.size()) return false;
+  std::size_t k = 0;
+  for (RankTrace& rank : trace.ranks) {
+    for (ComputeRecord& c : rank.compute) {
+      c.start_s = times[k++];
+      c.end_s = times[k++];
+    }
+    for (CollectiveRecord& c : rank.collectives) {
+      c.posted_s = times[k++];
+      c.comm_start_s = times[k++];
+      c.comm_end_s = times[k++];
+      c.wait_start_s = times[k++];
+      c.wait_end_s = times[k++];
+    }
+    for (MarkRecord& m : rank.marks) m.time_s = times[k++];
+  }
+  return true;
+}
+
+void annotate(Trace& trace, const SimgridOptions& options) {
+  nlohmann::json settings = {{"network_model", options.network_model},
+                             {"ring_step_batch", options.ring_step_batch},
+                             {"extra_cfg", options.extra_cfg}};
+  if (!options.platform_xml.empty()) settings["platform_xml"] = options.platform_xml;
+  trace.metadata["simgrid"] = std::move(settings);
+}
+
+namespace {
+
+/** Mailbox carrying the messages of collective `id` from rank `src` to rank `dst`. Within one
+ *  collective both ends issue their messages to a pair in the same order, so FIFO matching
+ *  pairs them correctly even when several collectives run at once. */
+sg4::Mailbox* pair_mailbox(int id, int src, int dst) {
+  return sg4::Mailbox::by_name(fmt::format("{}:{}>{}", id, src, dst));
+}
+
+/** Mailbox of the point-to-point (`send`) messages addressed to `rank`, whatever their source. */
+sg4::Mailbox* inbox(int rank) { return sg4::Mailbox::by_name(fmt::format("in:{}", rank)); }
+
+std::uint64_t message_size(double bytes) { return bytes <= 0 ? 0 : std::uint64_t(std::llround(bytes)); }
+
+char dummy_payload = 0;
+
+/** Everything the actors of one rank share. SimGrid runs actors one at a time, so plain
+ *  fields are safe; SimGrid primitives are used only to block. */
+struct RankState {
+  int rank = 0;
+  sg4::Host* host = nullptr;
+  RankTrace* trace = nullptr;
+  std::unordered_map<int, int> record_of;  ///< collective id -> index in trace->collectives
+  std::vector<char> done;                  ///< per collective record: completed on this rank
+  std::vector<double> arrived_s;           ///< per collective record (send, receiving side): arrival, -1 if none
+  std::deque<int> queue;                   ///< posted collective records not yet started
+  int posts_total = 0;
+  int claimed = 0;                         ///< posts a communication actor has committed to run
+  int sends_expected = 0;                  ///< `send` collectives this rank receives
+  sg4::SemaphorePtr queued;
+  sg4::MutexPtr mutex;
+  sg4::ConditionVariablePtr changed;       ///< done or arrived_s changed
+  int transferring = 0;                    ///< collectives in progress (for the compute slow-down)
+  sg4::ExecPtr background;                 ///< CPU share taken by communication while transferring
+  bool finished = false;
+};
+
+class Replay {
+ public:
+  Replay(const Schedule& schedule, const Platform& platform, int ring_step_batch, std::vector<sg4::Host*> hosts,
+         Trace& trace)
+      : schedule_(schedule), platform_(platform), ring_step_batch_(ring_step_batch), states_(hosts.size()) {
+    algorithms_.reserve(schedule.collectives.size());
+    for (const Collective& c : schedule.collectives) algorithms_.push_back(resolve_algorithm(c, platform));
+    overhead_s_ = platform.network.overhead_s;
+    slowdown_ = platform.comm_compute_slowdown;
+    for (std::size_t r = 0; r < hosts.size(); ++r) {
+      RankState& st = states_[r];
+      st.rank = int(r);
+      st.host = hosts[r];
+      st.trace = &trace.ranks[r];
+      const auto& records = st.trace->collectives;
+      for (std::size_t i = 0; i < records.size(); ++i) {
+        st.record_of.emplace(records[i].collective, int(i));
+        const Collective& c = schedule.collectives[std::size_t(records[i].collective)];
+        if (c.kind == CollectiveKind::send && c.root != int(r)) ++st.sends_expected;
+      }
+      st.done.assign(records.size(), 0);
+      st.arrived_s.assign(records.size(), -1.0);
+      st.posts_total = int(records.size());
+      st.queued = sg4::Semaphore::create(0);
+      st.mutex = sg4::Mutex::create();
+      st.changed = sg4::ConditionVariable::create();
+    }
+  }
+
+  void start() {
+    const int engines = std::max(1, platform_.network.collective_concurrency);
+    for (RankState& st : states_) {
+      RankState* s = &st;
+      sg4::Actor::create(fmt::format("compute-{}", st.rank), st.host, [this, s] { compute_actor(*s); });
+      if (st.posts_total > 0)
+        for (int e = 0; e < std::min(engines, st.posts_total); ++e)
+          sg4::Actor::create(fmt::format("comm-{}.{}", st.rank, e), st.host, [this, s] { comm_actor(*s); });
+      if (st.sends_expected > 0)
+        sg4::Actor::create(fmt::format("recv-{}", st.rank), st.host, [this, s] { receiver_actor(*s); });
+    }
+  }
+
+  /** Ranks whose compute stream did not reach its end (a deadlocked schedule). */
+  std::vector<int> unfinished() const {
+    std::vector<int> ranks;
+    for (const RankState& st : states_)
+      if (!st.finished) ranks.push_back(st.rank);
+    return ranks;
+  }
+
+ private:
+  void compute_actor(RankState& st) {
+    const auto& ops = schedule_.programs[std::size_t(st.rank)].ops;
+    std::size_t next_compute = 0, next_mark = 0;
+    const double host_speed = st.host->get_speed();
+    for (const Op& op : ops) {
+      switch (op.kind) {
+        case OpKind::compute: {
+          ComputeRecord& record = st.trace->compute[next_compute++];
+          record.start_s = sg4::Engine::get_clock();
+          const double duration_s = op_time_s(platform_, op, st.rank);
+          if (duration_s > 0) {
+            // With a slow-down, execute so the communication's background load shares the CPU.
+            if (slowdown_ > 0)
+              sg4::this_actor::execute(duration_s * host_speed);
+            else
+              sg4::this_actor::sleep_for(duration_s);
+          }
+          record.end_s = sg4::Engine::get_clock();
+          break;
+        }
+        case OpKind::post: {
+          const int index = st.record_of.at(op.collective);
+          st.trace->collectives[std::size_t(index)].posted_s = sg4::Engine::get_clock();
+          st.queue.push_back(index);
+          st.queued->release();
+          break;
+        }
+        case OpKind::wait: {
+          const auto found = st.record_of.find(op.collective);
+          CNNPAR_ASSERT(found != st.record_of.end(), "wait for a collective this rank never posted");
+          CollectiveRecord& record = st.trace->collectives[std::size_t(found->second)];
+          record.wait_start_s = sg4::Engine::get_clock();
+          {
+            std::unique_lock lock(*st.mutex);
+            while (!st.done[std::size_t(found->second)]) st.changed->wait(lock);
+          }
+          record.wait_end_s = sg4::Engine::get_clock();
+          break;
+        }
+        case OpKind::mark:
+          st.trace->marks[next_mark++].time_s = sg4::Engine::get_clock();
+          break;
+      }
+    }
+    st.finished = true;
+  }
+
+  void comm_actor(RankState& st) {
+    while (st.claimed < st.posts_total) {
+      ++st.claimed;
+      st.queued->acquire();
+      const int index = st.queue.front();
+      st.queue.pop_front();
+      CollectiveRecord& record = st.trace->collectives[std::size_t(index)];
+      record.comm_start_s = sg4::Engine::get_clock();
+      begin_transfer(st);
+      run_collective(st, index, schedule_.collectives[std::size_t(record.collective)]);
+      end_transfer(st);
+      record.comm_end_s = sg4::Engine::get_clock();
+      st.done[std::size_t(index)] = 1;
+      st.changed->notify_all();
+    }
+  }
+
+  /** Accepts the rank's point-to-point messages in arrival order, from any source. */
+  void receiver_actor(RankState& st) {
+    sg4::Mailbox* box = inbox(st.rank);
+    for (int i = 0; i < st.sends_expected; ++i) {
+      const int* payload = box->get<int>();
+      const auto found = st.record_of.find(*payload);
+      CNNPAR_ASSERT(found != st.record_of.end(), "message for a send this rank never posts");
+      st.arrived_s[std::size_t(found->second)] = sg4::Engine::get_clock();
+      st.changed->notify_all();
+    }
+  }
+
+  void begin_transfer(RankState& st) {
+    if (slowdown_ <= 0 || st.transferring++ > 0) return;
+    // Runs beside compute at priority `slowdown`: compute then gets 1/(1+s) of the CPU.
+    st.background = sg4::Exec::init()->set_flops_amount(1e18)->set_host(st.host);
+    st.background->set_priority(slowdown_);
+    st.background->start();
+  }
+
+  void end_transfer(RankState& st) {
+    if (slowdown_ <= 0 || --st.transferring > 0) return;
+    st.background->cancel();
+    st.background = nullptr;
+  }
+
+  /** Blocking send of `bytes` after the per-message overhead. */
+  void send(sg4::Mailbox* box, double bytes) {
+    if (overhead_s_ > 0) sg4::this_actor::sleep_for(overhead_s_);
+    box->put(&dummy_payload, message_size(bytes));
+  }
+
+  static void receive(sg4::Mailbox* box) { box->get<char>(); }
+
+  /** One step that sends and receives at once (ring, recursive doubling, pairwise exchange);
+   *  it ends when both have. `extra_s` is start-up of further batched steps, paid with the
+   *  overhead. (Detached sends would save a simcall, but SimGrid 3.32 keeps them in a
+   *  per-actor list whose removal is linear: quadratic in the steps of a ring.) */
+  void send_receive(sg4::Mailbox* out, double bytes, sg4::Mailbox* in, double extra_s = 0) {
+    if (overhead_s_ + extra_s > 0) sg4::this_actor::sleep_for(overhead_s_ + extra_s);
+    sg4::CommPtr put = out->put_async(&dummy_payload, message_size(bytes));
+    in->get<char>();
+    put->wait();
+  }
+
+  void run_collective(RankState& st, int record_index, const Collective& c) {
+    const int p = int(c.group.size());
+    if (p <= 1) return;
+    const auto position = std::lower_bound(c.group.begin(), c.group.end(), st.rank);
+    CNNPAR_ASSERT(position != c.group.end() && *position == st.rank, "rank runs a collective it is not in");
+    const int i = int(position - c.group.begin());
+    const double n = c.bytes;
+    const int id = c.id;
+    const int me = st.rank;
+    const auto member = [&](int index) { return c.group[std::size_t(((index % p) + p) % p)]; };
+
+    switch (algorithms_[std::size_t(id)]) {
+      case Algorithm::ring: {
+        sg4::Mailbox* out = pair_mailbox(id, me, member(i + 1));
+        sg4::Mailbox* in = pair_mailbox(id, member(i - 1), me);
+        int steps = p - 1;
+        double step_bytes = n / p;  // reduce_scatter: one block of the vector per step
+        if (c.kind == CollectiveKind::allreduce) {
+          steps = 2 * (p - 1);  // reduce-scatter then allgather
+        } else if (c.kind == CollectiveKind::allgather) {
+          step_bytes = n;  // one rank's contribution per step
+        } else {
+          CNNPAR_ASSERT(c.kind == CollectiveKind::reduce_scatter, "ring applies to allreduce/allgather/reduce_scatter");
+        }
+        const int batch = ring_batch(steps);
+        // Start-up of the steps a batched message stands for, beyond the one it pays itself.
+        double extra_s = 0;
+        if (batch > 1) {
+          std::vector<sg4::Link*> links;
+          double route_latency_s = 0;
+          st.host->route_to(states_[std::size_t(member(i + 1))].host, links, &route_latency_s);
+          extra_s = route_latency_s + overhead_s_;
+        }
+        for (int s = 0; s < steps; s += batch) {
+          const int g = std::min(batch, steps - s);
+          send_receive(out, g * step_bytes, in, (g - 1) * extra_s);
+        }
+        return;
+      }
+      case Algorithm::recursive_doubling: {
+        CNNPAR_ASSERT(c.kind == CollectiveKind::allreduce && (p & (p - 1)) == 0,
+                      "recursive doubling applies to power-of-two allreduce");
+        for (int mask = 1; mask < p; mask <<= 1) {
+          const int partner = c.group[std::size_t(i ^ mask)];
+          send_receive(pair_mailbox(id, me, partner), n, pair_mailbox(id, partner, me));
+        }
+        return;
+      }
+      case Algorithm::binomial:
+        run_binomial(c, i, me);
+        return;
+      case Algorithm::direct:
+        if (c.kind == CollectiveKind::send) {
+          run_send(st, record_index, c);
+        } else {
+          CNNPAR_ASSERT(c.kind == CollectiveKind::alltoall, "direct applies to alltoall/send");
+          // Pairwise exchange: step k sends to i+k and receives from i-k, n/P bytes each.
+          for (int k = 1; k < p; ++k) {
+            const int to = member(i + k), from = member(i - k);
+            send_receive(pair_mailbox(id, me, to), n / p, pair_mailbox(id, from, me));
+          }
+        }
+        return;
+      case Algorithm::automatic:
+        break;
+    }
+    CNNPAR_ASSERT(false, "resolve_algorithm returned automatic");
+  }
+
+  /** Binomial tree rooted at `c.root` (MPICH's shape: relative rank r receives from r - lowbit(r)
+   *  and sends to r + m for the masks m below lowbit(r); subtrees are contiguous blocks). */
+  void run_binomial(const Collective& c, int i, int me) {
+    const int p = int(c.group.size());
+    const auto root_position = std::lower_bound(c.group.begin(), c.group.end(), c.root);
+    CNNPAR_ASSERT(root_position != c.group.end() && *root_position == c.root, "root not in the group");
+    const int root_index = int(root_position - c.group.begin());
+    const int rel = (i - root_index + p) % p;
+    const auto member = [&](int relative) { return c.group[std::size_t((relative + root_index) % p)]; };
+    const double n = c.bytes;
+    const int id = c.id;
+    // Bytes of the block of relative ranks [r, r + width) clipped to the group (gather/scatter).
+    const auto block = [&](int r, int width) { return double(std::min(width, p - r)) * n; };
+
+    if (c.kind == CollectiveKind::bcast || c.kind == CollectiveKind::scatter) {
+      int mask = 1;
+      while (mask < p) {
+        if (rel & mask) {
+          receive(pair_mailbox(id, member(rel - mask), me));
+          break;
+        }
+        mask <<= 1;
+      }
+      for (mask >>= 1; mask > 0; mask >>= 1) {
+        if (rel + mask >= p) continue;
+        const double bytes = c.kind == CollectiveKind::bcast ? n : block(rel + mask, mask);
+        send(pair_mailbox(id, me, member(rel + mask)), bytes);
+      }
+      return;
+    }
+    CNNPAR_ASSERT(c.kind == CollectiveKind::reduce || c.kind == CollectiveKind::gather,
+                  "binomial applies to bcast/reduce/gather/scatter");
+    for (int mask = 1; mask < p; mask <<= 1) {
+      if (rel & mask) {
+        const double bytes = c.kind == CollectiveKind::reduce ? n : block(rel, mask);
+        send(pair_mailbox(id, me, member(rel - mask)), bytes);
+        break;
+      }
+      if (rel + mask < p) receive(pair_mailbox(id, member(rel + mask), me));
+    }
+  }
+
+  /** `send`: the source puts into the destination's inbox; the destination's receiver actor
+   *  accepts messages from any source as they arrive, and this engine waits for this one. */
+  void run_send(RankState& st, int record_index, const Collective& c) {
+    CNNPAR_ASSERT(c.group.size() == 2, "send needs a group of two ranks");
+    if (st.rank == c.root) {
+      const int destination = c.group[0] == c.root ? c.group[1] : c.group[0];
+      if (overhead_s_ > 0) sg4::this_actor::sleep_for(overhead_s_);
+      inbox(destination)->put(const_cast<int*>(&c.id), message_size(c.bytes));
+      return;
+    }
+    std::unique_lock lock(*st.mutex);
+    while (st.arrived_s[std::size_t(record_index)] < 0) st.changed->wait(lock);
+  }
+
+  /** Ring steps per message for a ring of `steps` steps (SimgridOptions::ring_step_batch). */
+  int ring_batch(int steps) const {
+    if (ring_step_batch_ > 0) return ring_step_batch_;
+    return std::max(1, (steps + kMessagesPerRing - 1) / kMessagesPerRing);
+  }
+  static constexpr int kMessagesPerRing = 256;
+
+  const Schedule& schedule_;
+  const Platform& platform_;
+  int ring_step_batch_ = 0;
+  std::vector<RankState> states_;
+  std::vector<Algorithm> algorithms_;  ///< resolved algorithm per collective id
+  double overhead_s_ = 0;
+  double slowdown_ = 0;
+};
+
+}  // namespace
+
+Trace simulate_here(const Schedule& schedule, const Platform& platform, const SimgridOptions& options,
+                    const std::function<void()>& on_platform_ready) {
+  std::vector<std::string> args = {"cnnpar-simgrid", "--cfg=network/model:" + options.network_model,
+                                   "--cfg=contexts/stack-size:256", "--log=root.thresh:warning",
+                                   "--log=xbt_cfg.thresh:warning"};
+  if (options.network_model == "CM02") {
+    // Pure α-β: no reverse-direction acknowledgement traffic, no TCP window bound.
+    args.emplace_back("--cfg=network/crosstraffic:0");
+    args.emplace_back("--cfg=network/TCP-gamma:0");
+  }
+  for (const std::string& item : options.extra_cfg) args.push_back("--cfg=" + item);
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int argc = int(args.size());
+  sg4::Engine engine(&argc, argv.data());
+
+  const int ranks = schedule.ranks();
+  std::vector<sg4::Host*> hosts = options.platform_xml.empty() ? build_platform(platform, ranks)
+                                                                : load_platform_xml(options.platform_xml, ranks);
+  if (on_platform_ready) on_platform_ready();
+
+  Trace trace = trace_skeleton(schedule);
+  Replay replay(schedule, platform, options.ring_step_batch, std::move(hosts), trace);
+  replay.start();
+  engine.run();
+  const std::vector<int> stuck = replay.unfinished();
+  if (!stuck.empty())
+    throw InputError("<schedule>", fmt::format("/programs/{}", stuck.front()), std::to_string(stuck.size()),
+                     fmt::format("the schedule deadlocked in the SimGrid replay: {} rank(s) never finished, "
+                                 "first rank {}",
+                                 stuck.size(), stuck.front()));
+  annotate(trace, options);
+  return trace;
+}
+
+}  // namespace cnnpar::simgrid_engine

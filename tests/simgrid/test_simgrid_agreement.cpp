@@ -1,0 +1,73 @@
+// SimGrid and analytic engines on contention-free cases: a crossbar, one collective at a time
+// per rank (collective_concurrency 1). The analytic engine times collectives with the closed
+// forms that SimGrid's CM02 α-β links reproduce message by message (test_simgrid_collectives),
+// so the iteration times of whole strategies must agree within 2 % (issue 4's acceptance).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "analysis/metrics.hpp"
+#include "model/scenarios.hpp"
+#include "model/strategies/strategy.hpp"
+#include "sim/analytic/analytic_engine.hpp"
+#include "sim/simgrid/simgrid_engine.hpp"
+
+using namespace cnnpar;
+
+namespace {
+
+constexpr double kAgreement = 0.02;  // issue 4: within 2 % on iteration time
+
+Platform crossbar_platform(const std::string& name, int ranks) {
+  Platform platform = load_platform(name);
+  platform.network.topology = Topology::crossbar;
+  platform.network.collective_concurrency = 1;
+  platform.nodes.count = std::max(platform.nodes.count, ranks);
+  platform.resolve_speed_factors();
+  return platform;
+}
+
+void check_agreement(const std::string& network_name, const std::string& platform_name, const std::string& strategy,
+                     std::int64_t batch, const std::vector<int>& rank_counts) {
+  const Network network = load_network(network_name);
+  std::vector<Schedule> schedules;
+  std::vector<Platform> platforms;
+  for (int p : rank_counts) {
+    platforms.push_back(crossbar_platform(platform_name, p));
+    StrategyOptions options;
+    options.name = strategy;
+    // N must divide over P: non-powers of two use 64 images per rank.
+    options.global_batch = batch % p == 0 ? batch : 64 * p;
+    options.ranks = p;
+    options.iterations = 2;
+    options.warmup_iterations = 1;
+    schedules.push_back(build_schedule(network, platforms.back(), options));
+  }
+  std::vector<std::pair<const Schedule*, const Platform*>> jobs;
+  for (std::size_t k = 0; k < schedules.size(); ++k) jobs.emplace_back(&schedules[k], &platforms[k]);
+  const std::vector<Trace> simulated = simulate_many(jobs, SimgridOptions{});
+  REQUIRE(simulated.size() == jobs.size());
+  for (std::size_t k = 0; k < jobs.size(); ++k) {
+    const Trace analytic = make_analytic_engine()->run(schedules[k], platforms[k]);
+    const TraceMetrics expected = compute_metrics(analytic);
+    const TraceMetrics got = compute_metrics(simulated[k]);
+    CAPTURE(network_name, strategy, rank_counts[k], expected.iteration_s, got.iteration_s, expected.comm_s,
+            got.comm_s, expected.exposed_comm_s, got.exposed_comm_s);
+    CHECK(got.iteration_s == Approx(expected.iteration_s).epsilon(kAgreement));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("dp agrees with the analytic engine on a crossbar, P = 2..128", "[simgrid][agreement]") {
+  check_agreement("vgg-a", "cori-haswell", "dp", 256, {2, 3, 4, 8, 16, 32, 64, 128});
+}
+
+TEST_CASE("lee (k = 9, f = 2) agrees with the analytic engine on a crossbar, P = 2..128", "[simgrid][agreement]") {
+  check_agreement("vgg-a", "cori-haswell", "lee", 256, {2, 3, 4, 8, 16, 32, 64, 128});
+}
+
+TEST_CASE("dp agrees on a slow network where communication dominates", "[simgrid][agreement]") {
+  // intel-xeon-10gbe: 1.2 GB/s links, so gradients' allreduce is exposed, not hidden by compute.
+  check_agreement("vgg-a", "intel-xeon-10gbe", "dp", 256, {2, 6, 16, 64});
+}
