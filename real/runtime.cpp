@@ -1,0 +1,680 @@
+#include "real/runtime.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "model/error.hpp"
+#include "real/dataset.hpp"
+#include "real/kernels.hpp"
+
+namespace cnnpar::real {
+namespace {
+
+std::uint64_t mix64(std::uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// Standard normal value number `index` of stream (seed, layer): Box-Muller on two hashes.
+double normal(std::uint64_t seed, std::int64_t layer, std::int64_t index) {
+  const std::uint64_t h = mix64(mix64(mix64(seed ^ 0x7765696768747321ull) ^ std::uint64_t(layer)) ^
+                                std::uint64_t(index));
+  const std::uint64_t h2 = mix64(h);
+  const double u1 = (double(h >> 11) + 1.0) * (1.0 / 9007199254740993.0);  // (0, 1]
+  const double u2 = double(h2 >> 11) * (1.0 / 9007199254740992.0);
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+}
+
+}  // namespace
+
+struct Runtime::Impl {
+  struct LayerState {
+    const Layer* layer = nullptr;
+    int index = 0;
+    bool in_cm = false, out_cm = false;  // channel-major (C, n, H, W) input / output
+    ConvGeometry geo;                    // conv/pool, batch = n
+    std::int64_t weights = 0, biases = 0;
+    std::int64_t offset = 0;             // into weights_/grads_/momentum_ (internal order)
+    std::vector<float> out, err;         // activations and errors of the output, n × out.elements()
+    std::vector<float> cols;             // conv: (C·KH·KW, n·OH·OW) kept for backward_weight
+                                         // (empty when the columns are shared, see keep_columns)
+    std::vector<float> rows_in;          // fc with channel-major input: (n, K_b)
+    std::vector<float> rows_dx;          // fc with channel-major input: (n, K_b) errors
+    std::vector<std::int32_t> argmax;    // max pool, like out
+    std::vector<float> aux;              // lrn: scale; dropout: mask (like out)
+    bool im2col_op = false, bias_op = false, col2im_op = false, softmax_bwd_op = false;
+    // Lee replicated fc: gathered (N, K_b) inputs and (N, K_c) errors by iteration parity.
+    bool replicated = false;
+    std::vector<float> gathered_in[2], gathered_err[2], stage_in[2], stage_err[2];
+    int in_ready[2] = {-1, -1}, err_ready[2] = {-1, -1};  // iteration completed into the slot
+  };
+
+  const Network net;  // own copy: the layers are pointed to below
+  int rank = 0, ranks = 1;
+  std::int64_t n = 0, N = 0;  // local and global batch (images)
+  std::int64_t first_image = 0;  // index in the global batch of this rank's first image
+  std::vector<std::int64_t> rank_batches;  // n_r of every rank
+  int schedule_iterations = 0;
+  std::uint64_t seed = 0;
+  SgdConfig sgd;
+  std::int64_t tile_columns = 0;
+  std::int64_t iteration_base = 0;
+
+  std::vector<LayerState> layers;
+  bool input_cm = false;
+  std::vector<float> input;   // (C, n, H, W) or (n, C·H·W)
+  std::vector<int> labels;    // n
+  std::vector<float> dcols;   // shared conv backward-data columns
+  // Lee: keep each conv layer's im2col columns for the weight gradient "if memory space is
+  // sufficiently large"; above kKeepColumnsLimitBytes one buffer is shared and the
+  // backward_weight gemm op redoes the im2col first.
+  static constexpr double kKeepColumnsLimitBytes = 2.0 * 1024 * 1024 * 1024;
+  bool keep_columns = true;
+  std::vector<float> shared_cols;
+  std::int64_t max_cols = 0;
+  float* columns(LayerState& x) { return keep_columns ? x.cols.data() : shared_cols.data(); }
+  void set_keep_columns(bool keep) {
+    keep_columns = keep;
+    for (LayerState& x : layers) {
+      if (x.layer->spec.kind != LayerKind::conv) continue;
+      if (keep)
+        x.cols.assign(std::size_t(x.geo.column_rows() * x.geo.column_cols()), 0.0f);
+      else
+        std::vector<float>().swap(x.cols);
+    }
+    if (keep)
+      std::vector<float>().swap(shared_cols);
+    else
+      shared_cols.assign(std::size_t(max_cols), 0.0f);
+  }
+  std::vector<float> weights, grads, momentum;  // internal order
+  std::int64_t params = 0;
+  double loss_sum = 0;
+  std::int64_t correct = 0;
+  std::map<int, std::vector<float>> staging;  // collective id -> packed buffer
+
+  Impl(const Network& network) : net(network) {}
+
+  const float* in_of(int l) const { return l == 0 ? input.data() : layers[std::size_t(l - 1)].out.data(); }
+  float* err_in(int l) { return l == 0 ? nullptr : layers[std::size_t(l - 1)].err.data(); }
+  std::int64_t global_iteration(int it) const { return iteration_base + it; }
+
+  // Spans [offset, count) of the gradient/weight arrays for the given layers, sorted by offset.
+  std::vector<std::pair<std::int64_t, std::int64_t>> spans(const std::vector<int>& ls) const {
+    std::vector<std::pair<std::int64_t, std::int64_t>> s;
+    for (int l : ls) {
+      CNNPAR_ASSERT(l >= 0 && l < int(layers.size()), fmt::format("collective names layer {} out of range", l));
+      const LayerState& x = layers[std::size_t(l)];
+      if (x.weights + x.biases > 0) s.emplace_back(x.offset, x.weights + x.biases);
+    }
+    std::sort(s.begin(), s.end());
+    return s;
+  }
+
+  void init(const Schedule& schedule);
+  void forward(LayerState& x, const Op& op, int it, const Tiling& t);
+  void backward_data(LayerState& x, const Op& op, const Tiling& t);
+  void backward_weight(LayerState& x, const Op& op, const Tiling& t);
+  void update(LayerState& x);
+};
+
+void Runtime::Impl::init(const Schedule& schedule) {
+  CNNPAR_ASSERT(rank >= 0 && rank < schedule.ranks(), "rank outside the schedule");
+  ranks = schedule.ranks();
+  N = schedule.global_batch;
+  schedule_iterations = schedule.iterations;
+  const Program& prog = schedule.programs[std::size_t(rank)];
+  const int L = int(net.layers.size());
+  CNNPAR_ASSERT(L > 0, "network without layers");
+  if (net.layers.back().spec.kind != LayerKind::softmax)
+    throw InputError("<network " + net.name + ">", fmt::format("/layers/{}", L - 1),
+                     to_string(net.layers.back().spec.kind), "the real executor needs a softmax last layer");
+  layers.resize(std::size_t(L));
+
+  // Replicated fc layers: named by an activations/errors allgather this rank takes part in.
+  std::set<int> replicated;
+  for (const Collective& c : schedule.collectives) {
+    if (c.payload != Payload::activations && c.payload != Payload::errors) continue;
+    if (!std::binary_search(c.group.begin(), c.group.end(), rank)) continue;
+    CNNPAR_ASSERT(c.kind == CollectiveKind::allgather && c.layers.size() == 1,
+                  "activations/errors collectives must be single-layer allgathers (Lee replicated fc): " + c.label);
+    const int l = c.layers.front();
+    CNNPAR_ASSERT(l >= 0 && l < L && net.layers[std::size_t(l)].spec.kind == LayerKind::fc,
+                  "replicated gradient calculation needs an fc layer: " + c.label);
+    replicated.insert(l);
+  }
+
+  // Sub-batch: batch of the forward ops (all equal); N / P when the program has none.
+  n = 0;
+  for (const Op& op : prog.ops) {
+    if (op.kind != OpKind::compute || op.layer < 0) continue;
+    CNNPAR_ASSERT(op.layer < L, "compute op names a layer outside the network: " + op.label);
+    auto& x = layers[std::size_t(op.layer)];
+    const LayerKind kind = net.layers[std::size_t(op.layer)].spec.kind;
+    if (n == 0 && op.phase == Phase::forward && !replicated.count(op.layer)) n = op.batch;
+    if (op.phase == Phase::forward && op.kernel == KernelClass::im2col) x.im2col_op = true;
+    if (op.phase == Phase::forward && op.kernel == KernelClass::eltwise &&
+        (kind == LayerKind::conv || kind == LayerKind::fc))
+      x.bias_op = true;
+    if (op.phase == Phase::backward_data && op.kernel == KernelClass::col2im) x.col2im_op = true;
+    if (op.phase == Phase::backward_data && kind == LayerKind::softmax) x.softmax_bwd_op = true;
+  }
+  if (n == 0) n = N / ranks;
+  CNNPAR_ASSERT(n > 0 && N > 0, "empty batch");
+  // First image of this rank in the global batch: the sub-batches of the ranks before it
+  // (ranks may differ by one image when the builder split N unevenly).
+  rank_batches.clear();
+  for (int r = 0; r < ranks; ++r) {
+    std::int64_t nr = 0;
+    for (const Op& op : schedule.programs[std::size_t(r)].ops)
+      if (op.kind == OpKind::compute && op.layer >= 0 && op.phase == Phase::forward && !replicated.count(op.layer)) {
+        nr = op.batch;
+        break;
+      }
+    rank_batches.push_back(nr > 0 ? nr : N / ranks);
+  }
+  first_image = 0;
+  for (int r = 0; r < rank; ++r) first_image += rank_batches[std::size_t(r)];
+  CNNPAR_ASSERT(first_image + n <= N, "sub-batches exceed the global batch");
+
+  input_cm = net.layers.front().spec.kind != LayerKind::fc;
+  input.assign(std::size_t(n * net.input.elements()), 0.0f);
+  labels.assign(std::size_t(n), 0);
+
+  // Parameter offsets: non-replicated layers first, then replicated ones, each in layer order,
+  // so gradient chunks of adjacent layers are contiguous (in-place allreduce).
+  std::int64_t off = 0;
+  std::int64_t max_dcols = 0, total_cols = 0;
+  for (int pass = 0; pass < 2; ++pass)
+    for (int l = 0; l < L; ++l) {
+      const Layer& ly = net.layers[std::size_t(l)];
+      if (!ly.has_parameters() || (replicated.count(l) != 0) != (pass == 1)) continue;
+      LayerState& x = layers[std::size_t(l)];
+      if (ly.spec.kind == LayerKind::conv) {
+        x.weights = ly.out.c * ly.in.c * ly.spec.kernel_h * ly.spec.kernel_w;
+        x.biases = ly.out.c;
+      } else {
+        x.weights = ly.out.elements() * ly.in.elements();
+        x.biases = ly.out.elements();
+      }
+      x.offset = off;
+      off += x.weights + x.biases;
+    }
+  params = off;
+
+  for (int l = 0; l < L; ++l) {
+    LayerState& x = layers[std::size_t(l)];
+    const Layer& ly = net.layers[std::size_t(l)];
+    x.layer = &ly;
+    x.index = l;
+    x.in_cm = l == 0 ? input_cm : layers[std::size_t(l - 1)].out_cm;
+    x.replicated = replicated.count(l) != 0;
+    switch (ly.spec.kind) {
+      case LayerKind::conv:
+      case LayerKind::pool:
+        CNNPAR_ASSERT(x.in_cm, "conv/pool after an fc layer is not supported: " + ly.spec.name);
+        x.out_cm = true;
+        x.geo = ConvGeometry{ly.in.c, n, ly.in.h, ly.in.w, ly.spec.kernel_h, ly.spec.kernel_w,
+                             ly.spec.stride, ly.spec.pad};
+        CNNPAR_ASSERT(x.geo.out_h() == ly.out.h && x.geo.out_w() == ly.out.w,
+                      "inferred output shape differs from the kernel geometry: " + ly.spec.name);
+        if (ly.spec.kind == LayerKind::conv) {
+          total_cols += x.geo.column_rows() * x.geo.column_cols();
+          max_dcols = std::max(max_dcols, x.geo.column_rows() * x.geo.column_cols());
+        } else if (ly.spec.pool_mode == PoolMode::max) {
+          x.argmax.assign(std::size_t(n * ly.out.elements()), 0);
+        }
+        break;
+      case LayerKind::fc:
+        x.out_cm = false;
+        if (x.in_cm) {
+          x.rows_in.assign(std::size_t(n * ly.in.elements()), 0.0f);
+          x.rows_dx.assign(std::size_t(n * ly.in.elements()), 0.0f);
+        }
+        break;
+      case LayerKind::softmax:
+        CNNPAR_ASSERT(!x.in_cm && l > 0, "softmax needs (n, classes) input from an fc layer");
+        x.out_cm = false;
+        break;
+      case LayerKind::relu:
+      case LayerKind::dropout:
+      case LayerKind::lrn:
+        x.out_cm = x.in_cm;
+        if (ly.spec.kind != LayerKind::relu) x.aux.assign(std::size_t(n * ly.out.elements()), 0.0f);
+        break;
+    }
+    x.out.assign(std::size_t(n * ly.out.elements()), 0.0f);
+    x.err.assign(std::size_t(n * ly.out.elements()), 0.0f);
+    if (x.replicated)
+      for (int p = 0; p < 2; ++p) {
+        x.gathered_in[p].assign(std::size_t(N * ly.in.elements()), 0.0f);
+        x.gathered_err[p].assign(std::size_t(N * ly.out.elements()), 0.0f);
+        x.stage_in[p].assign(std::size_t(n * ly.in.elements()), 0.0f);
+        x.stage_err[p].assign(std::size_t(n * ly.out.elements()), 0.0f);
+      }
+  }
+  dcols.assign(std::size_t(max_dcols), 0.0f);
+  max_cols = max_dcols;
+  set_keep_columns(4.0 * double(total_cols) <= kKeepColumnsLimitBytes);
+
+  weights.assign(std::size_t(params), 0.0f);
+  grads.assign(std::size_t(params), 0.0f);
+  momentum.assign(std::size_t(params), 0.0f);
+  int classifier = -1;  // the last parameterised layer, feeding the softmax
+  for (const LayerState& x : layers)
+    if (x.weights > 0) classifier = x.index;
+  for (LayerState& x : layers) {
+    if (x.weights == 0) continue;
+    const double fan_in = double(x.weights) / double(x.biases);  // C·KH·KW or K_b
+    // He et al. for layers followed by relu; the classifier gets variance 1/fan_in scaled by
+    // 1/16 so that the initial logits are small and the first loss is near ln(classes).
+    const double stddev = x.index == classifier ? std::sqrt(1.0 / fan_in) / 4.0 : std::sqrt(2.0 / fan_in);
+    for (std::int64_t i = 0; i < x.weights; ++i)
+      weights[std::size_t(x.offset + i)] = float(stddev * normal(seed, x.index, i));
+  }
+}
+
+void Runtime::Impl::forward(LayerState& x, const Op& op, int it, const Tiling& t) {
+  const Layer& ly = *x.layer;
+  const int l = x.index;
+  const float* in = in_of(l);
+  switch (ly.spec.kind) {
+    case LayerKind::conv: {
+      float* w = weights.data() + x.offset;
+      if (op.kernel == KernelClass::im2col) {
+        im2col(x.geo, in, columns(x));
+      } else if (op.kernel == KernelClass::gemm) {
+        if (!x.im2col_op) im2col(x.geo, in, columns(x));
+        conv_forward_gemm(x.geo, ly.out.c, w, x.bias_op ? nullptr : w + x.weights, columns(x),
+                          x.out.data(), t);
+      } else if (op.kernel == KernelClass::eltwise) {
+        add_row_bias(ly.out.c, x.geo.column_cols(), w + x.weights, x.out.data());
+      } else {
+        CNNPAR_ASSERT(false, "unexpected conv forward op: " + op.label);
+      }
+      return;
+    }
+    case LayerKind::fc: {
+      const float* w = weights.data() + x.offset;
+      const std::int64_t kb = ly.in.elements(), kc = ly.out.elements();
+      if (op.kernel == KernelClass::gemm) {
+        if (x.in_cm) channel_major_to_rows(ly.in.c, n, ly.in.h * ly.in.w, in, x.rows_in.data());
+        fc_forward(n, kb, kc, x.in_cm ? x.rows_in.data() : in, w, x.bias_op ? nullptr : w + x.weights,
+                   x.out.data(), t);
+      } else if (op.kernel == KernelClass::eltwise) {
+        for (std::int64_t i = 0; i < n; ++i)
+          for (std::int64_t o = 0; o < kc; ++o) x.out[std::size_t(i * kc + o)] += w[x.weights + o];
+      } else {
+        CNNPAR_ASSERT(false, "unexpected fc forward op: " + op.label);
+      }
+      return;
+    }
+    case LayerKind::pool:
+      if (ly.spec.pool_mode == PoolMode::max)
+        max_pool_forward(x.geo, in, x.out.data(), x.argmax.data());
+      else
+        avg_pool_forward(x.geo, in, x.out.data());
+      return;
+    case LayerKind::relu:
+      relu_forward(std::int64_t(x.out.size()), in, x.out.data());
+      return;
+    case LayerKind::lrn: {
+      const LrnParams p{ly.spec.lrn_size, ly.spec.lrn_alpha, ly.spec.lrn_beta, ly.spec.lrn_k};
+      const std::int64_t hw = ly.in.h * ly.in.w;
+      if (x.in_cm)
+        lrn_forward(p, ly.in.c, n * hw, n * hw, 1, in, x.out.data(), x.aux.data());
+      else
+        lrn_forward(p, ly.in.elements(), n, 1, ly.in.elements(), in, x.out.data(), x.aux.data());
+      return;
+    }
+    case LayerKind::dropout: {
+      const DropoutLayout dl{x.in_cm, x.in_cm ? ly.in.c : ly.in.elements(), x.in_cm ? ly.in.h * ly.in.w : 1};
+      dropout_forward(dl, n, first_image, seed, global_iteration(it), l,
+                      ly.spec.dropout_ratio, in, x.out.data(), x.aux.data());
+      return;
+    }
+    case LayerKind::softmax: {
+      const std::int64_t k = ly.in.elements();
+      loss_sum = softmax_forward(n, k, in, labels.data(), x.out.data(), &correct);
+      if (!x.softmax_bwd_op && l > 0)
+        softmax_cross_entropy_backward(n, k, x.out.data(), labels.data(), double(N), err_in(l));
+      return;
+    }
+  }
+}
+
+void Runtime::Impl::backward_data(LayerState& x, const Op& op, const Tiling& t) {
+  const Layer& ly = *x.layer;
+  const int l = x.index;
+  CNNPAR_ASSERT(l > 0, "backward_data op on the first layer: " + op.label);
+  float* din = err_in(l);
+  const float* in = in_of(l);
+  switch (ly.spec.kind) {
+    case LayerKind::conv: {
+      const std::size_t cnt = std::size_t(x.geo.channels * n * x.geo.in_h * x.geo.in_w);
+      if (op.kernel == KernelClass::gemm) {
+        conv_backward_data_gemm(x.geo, ly.out.c, weights.data() + x.offset, x.err.data(), dcols.data(), t);
+        if (!x.col2im_op) {
+          std::memset(din, 0, sizeof(float) * cnt);
+          col2im_add(x.geo, dcols.data(), din);
+        }
+      } else if (op.kernel == KernelClass::col2im) {
+        std::memset(din, 0, sizeof(float) * cnt);
+        col2im_add(x.geo, dcols.data(), din);
+      } else {
+        CNNPAR_ASSERT(false, "unexpected conv backward_data op: " + op.label);
+      }
+      return;
+    }
+    case LayerKind::fc: {
+      const std::int64_t kb = ly.in.elements(), kc = ly.out.elements();
+      fc_backward_data(n, kb, kc, x.err.data(), weights.data() + x.offset, x.in_cm ? x.rows_dx.data() : din, t);
+      if (x.in_cm) rows_to_channel_major(ly.in.c, n, ly.in.h * ly.in.w, x.rows_dx.data(), din);
+      return;
+    }
+    case LayerKind::pool:
+      if (ly.spec.pool_mode == PoolMode::max)
+        max_pool_backward(x.geo, x.err.data(), x.argmax.data(), din);
+      else
+        avg_pool_backward(x.geo, x.err.data(), din);
+      return;
+    case LayerKind::relu:
+      relu_backward(std::int64_t(x.out.size()), x.out.data(), x.err.data(), din);
+      return;
+    case LayerKind::lrn: {
+      const LrnParams p{ly.spec.lrn_size, ly.spec.lrn_alpha, ly.spec.lrn_beta, ly.spec.lrn_k};
+      const std::int64_t hw = ly.in.h * ly.in.w;
+      if (x.in_cm)
+        lrn_backward(p, ly.in.c, n * hw, n * hw, 1, in, x.out.data(), x.aux.data(), x.err.data(), din);
+      else
+        lrn_backward(p, ly.in.elements(), n, 1, ly.in.elements(), in, x.out.data(), x.aux.data(),
+                     x.err.data(), din);
+      return;
+    }
+    case LayerKind::dropout:
+      dropout_backward(std::int64_t(x.out.size()), x.aux.data(), x.err.data(), din);
+      return;
+    case LayerKind::softmax:
+      softmax_cross_entropy_backward(n, ly.in.elements(), x.out.data(), labels.data(), double(N), din);
+      return;
+  }
+}
+
+void Runtime::Impl::backward_weight(LayerState& x, const Op& op, const Tiling& t) {
+  const Layer& ly = *x.layer;
+  float* gw = grads.data() + x.offset;
+  if (ly.spec.kind == LayerKind::conv) {
+    if (op.kernel == KernelClass::im2col) {  // recomputation instead of keeping the columns
+      im2col(x.geo, in_of(x.index), columns(x));
+      return;
+    }
+    CNNPAR_ASSERT(op.kernel == KernelClass::gemm, "unexpected conv backward_weight op: " + op.label);
+    if (!keep_columns) im2col(x.geo, in_of(x.index), columns(x));  // the shared buffer holds another layer's
+    conv_backward_weight_gemm(x.geo, ly.out.c, x.err.data(), columns(x), gw, gw + x.weights, t);
+    return;
+  }
+  CNNPAR_ASSERT(ly.spec.kind == LayerKind::fc && op.kernel == KernelClass::gemm,
+                "backward_weight op on a layer without parameters: " + op.label);
+  const std::int64_t kb = ly.in.elements(), kc = ly.out.elements();
+  if (!x.replicated) {
+    const float* xin = x.in_cm ? x.rows_in.data() : in_of(x.index);
+    fc_backward_weight(n, kb, kc, x.err.data(), xin, gw, gw + x.weights, t);
+    return;
+  }
+  // Lee's replicated layer: the full-batch gradient from the oldest complete gathered pair.
+  int slot = -1;
+  for (int p = 0; p < 2; ++p)
+    if (x.in_ready[p] >= 0 && x.in_ready[p] == x.err_ready[p] &&
+        (slot < 0 || x.in_ready[p] < x.in_ready[slot]))
+      slot = p;
+  CNNPAR_ASSERT(slot >= 0, "replicated fc gradient before its activations and errors were gathered: " + op.label);
+  const std::int64_t rows = std::int64_t(x.gathered_in[slot].size()) / kb;
+  fc_backward_weight(rows, kb, kc, x.gathered_err[slot].data(), x.gathered_in[slot].data(), gw,
+                     gw + x.weights, t);
+  x.in_ready[slot] = x.err_ready[slot] = -1;
+}
+
+void Runtime::Impl::update(LayerState& x) {
+  CNNPAR_ASSERT(x.weights > 0, "update of a layer without parameters");
+  float* w = weights.data() + x.offset;
+  float* g = grads.data() + x.offset;
+  float* v = momentum.data() + x.offset;
+  sgd_update(x.weights, sgd.learning_rate, sgd.momentum, sgd.weight_decay, g, w, v);
+  sgd_update(x.biases, sgd.learning_rate, sgd.momentum, 0.0f, g + x.weights, w + x.weights, v + x.weights);
+}
+
+Runtime::Runtime(const Network& network, const Schedule& schedule, int rank, std::uint64_t seed,
+                 SgdConfig sgd)
+    : impl_(std::make_unique<Impl>(network)) {
+  impl_->rank = rank;
+  impl_->seed = seed;
+  impl_->sgd = sgd;
+  impl_->init(schedule);
+}
+
+Runtime::~Runtime() = default;
+
+int Runtime::rank() const { return impl_->rank; }
+int Runtime::ranks() const { return impl_->ranks; }
+std::int64_t Runtime::local_batch() const { return impl_->n; }
+std::int64_t Runtime::global_batch() const { return impl_->N; }
+std::int64_t Runtime::first_image() const { return impl_->first_image; }
+const std::vector<std::int64_t>& Runtime::rank_batches() const { return impl_->rank_batches; }
+void Runtime::set_gemm_tile_columns(std::int64_t columns) {
+  CNNPAR_ASSERT(columns >= 0, "negative tile width");
+  impl_->tile_columns = columns;
+}
+std::int64_t Runtime::gemm_tile_columns() const { return impl_->tile_columns; }
+void Runtime::set_keep_columns(bool keep) { impl_->set_keep_columns(keep); }
+bool Runtime::keep_columns() const { return impl_->keep_columns; }
+
+void Runtime::load_batch(int iteration, const Dataset& data) {
+  Impl& s = *impl_;
+  data.check_matches(s.net);
+  const Shape sh = s.net.input;
+  const std::int64_t hw = sh.h * sh.w, e = sh.elements();
+  std::vector<float> img(static_cast<std::size_t>(e));
+  const std::int64_t first = s.global_iteration(iteration) * s.N + s.first_image;
+  for (std::int64_t i = 0; i < s.n; ++i) {
+    const std::int64_t index = (first + i) % data.size();
+    data.image(index, img.data());
+    s.labels[std::size_t(i)] = data.label(index);
+    if (s.input_cm) {
+      for (std::int64_t c = 0; c < sh.c; ++c)
+        std::memcpy(s.input.data() + (c * s.n + i) * hw, img.data() + c * hw, sizeof(float) * std::size_t(hw));
+    } else {
+      std::memcpy(s.input.data() + i * e, img.data(), sizeof(float) * std::size_t(e));
+    }
+  }
+}
+
+void Runtime::run_compute(const Op& op, int iteration, const std::function<void()>& between_tiles) {
+  Impl& s = *impl_;
+  CNNPAR_ASSERT(op.kind == OpKind::compute, "run_compute on a non-compute op");
+  const Tiling t{s.tile_columns, &between_tiles};
+  if (op.phase == Phase::update || op.kernel == KernelClass::update) {
+    if (op.layer < 0) {
+      for (auto& x : s.layers)
+        if (x.weights > 0 && !x.replicated) s.update(x);
+    } else {
+      s.update(s.layers.at(std::size_t(op.layer)));
+    }
+    return;
+  }
+  CNNPAR_ASSERT(op.layer >= 0 && op.layer < int(s.layers.size()),
+                "compute op without a network layer: " + op.label);
+  auto& x = s.layers[std::size_t(op.layer)];
+  switch (op.phase) {
+    case Phase::forward: s.forward(x, op, iteration, t); break;
+    case Phase::backward_data: s.backward_data(x, op, t); break;
+    case Phase::backward_weight: s.backward_weight(x, op, t); break;
+    case Phase::update: break;
+  }
+}
+
+CollectiveBuffers Runtime::prepare(const Collective& c) {
+  Impl& s = *impl_;
+  CollectiveBuffers b;
+  if (c.payload == Payload::gradients || c.payload == Payload::weights) {
+    CNNPAR_ASSERT(c.kind == CollectiveKind::allreduce || c.kind == CollectiveKind::reduce ||
+                      c.kind == CollectiveKind::bcast,
+                  "gradient/weight collectives must be allreduce, reduce or bcast: " + c.label);
+    std::vector<float>& arr = c.payload == Payload::gradients ? s.grads : s.weights;
+    const auto sp = s.spans(c.layers);
+    std::int64_t total = 0;
+    bool contiguous = true;
+    for (std::size_t i = 0; i < sp.size(); ++i) {
+      total += sp[i].second;
+      if (i > 0 && sp[i].first != sp[i - 1].first + sp[i - 1].second) contiguous = false;
+    }
+    CNNPAR_ASSERT(!sp.empty(), "gradient collective without parameters: " + c.label);
+    CNNPAR_ASSERT(c.bytes <= 0 || std::abs(c.bytes - 4.0 * double(total)) < 1.0,
+                  fmt::format("collective {} carries {} bytes but its layers hold {} FP32 parameters",
+                              c.label, c.bytes, total));
+    if (contiguous) {
+      b.send = b.recv = arr.data() + sp.front().first;
+    } else {
+      auto& st = s.staging[c.id];
+      st.resize(std::size_t(total));
+      std::int64_t o = 0;
+      for (auto [off, cnt] : sp) {
+        std::memcpy(st.data() + o, arr.data() + off, sizeof(float) * std::size_t(cnt));
+        o += cnt;
+      }
+      b.send = b.recv = st.data();
+    }
+    b.send_count = b.recv_count = total;
+    return b;
+  }
+  CNNPAR_ASSERT(c.payload == Payload::activations || c.payload == Payload::errors,
+                "collective without a payload the runtime knows: " + c.label);
+  CNNPAR_ASSERT(c.kind == CollectiveKind::allgather && c.layers.size() == 1, "expected an allgather: " + c.label);
+  auto& x = s.layers.at(std::size_t(c.layers.front()));
+  CNNPAR_ASSERT(x.replicated, "activations/errors allgather of a layer that is not replicated");
+  const int p = c.iteration & 1;
+  const Layer& ly = *x.layer;
+  if (c.payload == Payload::activations) {
+    const float* in = s.in_of(x.index);
+    if (x.in_cm)
+      channel_major_to_rows(ly.in.c, s.n, ly.in.h * ly.in.w, in, x.stage_in[p].data());
+    else
+      std::memcpy(x.stage_in[p].data(), in, sizeof(float) * x.stage_in[p].size());
+    b.send = x.stage_in[p].data();
+    b.recv = x.gathered_in[p].data();
+    b.send_count = std::int64_t(x.stage_in[p].size());
+    b.recv_count = std::int64_t(x.gathered_in[p].size());
+    x.in_ready[p] = -1;
+  } else {
+    std::memcpy(x.stage_err[p].data(), x.err.data(), sizeof(float) * x.stage_err[p].size());
+    b.send = x.stage_err[p].data();
+    b.recv = x.gathered_err[p].data();
+    b.send_count = std::int64_t(x.stage_err[p].size());
+    b.recv_count = std::int64_t(x.gathered_err[p].size());
+    x.err_ready[p] = -1;
+  }
+  CNNPAR_ASSERT(std::int64_t(c.group.size()) == s.ranks, "replicated fc allgather must span every rank: " + c.label);
+  // With an uneven split the builder states the largest contribution (ceil(N/P) images).
+  CNNPAR_ASSERT(c.bytes <= 0 || 4.0 * double(b.send_count) <= c.bytes + 0.5,
+                fmt::format("collective {} carries {} bytes, this rank contributes {}", c.label, c.bytes,
+                            4 * b.send_count));
+  return b;
+}
+
+void Runtime::complete(const Collective& c) {
+  Impl& s = *impl_;
+  if (c.payload == Payload::gradients || c.payload == Payload::weights) {
+    auto it = s.staging.find(c.id);
+    if (it == s.staging.end()) return;  // was in place
+    std::vector<float>& arr = c.payload == Payload::gradients ? s.grads : s.weights;
+    std::int64_t o = 0;
+    for (auto [off, cnt] : s.spans(c.layers)) {
+      std::memcpy(arr.data() + off, it->second.data() + o, sizeof(float) * std::size_t(cnt));
+      o += cnt;
+    }
+    s.staging.erase(it);
+    return;
+  }
+  auto& x = s.layers.at(std::size_t(c.layers.front()));
+  const int p = c.iteration & 1;
+  if (c.payload == Payload::activations)
+    x.in_ready[p] = c.iteration;
+  else
+    x.err_ready[p] = c.iteration;
+}
+
+void Runtime::finish_schedule() {
+  Impl& s = *impl_;
+  for (const auto& x : s.layers)
+    for (int p = 0; p < 2; ++p)
+      CNNPAR_ASSERT(x.in_ready[p] < 0 && x.err_ready[p] < 0,
+                    "schedule ended with a delayed replicated update pending on " + x.layer->spec.name);
+  s.iteration_base += s.schedule_iterations;
+}
+
+double Runtime::last_loss() const { return impl_->loss_sum / double(impl_->n); }
+double Runtime::last_loss_sum() const { return impl_->loss_sum; }
+std::int64_t Runtime::last_correct() const { return impl_->correct; }
+std::int64_t Runtime::parameter_count() const { return impl_->params; }
+
+std::vector<float> Runtime::flat_weights() const {
+  std::vector<float> out;
+  out.reserve(std::size_t(impl_->params));
+  for (const auto& x : impl_->layers)
+    out.insert(out.end(), impl_->weights.begin() + x.offset, impl_->weights.begin() + x.offset + x.weights + x.biases);
+  return out;
+}
+
+std::vector<float> Runtime::flat_gradients() const {
+  std::vector<float> out;
+  out.reserve(std::size_t(impl_->params));
+  for (const auto& x : impl_->layers)
+    out.insert(out.end(), impl_->grads.begin() + x.offset, impl_->grads.begin() + x.offset + x.weights + x.biases);
+  return out;
+}
+
+RuntimeState Runtime::state() const {
+  RuntimeState st;
+  st.iteration = impl_->iteration_base;
+  st.weights = flat_weights();
+  for (const auto& x : impl_->layers)
+    st.momentum.insert(st.momentum.end(), impl_->momentum.begin() + x.offset,
+                       impl_->momentum.begin() + x.offset + x.weights + x.biases);
+  return st;
+}
+
+void Runtime::restore(const RuntimeState& st) {
+  Impl& s = *impl_;
+  if (std::int64_t(st.weights.size()) != s.params || std::int64_t(st.momentum.size()) != s.params)
+    throw InputError("<checkpoint>", "/weights", std::to_string(st.weights.size()),
+                     fmt::format("expected {} parameters for network {}", s.params, s.net.name));
+  std::int64_t o = 0;
+  for (const auto& x : s.layers) {
+    const std::int64_t cnt = x.weights + x.biases;
+    std::copy_n(st.weights.begin() + o, cnt, s.weights.begin() + x.offset);
+    std::copy_n(st.momentum.begin() + o, cnt, s.momentum.begin() + x.offset);
+    o += cnt;
+  }
+  s.iteration_base = st.iteration;
+}
+
+std::int64_t Runtime::iteration() const { return impl_->iteration_base; }
+
+const std::vector<float>& Runtime::activations(int layer) const {
+  if (layer < 0) return impl_->input;
+  return impl_->layers.at(std::size_t(layer)).out;
+}
+
+bool Runtime::channel_major(int layer) const {
+  if (layer < 0) return impl_->input_cm;
+  return impl_->layers.at(std::size_t(layer)).out_cm;
+}
+
+}  // namespace cnnpar::real

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""One-process training throughput of a cnnpar network JSON in PyTorch (CPU, FP32).
+
+Builds the same layer list as scenarios/networks/<name>.json (conv, relu, pool, lrn,
+dropout, fc, softmax-cross-entropy), trains it with SGD (momentum 0.9, weight decay 5e-4)
+on random data and prints JSON with images/s = batch / median iteration time.
+Used by scripts/bench_pytorch.sh as the peer of cnnpar_real_bench; never a dependency.
+"""
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn as nn
+
+
+def build(net):
+    layers = []
+    c, h, w = net["input"]["channels"], net["input"]["height"], net["input"]["width"]
+    flat = False
+    for spec in net["layers"]:
+        kind = spec["type"]
+        if kind == "conv":
+            k = spec["kernel"]
+            kh, kw = (k, k) if isinstance(k, int) else k
+            s, p = spec.get("stride", 1), spec.get("pad", 0)
+            layers.append(nn.Conv2d(c, spec["maps"], (kh, kw), stride=s, padding=p))
+            c, h, w = spec["maps"], (h + 2 * p - kh) // s + 1, (w + 2 * p - kw) // s + 1
+        elif kind == "pool":
+            k = spec["kernel"]
+            kh, kw = (k, k) if isinstance(k, int) else k
+            s, p = spec.get("stride", kh), spec.get("pad", 0)
+            if spec.get("mode", "max") == "max":
+                layers.append(nn.MaxPool2d((kh, kw), stride=s, padding=p))
+            else:
+                layers.append(nn.AvgPool2d((kh, kw), stride=s, padding=p, count_include_pad=True))
+            h, w = (h + 2 * p - kh) // s + 1, (w + 2 * p - kw) // s + 1
+        elif kind == "relu":
+            layers.append(nn.ReLU())
+        elif kind == "lrn":
+            layers.append(nn.LocalResponseNorm(spec.get("size", 5), spec.get("alpha", 1e-4),
+                                               spec.get("beta", 0.75), spec.get("k", 1.0)))
+        elif kind == "dropout":
+            layers.append(nn.Dropout(spec.get("ratio", 0.5)))
+        elif kind == "fc":
+            if not flat:
+                layers.append(nn.Flatten())
+                flat = True
+            layers.append(nn.Linear(c * h * w, spec["outputs"]))
+            c, h, w = spec["outputs"], 1, 1
+        elif kind == "softmax":
+            pass  # folded into CrossEntropyLoss
+        else:
+            raise ValueError("unknown layer type " + kind)
+    return nn.Sequential(*layers), c
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--network", required=True, help="path of the network JSON")
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--iterations", type=int, default=6)
+    ap.add_argument("--warmup", type=int, default=2)
+    a = ap.parse_args()
+
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(1)
+    with open(a.network) as f:
+        net = json.load(f)
+    model, classes = build(net)
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
+    loss_fn = nn.CrossEntropyLoss()
+    shape = (a.batch, net["input"]["channels"], net["input"]["height"], net["input"]["width"])
+    x = torch.randn(*shape)
+    y = torch.randint(0, classes, (a.batch,))
+    times = []
+    for it in range(a.warmup + a.iterations):
+        t0 = time.perf_counter()
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        t = time.perf_counter() - t0
+        if it >= a.warmup:
+            times.append(t)
+    t_iter = statistics.median(times)
+    json.dump({"framework": "pytorch " + torch.__version__, "network": net["name"], "batch": a.batch,
+               "threads": a.threads, "iteration_s_median": t_iter, "images_per_s": a.batch / t_iter,
+               "mkldnn": bool(torch.backends.mkldnn.is_available())}, sys.stdout, indent=2)
+    print()
+
+
+if __name__ == "__main__":
+    main()

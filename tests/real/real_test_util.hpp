@@ -1,0 +1,89 @@
+#pragma once
+// Shared fixtures of the real/ unit tests: small networks and schedules.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/network.hpp"
+#include "model/platform.hpp"
+#include "model/strategies/strategy.hpp"
+
+namespace cnnpar::real::testing {
+
+/** Every layer kind, stride > 1, pad > 0, max and avg pooling, two fc layers (so Lee's
+ *  f can be 1 or 2), 5 classes. Input (3, 12, 10). */
+inline Network small_network() {
+  const auto j = nlohmann::json::parse(R"({
+    "name": "real-test-net", "source": "unit test",
+    "input": {"channels": 3, "height": 12, "width": 10},
+    "layers": [
+      {"name": "conv1", "type": "conv", "maps": 6, "kernel": 3, "stride": 1, "pad": 1},
+      {"name": "relu1", "type": "relu"},
+      {"name": "lrn1", "type": "lrn", "size": 3, "alpha": 0.01, "beta": 0.75, "k": 2},
+      {"name": "pool1", "type": "pool", "mode": "max", "kernel": 2, "stride": 2},
+      {"name": "conv2", "type": "conv", "maps": 8, "kernel": [3, 2], "stride": 2, "pad": 1},
+      {"name": "relu2", "type": "relu"},
+      {"name": "pool2", "type": "pool", "mode": "avg", "kernel": 2, "stride": 1},
+      {"name": "fc1", "type": "fc", "outputs": 16},
+      {"name": "relu3", "type": "relu"},
+      {"name": "drop1", "type": "dropout", "ratio": 0.25},
+      {"name": "fc2", "type": "fc", "outputs": 12},
+      {"name": "relu4", "type": "relu"},
+      {"name": "fc3", "type": "fc", "outputs": 5},
+      {"name": "loss", "type": "softmax"}
+    ]})");
+  return parse_network(j, "<real-test-net>");
+}
+
+/** The same structure without kinks (no relu, average pooling only), for finite
+ *  differences through the whole network: relu and max-pool switch points would otherwise
+ *  lie within the step of some of the hundreds of units a first-layer weight feeds. */
+inline Network smooth_network() {
+  const auto j = nlohmann::json::parse(R"({
+    "name": "real-test-smooth", "source": "unit test",
+    "input": {"channels": 3, "height": 12, "width": 10},
+    "layers": [
+      {"name": "conv1", "type": "conv", "maps": 6, "kernel": 3, "stride": 1, "pad": 1},
+      {"name": "lrn1", "type": "lrn", "size": 3, "alpha": 0.01, "beta": 0.75, "k": 2},
+      {"name": "pool1", "type": "pool", "mode": "avg", "kernel": 2, "stride": 2},
+      {"name": "conv2", "type": "conv", "maps": 8, "kernel": [3, 2], "stride": 2, "pad": 1},
+      {"name": "pool2", "type": "pool", "mode": "avg", "kernel": 2, "stride": 1},
+      {"name": "fc1", "type": "fc", "outputs": 16},
+      {"name": "drop1", "type": "dropout", "ratio": 0.25},
+      {"name": "fc2", "type": "fc", "outputs": 12},
+      {"name": "fc3", "type": "fc", "outputs": 5},
+      {"name": "loss", "type": "softmax"}
+    ]})");
+  return parse_network(j, "<real-test-smooth>");
+}
+
+inline Schedule make_schedule(const Network& net, const std::string& strategy, int ranks, std::int64_t batch,
+                              int iterations, int lee_k = 3, int lee_f = 2, double bucket_bytes = 4000,
+                              bool uneven_batch = false) {
+  StrategyOptions o;
+  o.uneven_batch = uneven_batch;
+  o.name = strategy;
+  o.global_batch = batch;
+  o.ranks = ranks;
+  o.iterations = iterations;
+  o.warmup_iterations = 0;
+  o.lee_k = lee_k;
+  o.lee_f = lee_f;
+  o.bucket_bytes = bucket_bytes;
+  return build_schedule(net, Platform{}, o);
+}
+
+/** max_i |a_i - b_i| / max_i |a_i|. */
+inline double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::abs(double(a[i]) - double(b[i])));
+    scale = std::max(scale, std::abs(double(a[i])));
+  }
+  return scale > 0 ? diff / scale : diff;
+}
+
+}  // namespace cnnpar::real::testing

@@ -1,0 +1,311 @@
+// Fast kernels (im2col + sgemm, ...) against the plain-loop reference kernels.
+// Each check prints the largest absolute difference and compares it with a named tolerance.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "real/kernels.hpp"
+#include "real/reference_kernels.hpp"
+
+using namespace cnnpar::real;
+
+namespace {
+
+// FP32 sums of at most 125 products of values in [-1, 1]: rounding ~ sqrt(125)·6e-8·|sum|,
+// about 1e-6 for sums of size ~10.
+constexpr double kGemmTolerance = 1e-5;
+// Kernels without reductions (pooling, relu, transposes): exact up to one rounding.
+constexpr double kExactTolerance = 1e-6;
+// LRN uses float pow and sums of 5 squares against a double reference.
+constexpr double kLrnTolerance = 1e-5;
+
+std::vector<float> random_vector(std::size_t n, std::mt19937& rng, float scale = 1.0f) {
+  std::uniform_real_distribution<float> d(-scale, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  double m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(double(a[i]) - double(b[i])));
+  return m;
+}
+
+double report(const char* what, const std::vector<float>& fast, const std::vector<float>& ref) {
+  const double d = max_abs_diff(fast, ref);
+  std::printf("%-48s max |fast - ref| = %.3e\n", what, d);
+  return d;
+}
+
+struct Case {
+  std::int64_t c, n, h, w, kh, kw, stride, pad, o;
+};
+
+// Shapes include stride > 1, pad > 0, non-square inputs and kernels, a 1x1 kernel, and the
+// stride-1 "same" shapes (K = 2·pad + 1) that take im2col/col2im's contiguous path.
+const Case kConvCases[] = {
+    {3, 2, 7, 9, 3, 3, 1, 1, 4},  {2, 3, 8, 6, 3, 2, 2, 1, 5}, {4, 1, 11, 7, 5, 5, 2, 2, 3},
+    {5, 2, 6, 6, 1, 1, 1, 0, 6},  {1, 4, 9, 10, 4, 3, 3, 0, 2}, {3, 2, 5, 5, 3, 3, 2, 2, 3},
+    {2, 2, 6, 7, 5, 5, 1, 2, 3},  {1, 3, 4, 4, 3, 3, 1, 1, 2},  // "same" convolutions: contiguous fast path
+};
+
+ConvGeometry geometry(const Case& k) { return ConvGeometry{k.c, k.n, k.h, k.w, k.kh, k.kw, k.stride, k.pad}; }
+
+// im2col/col2im GEMM path of conv, using the Runtime's composition of kernels.
+void fast_conv(const ConvGeometry& g, std::int64_t o, const std::vector<float>& w, const std::vector<float>& b,
+               const std::vector<float>& in, std::vector<float>& out, std::int64_t tile) {
+  std::vector<float> cols(std::size_t(g.column_rows() * g.column_cols()));
+  im2col(g, in.data(), cols.data());
+  int calls = 0;
+  std::function<void()> cb = [&] { ++calls; };
+  conv_forward_gemm(g, o, w.data(), b.data(), cols.data(), out.data(), Tiling{tile, &cb});
+  if (tile > 0) CHECK(calls == int((g.column_cols() + tile - 1) / tile) - 1);
+}
+
+}  // namespace
+
+TEST_CASE("conv forward: im2col + sgemm equals direct convolution") {
+  std::mt19937 rng(1);
+  for (const Case& k : kConvCases) {
+    const ConvGeometry g = geometry(k);
+    auto in = random_vector(std::size_t(k.c * k.n * k.h * k.w), rng);
+    auto w = random_vector(std::size_t(k.o * g.column_rows()), rng);
+    auto b = random_vector(std::size_t(k.o), rng);
+    std::vector<float> fast(std::size_t(k.o * g.column_cols())), ref(fast.size());
+    ref::conv_forward(g, k.o, w.data(), b.data(), in.data(), ref.data());
+    for (std::int64_t tile : {std::int64_t(0), std::int64_t(7)}) {
+      fast_conv(g, k.o, w, b, in, fast, tile);
+      CHECK(report("conv forward", fast, ref) < kGemmTolerance);
+    }
+  }
+}
+
+TEST_CASE("conv backward data: W^T E + col2im equals the direct adjoint") {
+  std::mt19937 rng(2);
+  for (const Case& k : kConvCases) {
+    const ConvGeometry g = geometry(k);
+    auto w = random_vector(std::size_t(k.o * g.column_rows()), rng);
+    auto e = random_vector(std::size_t(k.o * g.column_cols()), rng);
+    std::vector<float> dcols(std::size_t(g.column_rows() * g.column_cols()));
+    std::vector<float> fast(std::size_t(k.c * k.n * k.h * k.w), 0.0f), ref(fast.size());
+    std::function<void()> cb = [] {};
+    conv_backward_data_gemm(g, k.o, w.data(), e.data(), dcols.data(), Tiling{5, &cb});
+    col2im_add(g, dcols.data(), fast.data());
+    ref::conv_backward_data(g, k.o, w.data(), e.data(), ref.data());
+    CHECK(report("conv backward data", fast, ref) < kGemmTolerance);
+  }
+}
+
+TEST_CASE("conv backward weight: E columns^T equals the direct sum") {
+  std::mt19937 rng(3);
+  for (const Case& k : kConvCases) {
+    const ConvGeometry g = geometry(k);
+    auto in = random_vector(std::size_t(k.c * k.n * k.h * k.w), rng);
+    auto e = random_vector(std::size_t(k.o * g.column_cols()), rng);
+    std::vector<float> cols(std::size_t(g.column_rows() * g.column_cols()));
+    im2col(g, in.data(), cols.data());
+    std::vector<float> fw(std::size_t(k.o * g.column_rows())), rw(fw.size()), fb(std::size_t(k.o)), rb(fb.size());
+    std::function<void()> cb = [] {};
+    conv_backward_weight_gemm(g, k.o, e.data(), cols.data(), fw.data(), fb.data(), Tiling{4, &cb});
+    ref::conv_backward_weight(g, k.o, in.data(), e.data(), rw.data(), rb.data());
+    CHECK(report("conv weight gradient", fw, rw) < kGemmTolerance);
+    CHECK(report("conv bias gradient", fb, rb) < kGemmTolerance);
+  }
+}
+
+TEST_CASE("gemm with column tiles equals the naive product for every transpose") {
+  std::mt19937 rng(4);
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const std::int64_t m = 13, n = 29, k = 17;
+      auto a = random_vector(std::size_t(m * k), rng), b = random_vector(std::size_t(k * n), rng);
+      std::vector<float> fast(std::size_t(m * n)), ref(fast.size());
+      int calls = 0;
+      std::function<void()> cb = [&] { ++calls; };
+      gemm(ta, tb, m, n, k, 1.0f, a.data(), ta ? m : k, b.data(), tb ? k : n, 0.0f, fast.data(), n, Tiling{8, &cb});
+      ref::matmul(ta, tb, m, n, k, a.data(), b.data(), ref.data());
+      CHECK(report("gemm (tiles of 8 columns)", fast, ref) < kGemmTolerance);
+      CHECK(calls == 3);  // ceil(29 / 8) = 4 tiles, 3 gaps
+    }
+}
+
+TEST_CASE("fc forward and backward equal the naive loops") {
+  std::mt19937 rng(5);
+  const std::int64_t N = 6, kb = 37, kc = 11;
+  auto x = random_vector(std::size_t(N * kb), rng), w = random_vector(std::size_t(kc * kb), rng);
+  auto b = random_vector(std::size_t(kc), rng), dy = random_vector(std::size_t(N * kc), rng);
+  std::vector<float> fy(std::size_t(N * kc)), ry(fy.size());
+  fc_forward(N, kb, kc, x.data(), w.data(), b.data(), fy.data());
+  ref::fc_forward(N, kb, kc, x.data(), w.data(), b.data(), ry.data());
+  CHECK(report("fc forward", fy, ry) < kGemmTolerance);
+  std::vector<float> fdx(std::size_t(N * kb)), rdx(fdx.size());
+  fc_backward_data(N, kb, kc, dy.data(), w.data(), fdx.data());
+  ref::fc_backward_data(N, kb, kc, dy.data(), w.data(), rdx.data());
+  CHECK(report("fc backward data", fdx, rdx) < kGemmTolerance);
+  std::vector<float> fw(std::size_t(kc * kb)), rw(fw.size()), fb(static_cast<std::size_t>(kc)), rb(fb.size());
+  fc_backward_weight(N, kb, kc, dy.data(), x.data(), fw.data(), fb.data());
+  ref::fc_backward_weight(N, kb, kc, dy.data(), x.data(), rw.data(), rb.data());
+  CHECK(report("fc weight gradient", fw, rw) < kGemmTolerance);
+  CHECK(report("fc bias gradient", fb, rb) < kGemmTolerance);
+}
+
+TEST_CASE("layout transposes round-trip and place (c, n, s) at (n, c, s)") {
+  std::mt19937 rng(6);
+  const std::int64_t c = 3, n = 4, hw = 5;
+  auto a = random_vector(std::size_t(c * n * hw), rng);
+  std::vector<float> rows(a.size()), back(a.size());
+  channel_major_to_rows(c, n, hw, a.data(), rows.data());
+  // element (c=2, n=1, s=3) sits at (2·4 + 1)·5 + 3 = 48 in (C, N, HW) and (1·3 + 2)·5 + 3 = 28 in (N, C·HW)
+  CHECK(rows[28] == a[48]);
+  rows_to_channel_major(c, n, hw, rows.data(), back.data());
+  CHECK(report("transpose round trip", back, a) == 0.0);
+}
+
+TEST_CASE("max and average pooling equal the definition") {
+  std::mt19937 rng(7);
+  const Case pools[] = {{2, 3, 8, 8, 2, 2, 2, 0, 0}, {3, 2, 7, 9, 3, 3, 2, 1, 0}, {1, 2, 6, 5, 3, 2, 1, 1, 0}};
+  for (const Case& k : pools) {
+    const ConvGeometry g = geometry(k);
+    const std::size_t in_n = std::size_t(k.c * k.n * k.h * k.w), out_n = std::size_t(k.c * k.n * g.out_h() * g.out_w());
+    auto in = random_vector(in_n, rng), e = random_vector(out_n, rng);
+    std::vector<float> fo(out_n), ro(out_n), fg(in_n), rg(in_n);
+    std::vector<std::int32_t> arg(out_n);
+    max_pool_forward(g, in.data(), fo.data(), arg.data());
+    ref::max_pool_forward(g, in.data(), ro.data());
+    CHECK(report("max pool forward", fo, ro) <= kExactTolerance);
+    max_pool_backward(g, e.data(), arg.data(), fg.data());
+    ref::max_pool_backward(g, in.data(), e.data(), rg.data());
+    CHECK(report("max pool backward", fg, rg) <= kExactTolerance);
+    avg_pool_forward(g, in.data(), fo.data());
+    ref::avg_pool_forward(g, in.data(), ro.data());
+    CHECK(report("avg pool forward", fo, ro) <= kExactTolerance);
+    avg_pool_backward(g, e.data(), fg.data());
+    ref::avg_pool_backward(g, e.data(), rg.data());
+    CHECK(report("avg pool backward", fg, rg) <= kExactTolerance);
+  }
+}
+
+TEST_CASE("LRN across channels equals the per-position definition") {
+  std::mt19937 rng(8);
+  const LrnParams p{5, 1e-2, 0.75, 2.0};  // alpha larger than AlexNet's so the term matters
+  for (std::int64_t channels : {3, 7}) {
+    const std::int64_t positions = 10;
+    auto in = random_vector(std::size_t(channels * positions), rng, 3.0f);
+    auto e = random_vector(in.size(), rng);
+    std::vector<float> fo(in.size()), ro(in.size()), scale(in.size()), fg(in.size()), rg(in.size());
+    lrn_forward(p, channels, positions, positions, 1, in.data(), fo.data(), scale.data());
+    ref::lrn_forward(p, channels, positions, in.data(), ro.data());
+    CHECK(report("lrn forward", fo, ro) < kLrnTolerance);
+    lrn_backward(p, channels, positions, positions, 1, in.data(), fo.data(), scale.data(), e.data(), fg.data());
+    ref::lrn_backward(p, channels, positions, in.data(), e.data(), rg.data());
+    CHECK(report("lrn backward", fg, rg) < kLrnTolerance);
+    // Same tensor stored position-major (stride C between positions) gives the same values.
+    std::vector<float> tin(in.size()), tout(in.size()), tscale(in.size()), back(in.size());
+    for (std::int64_t c = 0; c < channels; ++c)
+      for (std::int64_t q = 0; q < positions; ++q) tin[std::size_t(q * channels + c)] = in[std::size_t(c * positions + q)];
+    lrn_forward(p, channels, positions, 1, channels, tin.data(), tout.data(), tscale.data());
+    for (std::int64_t c = 0; c < channels; ++c)
+      for (std::int64_t q = 0; q < positions; ++q) back[std::size_t(c * positions + q)] = tout[std::size_t(q * channels + c)];
+    CHECK(report("lrn forward, position-major strides", back, ro) < kLrnTolerance);
+  }
+}
+
+TEST_CASE("softmax cross-entropy: loss equals the reference, gradient rows sum to zero") {
+  std::mt19937 rng(9);
+  const std::int64_t N = 5, K = 7;
+  auto z = random_vector(std::size_t(N * K), rng, 4.0f);
+  std::vector<int> y = {0, 6, 3, 3, 1};
+  std::vector<float> p(z.size()), g(z.size());
+  std::int64_t correct = -1;
+  const double loss = softmax_forward(N, K, z.data(), y.data(), p.data(), &correct);
+  const double ref_loss = ref::softmax_cross_entropy(N, K, z.data(), y.data());
+  std::printf("softmax loss |fast - ref| = %.3e\n", std::abs(loss - ref_loss));
+  CHECK(std::abs(loss - ref_loss) < 1e-5);
+  std::int64_t hits = 0;
+  for (std::int64_t i = 0; i < N; ++i)
+    hits += std::max_element(z.begin() + i * K, z.begin() + (i + 1) * K) - (z.begin() + i * K) == y[std::size_t(i)];
+  CHECK(correct == hits);
+  softmax_cross_entropy_backward(N, K, p.data(), y.data(), 20.0, g.data());
+  for (std::int64_t i = 0; i < N; ++i) {
+    double s = 0;
+    for (std::int64_t j = 0; j < K; ++j) s += g[std::size_t(i * K + j)];
+    CHECK(std::abs(s) < 1e-7);  // Σ_j (p_j - onehot_j) / 20 = (1 - 1) / 20 = 0
+  }
+}
+
+TEST_CASE("dropout masks depend on the global image index only") {
+  const double ratio = 0.5;
+  const std::int64_t C = 3, hw = 4, N = 8;
+  std::vector<float> in(std::size_t(C * N * hw), 1.0f), out(in.size()), mask(in.size());
+  const DropoutLayout cm{true, C, hw};
+  dropout_forward(cm, N, 0, 42, 7, 3, ratio, in.data(), out.data(), mask.data());
+  // Two halves processed separately (as two ranks would) give the same masks for the same images.
+  std::vector<float> half_in(std::size_t(C * 4 * hw), 1.0f), ho(half_in.size()), hm(half_in.size());
+  dropout_forward(cm, 4, 4, 42, 7, 3, ratio, half_in.data(), ho.data(), hm.data());
+  int kept = 0;
+  for (std::int64_t c = 0; c < C; ++c)
+    for (std::int64_t i = 0; i < 4; ++i)
+      for (std::int64_t s = 0; s < hw; ++s) {
+        CHECK(hm[std::size_t((c * 4 + i) * hw + s)] == mask[std::size_t((c * N + 4 + i) * hw + s)]);
+      }
+  for (float m : mask) {
+    CHECK((m == 0.0f || m == 2.0f));  // inverted dropout: kept units scaled by 1/(1-0.5) = 2
+    kept += m != 0.0f;
+  }
+  // The row layout (N, C·HW) gives the same mask per (image, unit).
+  std::vector<float> rin(in.size(), 1.0f), rout(in.size()), rmask(in.size());
+  dropout_forward(DropoutLayout{false, C, hw}, N, 0, 42, 7, 3, ratio, rin.data(), rout.data(), rmask.data());
+  for (std::int64_t c = 0; c < C; ++c)
+    for (std::int64_t i = 0; i < N; ++i)
+      for (std::int64_t s = 0; s < hw; ++s)
+        CHECK(rmask[std::size_t(i * C * hw + c * hw + s)] == mask[std::size_t((c * N + i) * hw + s)]);
+  // Keep fraction over 1e5 draws is 0.5 within 5 standard deviations (sqrt(0.25/1e5) = 0.0016).
+  int keeps = 0;
+  for (int u = 0; u < 100000; ++u) keeps += dropout_keep(1, 2, 3, u / 100, u % 100, ratio);
+  CHECK(std::abs(keeps / 1e5 - 0.5) < 0.008);
+  (void)kept;
+}
+
+TEST_CASE("SGD with momentum equals the element-wise reference") {
+  std::mt19937 rng(10);
+  auto g = random_vector(100, rng), w = random_vector(100, rng), v = random_vector(100, rng);
+  auto w2 = w, v2 = v;
+  sgd_update(100, 0.05f, 0.9f, 5e-4f, g.data(), w.data(), v.data());
+  ref::sgd_update(100, 0.05f, 0.9f, 5e-4f, g.data(), w2.data(), v2.data());
+  CHECK(report("sgd weights", w, w2) < kExactTolerance);
+  CHECK(report("sgd velocity", v, v2) < kExactTolerance);
+}
+
+TEST_CASE("the project's own loops give the same bits for 1 and 3 threads") {
+  std::mt19937 rng(11);
+  const ConvGeometry g{5, 3, 9, 8, 3, 3, 2, 1};
+  const ConvGeometry pg{5, 3, 8, 8, 2, 2, 2, 0};  // the 2x2/2 fast path of max pooling
+  auto in = random_vector(std::size_t(5 * 3 * 9 * 8), rng);
+  auto pin = random_vector(std::size_t(5 * 3 * 8 * 8), rng);
+  auto run = [&](int threads) {
+    set_compute_threads(threads);
+    std::vector<float> cols(std::size_t(g.column_rows() * g.column_cols())), back(in.size(), 0.0f);
+    im2col(g, in.data(), cols.data());
+    col2im_add(g, cols.data(), back.data());
+    std::vector<float> pooled(std::size_t(5 * 3 * 4 * 4)), pgrad(pin.size());
+    std::vector<std::int32_t> arg(pooled.size());
+    max_pool_forward(pg, pin.data(), pooled.data(), arg.data());
+    max_pool_backward(pg, pooled.data(), arg.data(), pgrad.data());
+    std::vector<float> lrn(in.size()), scale(in.size()), lgrad(in.size());
+    const LrnParams p{5, 1e-2, 0.75, 2.0};
+    lrn_forward(p, 5, 3 * 9 * 8, 3 * 9 * 8, 1, in.data(), lrn.data(), scale.data());
+    lrn_backward(p, 5, 3 * 9 * 8, 3 * 9 * 8, 1, in.data(), lrn.data(), scale.data(), in.data(), lgrad.data());
+    std::vector<float> all;
+    for (const auto* v : {&cols, &back, &pooled, &pgrad, &lrn, &lgrad}) all.insert(all.end(), v->begin(), v->end());
+    return all;
+  };
+  const auto one = run(1), three = run(3);
+  set_compute_threads(1);
+  CHECK(one == three);
+}
