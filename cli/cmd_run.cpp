@@ -1,0 +1,188 @@
+// `cnnpar run`: measures a configuration with the MPI executor (mpiexec -n P cnnpar-run),
+// predicts the same Schedule with the analytic engine, and prints both side by side.
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "analysis/compare.hpp"
+#include "analysis/metrics.hpp"
+#include "cli/commands.hpp"
+#include "cli/mpi_launch.hpp"
+#include "model/error.hpp"
+#include "model/scenarios.hpp"
+#include "model/strategies/strategy.hpp"
+#include "model/trace.hpp"
+#include "sim/analytic/analytic_engine.hpp"
+
+namespace cnnpar::cli {
+
+namespace {
+
+struct RunOptions {
+  std::string network;
+  std::string platform = "local";
+  std::string strategy = "dp";
+  int ranks = 2;
+  int lee_k = 9;
+  int lee_f = 2;
+  double bucket_bytes = 25.0 * 1024 * 1024;
+  std::int64_t batch = 64;
+  int iterations = 3;
+  int warmup = 1;
+  std::uint64_t seed = 1;
+  std::string lr, momentum, weight_decay;  // passed through verbatim when given
+  std::string dataset = "synthetic";
+  std::string compute = "real";
+  std::string progress = "poll";
+  std::string poll_interval_us;
+  double timeout_s = 60;
+  std::string trace_out;
+  std::string weights_out;
+  std::string compare_json;
+  std::string mpiexec = "mpiexec";
+  std::vector<std::string> mpiexec_args;
+  bool no_predict = false;
+};
+
+Trace read_trace(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, "/", path, "cnnpar-run wrote no trace");
+  nlohmann::json document;
+  try {
+    document = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(path, "/", "", std::string("trace is not JSON: ") + e.what());
+  }
+  return trace_from_json(document, path);
+}
+
+void print_metrics(const char* title, const TraceMetrics& m) {
+  std::printf("%-10s iteration %.4f s  compute(max) %.4f s  comm %.4f s  exposed %.4f s  overlap %.1f %%\n", title,
+              m.iteration_s, m.compute_max_s, m.comm_s, m.exposed_comm_s, m.overlap_ratio_percent);
+}
+
+int run(const RunOptions& o) {
+  // Validate the configuration here first, so bad input is reported before mpiexec starts.
+  const Network network = load_network(o.network);
+  const Platform platform = load_platform(o.platform);
+  StrategyOptions strategy;
+  strategy.name = o.strategy;
+  strategy.global_batch = o.batch;
+  strategy.ranks = o.ranks;
+  strategy.iterations = o.iterations;
+  strategy.warmup_iterations = o.warmup;
+  strategy.lee_k = o.lee_k;
+  strategy.lee_f = o.lee_f;
+  strategy.bucket_bytes = o.bucket_bytes;
+  strategy.origin = "command line";
+  if (o.ranks < 1) throw InputError("command line", "/ranks", std::to_string(o.ranks), "must be >= 1");
+  const Schedule schedule = build_schedule(network, platform, strategy);
+  verify_or_throw(schedule, "<schedule " + o.strategy + ">");
+
+  mpi_launch::TemporaryPath temporary("cnnpar-run-trace");
+  const std::string trace_path = o.trace_out.empty() ? temporary.path() : o.trace_out;
+  std::vector<std::string> args = {"--network", o.network,
+                                   "--platform", o.platform,
+                                   "--strategy", o.strategy,
+                                   "--k", std::to_string(o.lee_k),
+                                   "--f", std::to_string(o.lee_f),
+                                   "--bucket-bytes", fmt::format("{}", o.bucket_bytes),
+                                   "--batch", std::to_string(o.batch),
+                                   "--iterations", std::to_string(o.iterations),
+                                   "--warmup", std::to_string(o.warmup),
+                                   "--seed", std::to_string(o.seed),
+                                   "--dataset", o.dataset,
+                                   "--compute", o.compute,
+                                   "--progress", o.progress,
+                                   "--timeout-s", fmt::format("{}", o.timeout_s),
+                                   "--trace", trace_path};
+  const auto pass = [&](const char* flag, const std::string& value) {
+    if (value.empty()) return;
+    args.push_back(flag);
+    args.push_back(value);
+  };
+  pass("--lr", o.lr);
+  pass("--momentum", o.momentum);
+  pass("--weight-decay", o.weight_decay);
+  pass("--poll-interval-us", o.poll_interval_us);
+  pass("--weights-out", o.weights_out);
+
+  const std::vector<std::string> command =
+      mpi_launch::command(o.mpiexec, o.mpiexec_args, o.ranks, mpi_launch::find_executor(), args);
+  const std::string blas_threads = mpi_launch::default_blas_threads(o.ranks);
+  std::string shown = "OPENBLAS_NUM_THREADS=" + blas_threads;
+  for (const auto& part : command) shown += (shown.empty() ? "" : " ") + part;
+  std::printf("cnnpar run: %s\n", shown.c_str());
+  const int status = mpi_launch::run_child(command);
+  if (status != 0) {
+    std::fprintf(stderr, "cnnpar run: cnnpar-run exited with status %d\n", status);
+    return status == 2 ? 2 : 1;
+  }
+
+  const Trace measured = read_trace(trace_path);
+  const TraceMetrics measured_metrics = compute_metrics(measured);
+  if (o.no_predict) {
+    print_metrics("measured", measured_metrics);
+    return 0;
+  }
+  Trace predicted;
+  try {
+    predicted = make_analytic_engine()->run(schedule, platform);
+  } catch (const InputError& e) {
+    // e.g. more ranks than the platform has nodes: the measurement still stands.
+    std::printf("cnnpar run: no analytic prediction: %s\n", e.what());
+    print_metrics("measured", measured_metrics);
+    return 0;
+  }
+  print_metrics("predicted", compute_metrics(predicted));
+  print_metrics("measured", measured_metrics);
+  const CompareReport report = compare_traces(predicted, measured);
+  std::printf("%s", format_compare_table(report).c_str());
+  if (!o.compare_json.empty()) {
+    std::ofstream out(o.compare_json);
+    if (!out) throw InputError(o.compare_json, "/", o.compare_json, "cannot write the comparison");
+    out << to_json(report).dump(2) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+Runner add_run_command(CLI::App& app) {
+  auto options = std::make_shared<RunOptions>();
+  RunOptions& o = *options;
+  CLI::App* sub = app.add_subcommand("run", "measure a configuration with the MPI executor and compare with the analytic prediction");
+  sub->add_option("--network", o.network, "network name or JSON path")->required();
+  sub->add_option("--platform", o.platform, "platform for the prediction (and sleep-mode times)")->capture_default_str();
+  sub->add_option("--strategy", o.strategy, "dp | dp_layerwise | dp_buckets | lee")->capture_default_str();
+  sub->add_option("--ranks,-n", o.ranks, "MPI ranks P")->capture_default_str();
+  sub->add_option("--k", o.lee_k, "lee: counted layers in the first gradient chunk")->capture_default_str();
+  sub->add_option("--f", o.lee_f, "lee: replicated fc layers")->capture_default_str();
+  sub->add_option("--bucket-bytes", o.bucket_bytes, "dp_buckets: bucket size (bytes)")->capture_default_str();
+  sub->add_option("--batch", o.batch, "global mini-batch N")->capture_default_str();
+  sub->add_option("--iterations", o.iterations, "iterations, warm-up included")->capture_default_str();
+  sub->add_option("--warmup", o.warmup, "warm-up iterations")->capture_default_str();
+  sub->add_option("--seed", o.seed, "seed")->capture_default_str();
+  sub->add_option("--lr", o.lr, "SGD learning rate");
+  sub->add_option("--momentum", o.momentum, "SGD momentum");
+  sub->add_option("--weight-decay", o.weight_decay, "SGD weight decay");
+  sub->add_option("--dataset", o.dataset, "synthetic | cifar10:PATH | mnist:DIR")->capture_default_str();
+  sub->add_option("--compute", o.compute, "real | sleep")->capture_default_str();
+  sub->add_option("--progress", o.progress, "poll | thread")->capture_default_str();
+  sub->add_option("--poll-interval-us", o.poll_interval_us, "least time between polls inside an op (us)");
+  sub->add_option("--timeout-s", o.timeout_s, "abort a stalled job after this many seconds")->capture_default_str();
+  sub->add_option("--trace", o.trace_out, "keep the measured trace JSON here");
+  sub->add_option("--weights-out", o.weights_out, "final weights (FP32) here");
+  sub->add_option("--compare-json", o.compare_json, "write the comparison as JSON here");
+  sub->add_option("--mpiexec", o.mpiexec, "MPI launcher")->capture_default_str();
+  sub->add_option("--mpiexec-arg", o.mpiexec_args, "extra launcher argument (repeatable)");
+  sub->add_flag("--no-predict", o.no_predict, "only measure");
+  return [options] { return run(*options); };
+}
+
+}  // namespace cnnpar::cli

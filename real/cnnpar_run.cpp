@@ -1,0 +1,560 @@
+// cnnpar-run: the MPI executor. Started by mpiexec/srun; every rank builds the same Schedule,
+// verifies it, runs its program with real kernels (or calibrated sleeps) and real
+// non-blocking collectives, and rank 0 writes the aligned Trace. With --calibrate it
+// measures the machine instead and writes a platform JSON.
+//
+// Exit status: 0 ok, 1 failure (incl. a stalled or dead rank), 2 bad input.
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "model/error.hpp"
+#include "model/network.hpp"
+#include "model/platform.hpp"
+#include "model/scenarios.hpp"
+#include "model/schedule.hpp"
+#include "model/strategies/strategy.hpp"
+#include "model/trace.hpp"
+#include "real/atomic_file.hpp"
+#include "real/calibrate.hpp"
+#include "real/checkpoint.hpp"
+#include "real/clock_sync.hpp"
+#include "real/dataset.hpp"
+#include "real/interpreter.hpp"
+#include "real/mpi_wrap.hpp"
+#include "real/runtime.hpp"
+
+namespace {
+
+using namespace cnnpar;
+using namespace cnnpar::real;
+
+struct Options {
+  std::string network;
+  std::string platform = "local";
+  std::string strategy = "dp";
+  int lee_k = 9;
+  int lee_f = 2;
+  double bucket_bytes = 25.0 * 1024 * 1024;
+  std::int64_t batch = 64;
+  int iterations = 3;
+  int warmup = 1;
+  std::uint64_t seed = 1;
+  float lr = 0.01f;
+  float momentum = 0.9f;
+  float weight_decay = 5e-4f;
+  std::string dataset = "synthetic";
+  std::string compute = "real";
+  std::string progress = "poll";
+  double poll_interval_us = 200;
+  std::int64_t gemm_tile_columns = -1;  // -1: 4096 when polling, else no split
+  int collective_concurrency = 0;       // 0: the platform's value
+  std::string trace;
+  std::string weights_out;
+  std::string checkpoint;
+  bool resume = false;
+  double timeout_s = 60;
+  // calibration
+  bool calibrate = false;
+  std::string out;
+  int repeats = 3;
+  // test hooks (hidden)
+  int debug_stall_rank = -1;
+  int debug_exit_rank = -1;
+};
+
+void add_options(CLI::App& app, Options& o) {
+  app.description("cnnpar-run: the MPI executor of cnnpar (start it with mpiexec -n P)");
+  app.add_option("--network", o.network, "network name (scenarios/networks) or JSON path")->required();
+  app.add_option("--platform", o.platform, "platform name or JSON path (sleep-mode times, calibration base)")
+      ->capture_default_str();
+  app.add_option("--strategy", o.strategy, "dp | dp_layerwise | dp_buckets | lee")->capture_default_str();
+  app.add_option("--k", o.lee_k, "lee: counted layers in the first gradient chunk")->capture_default_str();
+  app.add_option("--f", o.lee_f, "lee: fc layers that replicate the gradient calculation")->capture_default_str();
+  app.add_option("--bucket-bytes", o.bucket_bytes, "dp_buckets: bucket size (bytes)")->capture_default_str();
+  app.add_option("--batch", o.batch, "global mini-batch N (images per iteration over all ranks)")
+      ->capture_default_str();
+  app.add_option("--iterations", o.iterations, "iterations to run, warm-up included")->capture_default_str();
+  app.add_option("--warmup", o.warmup, "leading iterations excluded from metrics")->capture_default_str();
+  app.add_option("--seed", o.seed, "seed of weights and synthetic data")->capture_default_str();
+  app.add_option("--lr", o.lr, "SGD learning rate")->capture_default_str();
+  app.add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
+  app.add_option("--weight-decay", o.weight_decay, "SGD weight decay (weights only)")->capture_default_str();
+  app.add_option("--dataset", o.dataset, "synthetic | cifar10:PATH (file or directory) | mnist:DIR")
+      ->capture_default_str();
+  app.add_option("--compute", o.compute, "real (kernels) | sleep (modelled op times on --platform)")
+      ->capture_default_str();
+  app.add_option("--progress", o.progress, "poll (MPI_Test between ops and tiles) | thread (communication thread)")
+      ->capture_default_str();
+  app.add_option("--poll-interval-us", o.poll_interval_us, "least time between polls inside an op (microseconds)")
+      ->capture_default_str();
+  app.add_option("--gemm-tile-columns", o.gemm_tile_columns,
+                 "GEMM column tile between polls (0 = no split; default 4096 when polling)");
+  app.add_option("--concurrency", o.collective_concurrency,
+                 "collectives the engine runs at once (default: the platform's collective_concurrency)");
+  app.add_option("--trace", o.trace, "write the aligned Trace JSON here (rank 0)");
+  app.add_option("--weights-out", o.weights_out, "write the final flat FP32 weights here (rank 0)");
+  app.add_option("--checkpoint", o.checkpoint, "directory for checkpoint.bin (written at the end)");
+  app.add_flag("--resume", o.resume, "start from <checkpoint>/checkpoint.bin");
+  app.add_option("--timeout-s", o.timeout_s, "abort when a wait sees no completion for this long (seconds)")
+      ->capture_default_str();
+  app.add_flag("--calibrate", o.calibrate, "measure this machine and write a platform JSON (--out)");
+  app.add_option("--out", o.out, "calibration: platform JSON to write");
+  app.add_option("--repeats", o.repeats, "calibration: timed repetitions per op (fastest kept)")->capture_default_str();
+  app.add_option("--debug-stall-rank", o.debug_stall_rank)->group("");  // test hook: rank hangs mid-run
+  app.add_option("--debug-exit-rank", o.debug_exit_rank)->group("");    // test hook: rank dies mid-run
+}
+
+/** Exit status of an exception: 2 for bad input, 1 otherwise. */
+int status_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const InputError&) {
+    return 2;
+  } catch (...) {
+    return 1;
+  }
+}
+
+std::string message_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
+std::unique_ptr<Dataset> open_dataset(const std::string& spec, const Network& network, std::uint64_t seed) {
+  namespace fs = std::filesystem;
+  if (spec == "synthetic") {
+    // Generated on demand from (seed, index); the size only sets where batches wrap.
+    return std::make_unique<SyntheticDataset>(network.input, network.classes(), 50000, seed);
+  }
+  const auto colon = spec.find(':');
+  const std::string kind = spec.substr(0, colon);
+  const std::string path = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  if (kind == "cifar10" && !path.empty()) {
+    std::vector<std::string> files;
+    if (fs::is_directory(path)) {
+      for (int i = 1; i <= 5; ++i) files.push_back((fs::path(path) / fmt::format("data_batch_{}.bin", i)).string());
+    } else {
+      files.push_back(path);
+    }
+    return std::make_unique<InMemoryDataset>(read_cifar10(files));
+  }
+  if (kind == "mnist" && !path.empty()) {
+    return std::make_unique<InMemoryDataset>(read_mnist((fs::path(path) / "train-images-idx3-ubyte").string(),
+                                                        (fs::path(path) / "train-labels-idx1-ubyte").string()));
+  }
+  throw InputError("command line", "/dataset", spec, "expected synthetic, cifar10:PATH or mnist:DIR");
+}
+
+/** Drives the numerical Runtime; records the loss sum of every iteration's forward. */
+class RealBackend final : public ComputeBackend {
+ public:
+  RealBackend(Runtime& runtime, const Dataset& data, const Network& network, int iterations)
+      : runtime_(runtime), data_(data), network_(network), loss_sums_(std::size_t(iterations), 0.0),
+        correct_(std::size_t(iterations), 0.0) {}
+  std::string mode() const override { return "real"; }
+  void begin_iteration(int iteration) override { runtime_.load_batch(iteration, data_); }
+  void run_compute(const Op& op, int iteration, const std::function<void()>& poll) override {
+    runtime_.run_compute(op, iteration, poll);
+    if (op.layer >= 0 && op.phase == Phase::forward && iteration < int(loss_sums_.size()) &&
+        network_.layers[std::size_t(op.layer)].spec.kind == LayerKind::softmax) {
+      loss_sums_[std::size_t(iteration)] = runtime_.last_loss_sum();
+      correct_[std::size_t(iteration)] = double(runtime_.last_correct());
+    }
+  }
+  CommBuffers prepare(const Collective& c) override {
+    const CollectiveBuffers b = runtime_.prepare(c);
+    return CommBuffers{b.send, b.recv, b.send_count, b.recv_count};
+  }
+  void complete(const Collective& c) override { runtime_.complete(c); }
+  void finish() override { runtime_.finish_schedule(); }
+  const std::vector<double>& loss_sums() const { return loss_sums_; }
+  const std::vector<double>& correct() const { return correct_; }
+
+ private:
+  Runtime& runtime_;
+  const Dataset& data_;
+  const Network& network_;
+  std::vector<double> loss_sums_;  // per iteration, this rank's images (nats)
+  std::vector<double> correct_;    // per iteration, this rank's arg-max hits
+};
+
+/** A backend that kills its process mid-run (test hook for a dying rank). */
+class ExitingBackend final : public ComputeBackend {
+ public:
+  ExitingBackend(ComputeBackend& inner, int ops_before_exit) : inner_(inner), left_(ops_before_exit) {}
+  std::string mode() const override { return inner_.mode(); }
+  void begin_iteration(int i) override { inner_.begin_iteration(i); }
+  void run_compute(const Op& op, int iteration, const std::function<void()>& poll) override {
+    if (--left_ <= 0) std::raise(SIGKILL);  // dies like a crashed node: no message, no cleanup
+    inner_.run_compute(op, iteration, poll);
+  }
+  CommBuffers prepare(const Collective& c) override { return inner_.prepare(c); }
+  void complete(const Collective& c) override { inner_.complete(c); }
+  void finish() override { inner_.finish(); }
+
+ private:
+  ComputeBackend& inner_;
+  int left_;
+};
+
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "unknown";
+  return name;
+}
+
+std::string mpi_library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  MPI_Get_library_version(text, &length);
+  std::string version(text, std::size_t(length));
+  return version.substr(0, version.find('\n'));
+}
+
+/** Fails early (before any training) when an output could not be written later. */
+void check_output_path(const std::string& path, const char* option) {
+  namespace fs = std::filesystem;
+  if (path.empty()) return;
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent))
+    throw InputError("command line", option, path, "its directory does not exist");
+  if (fs::is_directory(path)) throw InputError("command line", option, path, "is a directory, expected a file");
+}
+
+/** Everything a rank sets up before the run; built identically on every rank. */
+struct Setup {
+  Network network;
+  Platform platform;
+  StrategyOptions strategy;
+  Schedule schedule;
+  std::unique_ptr<Dataset> dataset;
+  std::unique_ptr<Runtime> runtime;
+  ProgressMode progress = ProgressMode::poll;
+  InterpreterOptions interpreter;
+  std::int64_t tile_columns = 0;
+};
+
+/** Fills `s` in place: the Runtime keeps references to s.network and s.schedule. */
+void prepare(Setup& s, const Options& o, int rank, int size) {
+  s.network = load_network(o.network);
+  s.platform = load_platform(o.platform);
+  try {
+    s.progress = progress_mode_from_string(o.progress);
+  } catch (const std::invalid_argument&) {
+    throw InputError("command line", "/progress", o.progress, "expected poll or thread");
+  }
+  if (o.compute != "real" && o.compute != "sleep")
+    throw InputError("command line", "/compute", o.compute, "expected real or sleep");
+  if (o.iterations < 1) throw InputError("command line", "/iterations", std::to_string(o.iterations), "must be >= 1");
+  if (o.warmup < 0 || o.warmup >= o.iterations)
+    throw InputError("command line", "/warmup", std::to_string(o.warmup), "must be in [0, iterations)");
+  if (!(o.timeout_s > 0)) throw InputError("command line", "/timeout-s", fmt::format("{}", o.timeout_s), "must be > 0");
+  if (!(o.poll_interval_us >= 0))
+    throw InputError("command line", "/poll-interval-us", fmt::format("{}", o.poll_interval_us), "must be >= 0");
+  if (o.resume && o.checkpoint.empty())
+    throw InputError("command line", "/resume", "true", "--resume needs --checkpoint DIR");
+
+  if (rank == 0) {  // only rank 0 writes; the set-up agreement tells the others
+    check_output_path(o.trace, "/trace");
+    check_output_path(o.weights_out, "/weights-out");
+  }
+
+  s.strategy.name = o.strategy;
+  s.strategy.global_batch = o.batch;
+  s.strategy.ranks = size;
+  s.strategy.iterations = o.iterations;
+  s.strategy.warmup_iterations = o.warmup;
+  s.strategy.lee_k = o.lee_k;
+  s.strategy.lee_f = o.lee_f;
+  s.strategy.bucket_bytes = o.bucket_bytes;
+  s.strategy.origin = "command line";
+  s.schedule = build_schedule(s.network, s.platform, s.strategy);
+  verify_or_throw(s.schedule, "<schedule " + o.strategy + ">");
+  if (s.schedule.ranks() != size)
+    throw InputError("command line", "/ranks", std::to_string(size),
+                     fmt::format("the schedule has {} ranks, mpiexec started {}", s.schedule.ranks(), size));
+
+  s.interpreter.progress = s.progress;
+  s.interpreter.poll_interval_s = o.poll_interval_us * 1e-6;
+  s.interpreter.collective_concurrency =
+      o.collective_concurrency > 0 ? o.collective_concurrency : std::max(1, s.platform.network.collective_concurrency);
+  s.interpreter.timeout_s = o.timeout_s;
+  s.interpreter.debug_stall = rank == o.debug_stall_rank;
+  s.tile_columns = o.gemm_tile_columns >= 0 ? o.gemm_tile_columns : (s.progress == ProgressMode::poll ? 4096 : 0);
+
+  if (o.compute == "real") {
+    s.dataset = open_dataset(o.dataset, s.network, o.seed);
+    s.dataset->check_matches(s.network);
+    SgdConfig sgd;
+    sgd.learning_rate = o.lr;
+    sgd.momentum = o.momentum;
+    sgd.weight_decay = o.weight_decay;
+    s.runtime = std::make_unique<Runtime>(s.network, s.schedule, rank, o.seed, sgd);
+    s.runtime->set_gemm_tile_columns(s.tile_columns);
+    if (o.resume)
+      s.runtime->restore(read_checkpoint((std::filesystem::path(o.checkpoint) / "checkpoint.bin").string(), s.network));
+  }
+}
+
+/** All ranks learn whether any rank failed; the lowest failing rank prints its message.
+ *  Returns the exit status (0 when every rank succeeded). */
+int agree_on_failure(const std::exception_ptr& error, int rank, int size, double timeout_s) {
+  int local[2] = {error ? rank : size, error ? status_of(error) : 0};
+  int first_failed = size, status = 0;
+  mpi::allreduce(&local[0], &first_failed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, timeout_s, "set-up agreement");
+  mpi::allreduce(&local[1], &status, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, timeout_s, "set-up agreement");
+  if (error && rank == first_failed) std::fprintf(stderr, "cnnpar-run: %s\n", message_of(error).c_str());
+  return status;
+}
+
+int run_training(const Options& o, int rank, int size) {
+  std::optional<Setup> setup;
+  std::exception_ptr error;
+  try {
+    setup.emplace();
+    prepare(*setup, o, rank, size);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (const int status = agree_on_failure(error, rank, size, o.timeout_s); status != 0) return status;
+  Setup& s = *setup;
+
+  const Communicators comms(s.schedule, rank);
+  SyncedClock clock;
+  clock.synchronise(MPI_COMM_WORLD, 8, o.timeout_s);
+
+  SleepBackend sleeper(s.platform, rank, s.interpreter.poll_interval_s > 0 ? s.interpreter.poll_interval_s : 1e-3);
+  std::optional<RealBackend> real;
+  ComputeBackend* backend = &sleeper;
+  if (s.runtime) {
+    real.emplace(*s.runtime, *s.dataset, s.network, s.schedule.iterations);
+    backend = &*real;
+  }
+  std::optional<ExitingBackend> exiting;
+  if (rank == o.debug_exit_rank) {
+    std::size_t computes = 0;
+    for (const Op& op : s.schedule.programs[std::size_t(rank)].ops) computes += op.kind == OpKind::compute;
+    exiting.emplace(*backend, int(computes / 2) + 1);
+    backend = &*exiting;
+  }
+
+  Interpreter interpreter(s.schedule, rank, *backend, comms, clock, s.interpreter);
+  const double wall_start_s = MPI_Wtime();
+  RankTrace mine = interpreter.run();
+  const double wall_s = MPI_Wtime() - wall_start_s;
+
+  // Per-iteration global loss: sum of the ranks' loss sums over N (every rank's images once).
+  std::vector<double> loss_sums(std::size_t(s.schedule.iterations), 0.0), correct = loss_sums;
+  std::vector<double> global_loss(loss_sums.size(), 0.0), global_correct(loss_sums.size(), 0.0);
+  if (real) {
+    loss_sums = real->loss_sums();
+    correct = real->correct();
+  }
+  mpi::allreduce(loss_sums.data(), global_loss.data(), int(loss_sums.size()), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
+                 o.timeout_s, "loss reduction");
+  mpi::allreduce(correct.data(), global_correct.data(), int(correct.size()), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
+                 o.timeout_s, "accuracy reduction");
+  for (double& loss : global_loss) loss /= double(s.schedule.global_batch);
+
+  // Weights must agree bitwise across ranks (every rank applies the same update).
+  std::string weights_hash = "none";
+  std::vector<float> weights;
+  if (s.runtime) {
+    weights = s.runtime->flat_weights();
+    weights_hash = fmt::format("{:016x}", fnv1a64(weights.data(), weights.size() * sizeof(float)));
+  }
+
+  Trace own;
+  own.engine = "real";
+  own.ranks.push_back(std::move(mine));
+  const nlohmann::json clock_json = {{"offset_s", clock.offset_s()}, {"round_trip_s", clock.best_round_trip_s()}};
+  const std::string payload = nlohmann::json{{"trace", to_json(own)}, {"weights", weights_hash}, {"clock", clock_json},
+                                             {"host", host_name()}}
+                                  .dump();
+  const std::vector<std::string> gathered = mpi::gather_strings(payload, 0, MPI_COMM_WORLD, o.timeout_s, "trace gather");
+
+  if (rank == 0) {
+    Trace trace = make_empty_trace(s.schedule, "real");
+    nlohmann::json offsets = nlohmann::json::array(), hosts = nlohmann::json::array();
+    bool identical = true;
+    std::string first_hash;
+    for (int r = 0; r < size; ++r) {
+      const nlohmann::json part = nlohmann::json::parse(gathered[std::size_t(r)]);
+      Trace single = trace_from_json(part.at("trace"), fmt::format("<rank {} trace>", r));
+      CNNPAR_ASSERT(single.ranks.size() == 1, "a rank sent more than one rank trace");
+      trace.ranks[std::size_t(r)] = std::move(single.ranks[0]);
+      trace.ranks[std::size_t(r)].rank = r;
+      offsets.push_back(part.at("clock"));
+      hosts.push_back(part.at("host"));
+      if (r == 0) first_hash = part.at("weights").get<std::string>();
+      identical = identical && part.at("weights").get<std::string>() == first_hash;
+    }
+    nlohmann::json& m = trace.metadata;
+    if (!m.is_object()) m = nlohmann::json::object();
+    m["engine"] = "real";
+    m["strategy"] = s.schedule.strategy;
+    m["options"] = s.schedule.options;
+    m["network"] = s.network.name;
+    m["platform"] = s.platform.name;
+    m["ranks"] = size;
+    m["batch"] = s.schedule.global_batch;
+    m["iterations"] = s.schedule.iterations;
+    m["warmup_iterations"] = s.schedule.warmup_iterations;
+    m["progress"] = to_string(s.progress);
+    m["compute"] = backend->mode();
+    m["poll_interval_us"] = o.poll_interval_us;
+    m["gemm_tile_columns"] = s.tile_columns;
+    m["collective_concurrency"] = s.interpreter.collective_concurrency;
+    m["collective_algorithm"] = "MPI library default";
+    const char* blas_threads = std::getenv("OPENBLAS_NUM_THREADS");
+    m["threads"] = {{"openblas_num_threads", blas_threads ? blas_threads : "default"},
+                    {"communication_thread", s.progress == ProgressMode::thread}};
+    m["mpi"] = mpi_library_version();
+    m["hosts"] = hosts;
+    m["clock"] = offsets;
+    m["dataset"] = s.runtime ? o.dataset : "none";
+    m["seed"] = o.seed;
+    m["sgd"] = {{"lr", o.lr}, {"momentum", o.momentum}, {"weight_decay", o.weight_decay}};
+    m["wall_s"] = wall_s;
+    if (s.runtime) {
+      m["loss"] = global_loss;
+      std::vector<double> accuracy;
+      for (double c : global_correct) accuracy.push_back(c / double(s.schedule.global_batch));
+      m["accuracy"] = accuracy;
+      m["weights_fnv1a64"] = first_hash;
+      m["weights_identical_across_ranks"] = identical;
+      m["start_iteration"] = s.runtime->iteration() - s.schedule.iterations;
+    }
+    trace.warmup_iterations = s.schedule.warmup_iterations;
+
+    if (!o.trace.empty()) write_file_atomically(o.trace, to_json(trace).dump(1) + "\n");
+    if (!o.weights_out.empty() && s.runtime)
+      write_file_atomically(o.weights_out, weights.data(), weights.size() * sizeof(float));
+    if (!o.checkpoint.empty() && s.runtime) {
+      std::filesystem::create_directories(o.checkpoint);
+      write_checkpoint((std::filesystem::path(o.checkpoint) / "checkpoint.bin").string(), s.network,
+                       s.runtime->state());
+    }
+
+    std::printf("cnnpar-run: %s on %s, %d ranks, batch %lld, %d iterations (%d warm-up), %s compute, %s progress\n",
+                s.schedule.strategy.c_str(), s.network.name.c_str(), size, (long long)s.schedule.global_batch,
+                s.schedule.iterations, s.schedule.warmup_iterations, backend->mode().c_str(), to_string(s.progress));
+    // Metrics (iteration time, overlap) are analysis/'s job: `cnnpar run` or `cnnpar trace`.
+    std::printf("cnnpar-run: wall %.3f s for the whole schedule%s%s\n", wall_s, o.trace.empty() ? "" : ", trace ",
+                o.trace.c_str());
+    if (s.runtime && !global_loss.empty())
+      std::printf("cnnpar-run: loss %.4f -> %.4f, weights %s across ranks\n", global_loss.front(), global_loss.back(),
+                  identical ? "identical" : "DIFFERENT");
+  }
+  mpi::barrier(MPI_COMM_WORLD, o.timeout_s, "final barrier");
+  return 0;
+}
+
+int run_calibration(const Options& o, int rank, int size) {
+  std::exception_ptr error;
+  Network network;
+  Platform base;
+  try {
+    if (o.out.empty()) throw InputError("command line", "/out", "", "--calibrate needs --out PLATFORM.json");
+    if (rank == 0) check_output_path(o.out, "/out");
+    network = load_network(o.network);
+    base = load_platform(o.platform);
+    if (o.batch < 1) throw InputError("command line", "/batch", std::to_string(o.batch), "must be >= 1");
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (const int status = agree_on_failure(error, rank, size, o.timeout_s); status != 0) return status;
+  CalibrateOptions options;
+  options.batch = o.batch;
+  options.seed = o.seed;
+  options.repeats = std::max(1, o.repeats);
+  options.timeout_s = o.timeout_s;
+  CalibrationResult result = calibrate(network, base, options, MPI_COMM_WORLD);
+  if (rank == 0) {
+    write_file_atomically(o.out, to_json(result.platform).dump(2) + "\n");
+    if (!result.ping_pong.empty()) {
+      std::printf("cnnpar-run: ping-pong ranks 0-1 (one way):");
+      for (const auto& [bytes, seconds] : result.ping_pong) std::printf(" %.0fB:%.3gs", bytes, seconds);
+      std::printf("\n");
+    }
+    std::printf("cnnpar-run: allreduce over %d ranks:", size);
+    for (const auto& [bytes, seconds] : result.allreduce) std::printf(" %.0fB:%.3gs", bytes, seconds);
+    std::printf("\n");
+    std::printf("cnnpar-run: wrote %s (%zu op times, %zu GEMM rates", o.out.c_str(),
+                result.platform.measured_op_s.size(), result.platform.measured_gemm_flops.size());
+    if (size >= 2)
+      std::printf(", latency %.2f us, bandwidth %.3f GB/s", result.platform.network.latency_s * 1e6,
+                  result.platform.network.bandwidth_Bps / 1e9);
+    std::printf(")\n");
+  }
+  mpi::barrier(MPI_COMM_WORLD, o.timeout_s, "final barrier");
+  return 0;
+}
+
+bool wants_thread_multiple(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--progress=thread") == 0) return true;
+    if (std::strcmp(argv[i], "--progress") == 0 && i + 1 < argc && std::strcmp(argv[i + 1], "thread") == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::unique_ptr<mpi::Environment> environment;
+  try {
+    environment = std::make_unique<mpi::Environment>(&argc, &argv, wants_thread_multiple(argc, argv));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cnnpar-run: %s\n", e.what());
+    return 1;
+  }
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+  Options options;
+  CLI::App app;
+  add_options(app, options);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // Every rank sees the same arguments, so every rank stops here; rank 0 speaks.
+    if (rank == 0) app.exit(e);
+    return e.get_exit_code() == 0 ? 0 : 2;
+  }
+
+  try {
+    return options.calibrate ? run_calibration(options, rank, size) : run_training(options, rank, size);
+  } catch (const std::exception& e) {
+    // After set-up a failure is local to this rank: say which, and take the job down so no
+    // rank is left waiting in a collective.
+    const int status = status_of(std::current_exception());
+    const std::string message = e.what();
+    if (message.rfind("rank ", 0) == 0) {  // stall and timeout messages already name the rank
+      std::fprintf(stderr, "cnnpar-run: %s\n", message.c_str());
+    } else {
+      std::fprintf(stderr, "cnnpar-run: rank %d: %s\n", rank, message.c_str());
+    }
+    mpi::abort_world(status);
+  }
+}

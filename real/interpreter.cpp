@@ -1,0 +1,479 @@
+#include "real/interpreter.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "model/error.hpp"
+#include "model/op_time.hpp"
+
+namespace cnnpar::real {
+
+const char* to_string(ProgressMode mode) { return mode == ProgressMode::poll ? "poll" : "thread"; }
+
+ProgressMode progress_mode_from_string(const std::string& text) {
+  if (text == "poll") return ProgressMode::poll;
+  if (text == "thread") return ProgressMode::thread;
+  throw std::invalid_argument("unknown progress mode '" + text + "' (expected poll or thread)");
+}
+
+namespace {
+
+int index_in_group(const std::vector<int>& group, int rank) {
+  const auto it = std::find(group.begin(), group.end(), rank);
+  CNNPAR_ASSERT(it != group.end(), fmt::format("rank {} is not in the group of the collective", rank));
+  return int(it - group.begin());
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+int to_int(std::int64_t count, const Collective& c) {
+  CNNPAR_ASSERT(count >= 0 && count <= INT_MAX,
+                fmt::format("collective {} ({}): element count {} does not fit an MPI int", c.id, c.label, count));
+  return int(count);
+}
+
+void sleep_s(double seconds) {
+  if (seconds > 0) std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+}
+
+}  // namespace
+
+CommCounts comm_counts(const Collective& c, int world_rank) {
+  const std::int64_t n = std::int64_t(std::ceil(c.bytes / 4.0));
+  const std::int64_t p = std::int64_t(c.group.size());
+  const bool root = world_rank == c.root;
+  switch (c.kind) {
+    case CollectiveKind::allreduce:
+    case CollectiveKind::bcast:
+      return {n, n};
+    case CollectiveKind::reduce:
+      return {n, root ? n : 0};
+    case CollectiveKind::allgather:
+      return {n, n * p};
+    case CollectiveKind::gather:
+      return {n, root ? n * p : 0};
+    case CollectiveKind::reduce_scatter: {
+      const std::int64_t block = ceil_div(n, p);
+      return {block * p, block};
+    }
+    case CollectiveKind::scatter:
+      return {root ? n * p : 0, n};
+    case CollectiveKind::alltoall: {
+      const std::int64_t block = ceil_div(n, p);
+      return {block * p, block * p};
+    }
+    case CollectiveKind::send:
+      return {root ? n : 0, root ? 0 : n};
+  }
+  CNNPAR_ASSERT(false, "unknown collective kind");
+  return {};
+}
+
+SleepBackend::SleepBackend(const Platform& platform, int rank, double slice_s)
+    : platform_(platform), rank_(rank), slice_s_(std::max(slice_s, 1e-6)) {}
+
+void SleepBackend::run_compute(const Op& op, int, const std::function<void()>& poll) {
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(
+                                           std::chrono::duration<double>(op_time_s(platform_, op, rank_)));
+  for (;;) {
+    const double left_s = std::chrono::duration<double>(deadline - clock::now()).count();
+    if (left_s <= 0) break;
+    sleep_s(std::min(left_s, slice_s_));
+    if (poll) poll();
+  }
+}
+
+CommBuffers SleepBackend::prepare(const Collective& c) {
+  const CommCounts counts = comm_counts(c, rank_);
+  auto& send = send_[c.id];
+  send.assign(std::size_t(counts.send), 0.0f);
+  CommBuffers out{send.data(), nullptr, counts.send, counts.recv};
+  const bool in_place = c.kind == CollectiveKind::allreduce || c.kind == CollectiveKind::bcast ||
+                        (c.kind == CollectiveKind::reduce && rank_ == c.root);
+  if (in_place) {
+    out.recv = send.data();
+  } else {
+    auto& recv = recv_[c.id];
+    recv.assign(std::size_t(counts.recv), 0.0f);
+    out.recv = recv.data();
+  }
+  return out;
+}
+
+void SleepBackend::complete(const Collective& c) {
+  send_.erase(c.id);
+  recv_.erase(c.id);
+}
+
+// ---------------------------------------------------------------------------------------
+
+Communicators::Communicators(const Schedule& schedule, int world_rank) {
+  world_ = mpi::Comm::duplicate(MPI_COMM_WORLD);
+  world_size_ = world_.size();
+  CNNPAR_ASSERT(world_size_ == schedule.ranks(),
+                fmt::format("the schedule has {} ranks but MPI runs {}", schedule.ranks(), world_size_));
+  std::set<std::vector<int>> groups;  // sorted: the global creation order every rank follows
+  for (const Collective& c : schedule.collectives) {
+    if (c.kind == CollectiveKind::send) continue;
+    if (int(c.group.size()) == world_size_) continue;
+    groups.insert(c.group);
+  }
+  int tag = 0;
+  for (const auto& group : groups) {
+    ++tag;
+    if (std::find(group.begin(), group.end(), world_rank) == group.end()) continue;
+    groups_.emplace(group, mpi::Comm::create_group(world_.get(), group, tag));
+  }
+}
+
+MPI_Comm Communicators::of(const std::vector<int>& group) const {
+  if (int(group.size()) == world_size_) return world_.get();
+  const auto it = groups_.find(group);
+  CNNPAR_ASSERT(it != groups_.end(), "no communicator was created for a group of this rank");
+  return it->second.get();
+}
+
+mpi::Request start_collective(const Collective& c, const CommBuffers& b, const Communicators& comms,
+                              int world_rank, int tag_upper_bound) {
+  mpi::Request request;
+  const int p = int(c.group.size());
+  const float* send = b.send;
+  const void* send_or_in_place = (b.send == b.recv) ? MPI_IN_PLACE : static_cast<const void*>(b.send);
+  const auto mismatch = [&](const char* what) {
+    return fmt::format("collective {} ({} '{}'): {} (send {}, recv {}, group of {})", c.id, to_string(c.kind),
+                       c.label, what, b.send_count, b.recv_count, p);
+  };
+  if (c.kind == CollectiveKind::send) {
+    CNNPAR_ASSERT(c.group.size() == 2 && (c.root == c.group[0] || c.root == c.group[1]),
+                  mismatch("a send needs group {source, destination} and root = source"));
+    const int destination = c.root == c.group[0] ? c.group[1] : c.group[0];
+    const int tag = c.id % (tag_upper_bound + 1);
+    if (world_rank == c.root) {
+      CNNPAR_MPI(MPI_Isend(send, to_int(b.send_count, c), MPI_FLOAT, destination, tag, comms.point_to_point(),
+                           request.out()));
+    } else {
+      CNNPAR_MPI(MPI_Irecv(b.recv, to_int(b.recv_count, c), MPI_FLOAT, c.root, tag, comms.point_to_point(),
+                           request.out()));
+    }
+    return request;
+  }
+  const MPI_Comm comm = comms.of(c.group);
+  const bool has_root = c.kind == CollectiveKind::bcast || c.kind == CollectiveKind::reduce ||
+                        c.kind == CollectiveKind::gather || c.kind == CollectiveKind::scatter;
+  const int root = has_root ? index_in_group(c.group, c.root) : -1;
+  const bool is_root = has_root && world_rank == c.root;
+  switch (c.kind) {
+    case CollectiveKind::allreduce:
+      CNNPAR_ASSERT(b.send_count == b.recv_count, mismatch("allreduce needs equal counts"));
+      CNNPAR_MPI(MPI_Iallreduce(send_or_in_place, b.recv, to_int(b.recv_count, c), MPI_FLOAT, MPI_SUM, comm,
+                                request.out()));
+      break;
+    case CollectiveKind::allgather:
+      CNNPAR_ASSERT(b.recv_count == p * b.send_count && b.send != b.recv,
+                    mismatch("allgather needs recv = P x send, not in place"));
+      CNNPAR_MPI(MPI_Iallgather(send, to_int(b.send_count, c), MPI_FLOAT, b.recv, to_int(b.send_count, c),
+                                MPI_FLOAT, comm, request.out()));
+      break;
+    case CollectiveKind::reduce_scatter:
+      CNNPAR_ASSERT(b.send_count == p * b.recv_count, mismatch("reduce_scatter needs send = P x recv"));
+      CNNPAR_MPI(MPI_Ireduce_scatter_block(send_or_in_place, b.recv, to_int(b.recv_count, c), MPI_FLOAT, MPI_SUM,
+                                           comm, request.out()));
+      break;
+    case CollectiveKind::bcast: {
+      float* buffer = is_root ? b.send : b.recv;
+      const std::int64_t count = is_root ? b.send_count : b.recv_count;
+      CNNPAR_MPI(MPI_Ibcast(buffer, to_int(count, c), MPI_FLOAT, root, comm, request.out()));
+      break;
+    }
+    case CollectiveKind::reduce:
+      CNNPAR_ASSERT(!is_root || b.recv_count == b.send_count, mismatch("reduce needs equal counts on the root"));
+      CNNPAR_MPI(MPI_Ireduce(is_root ? send_or_in_place : static_cast<const void*>(send), is_root ? b.recv : nullptr,
+                             to_int(b.send_count, c), MPI_FLOAT, MPI_SUM, root, comm, request.out()));
+      break;
+    case CollectiveKind::gather:
+      CNNPAR_ASSERT(!is_root || b.recv_count == p * b.send_count, mismatch("gather needs recv = P x send on the root"));
+      CNNPAR_MPI(MPI_Igather(send, to_int(b.send_count, c), MPI_FLOAT, is_root ? b.recv : nullptr,
+                             to_int(b.send_count, c), MPI_FLOAT, root, comm, request.out()));
+      break;
+    case CollectiveKind::scatter:
+      CNNPAR_ASSERT(!is_root || b.send_count == p * b.recv_count, mismatch("scatter needs send = P x recv on the root"));
+      CNNPAR_MPI(MPI_Iscatter(is_root ? send : nullptr, to_int(b.recv_count, c), MPI_FLOAT, b.recv,
+                              to_int(b.recv_count, c), MPI_FLOAT, root, comm, request.out()));
+      break;
+    case CollectiveKind::alltoall:
+      CNNPAR_ASSERT(b.send_count % p == 0 && b.recv_count == b.send_count,
+                    mismatch("alltoall needs equal counts divisible by P"));
+      CNNPAR_MPI(MPI_Ialltoall(send, to_int(b.send_count / p, c), MPI_FLOAT, b.recv, to_int(b.recv_count / p, c),
+                               MPI_FLOAT, comm, request.out()));
+      break;
+    case CollectiveKind::send:
+      break;  // handled above
+  }
+  return request;
+}
+
+// ---------------------------------------------------------------------------------------
+// The communication engine: collectives in posting order, at most `concurrency` started
+// and unfinished at once. In poll mode the compute stream drives it (progress()); in thread
+// mode a communication thread does, and the compute stream only enqueues and waits.
+
+struct Interpreter::Engine {
+  struct Entry {
+    const Collective* collective = nullptr;
+    CommBuffers buffers;
+    mpi::Request request;
+    std::size_t record = 0;
+    bool done = false;
+  };
+
+  Engine(const Communicators& comms, const SyncedClock& clock, int rank, const InterpreterOptions& options)
+      : comms_(comms), clock_(clock), rank_(rank), options_(options) {
+    int* tag_ub = nullptr;
+    int flag = 0;
+    CNNPAR_MPI(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag));
+    tag_upper_bound_ = flag && tag_ub ? *tag_ub : 32767;
+    if (options_.progress == ProgressMode::thread) thread_ = std::thread([this] { thread_main(); });
+  }
+
+  ~Engine() { stop(); }
+
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    changed_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  void post(const Collective& c, const CommBuffers& buffers, double posted_s) {
+    {
+      std::lock_guard lock(mutex_);
+      rethrow_locked();
+      CNNPAR_ASSERT(entries_.count(c.id) == 0, fmt::format("collective {} posted twice", c.id));
+      auto entry = std::make_unique<Entry>();
+      entry->collective = &c;
+      entry->buffers = buffers;
+      entry->record = records_.size();
+      CollectiveRecord record;
+      record.collective = c.id;
+      record.label = c.label;
+      record.kind = c.kind;
+      record.bytes = c.bytes;
+      record.iteration = c.iteration;
+      record.posted_s = posted_s;
+      records_.push_back(record);
+      queue_.push_back(entry.get());
+      entries_.emplace(c.id, std::move(entry));
+    }
+    if (options_.progress == ProgressMode::poll) {
+      progress();
+    } else {
+      changed_.notify_all();
+    }
+  }
+
+  /** Poll mode: tests active collectives, starts queued ones. */
+  void progress() {
+    std::lock_guard lock(mutex_);
+    progress_locked();
+  }
+
+  /** Blocks until collective `id` completed; records the wait. */
+  void wait(int id) {
+    const double start_s = clock_.now_s();
+    std::unique_lock lock(mutex_);
+    const auto it = entries_.find(id);
+    CNNPAR_ASSERT(it != entries_.end(), fmt::format("wait for collective {} that was not posted", id));
+    Entry& entry = *it->second;
+    while (!entry.done) {
+      rethrow_locked();
+      if (options_.progress == ProgressMode::poll) {
+        progress_locked();
+        if (entry.done) break;
+        lock.unlock();
+        std::this_thread::yield();  // ranks may outnumber cores: let a computing one run
+        lock.lock();
+      } else {
+        changed_.wait_for(lock, std::chrono::milliseconds(5));
+      }
+      const double waited_s = clock_.now_s() - start_s;
+      if (!entry.done && waited_s > options_.timeout_s)
+        throw StallError(fmt::format("rank {}: stalled waiting for collective {} ({}) for {:.1f} s; its group: ranks {}",
+                                     rank_, id, entry.collective->label, waited_s,
+                                     fmt::join(entry.collective->group, ",")));
+    }
+    CollectiveRecord& record = records_[entry.record];
+    record.wait_start_s = start_s;
+    record.wait_end_s = clock_.now_s();
+  }
+
+  std::vector<CollectiveRecord> records() {
+    std::lock_guard lock(mutex_);
+    return records_;
+  }
+
+ private:
+  void rethrow_locked() {
+    if (error_) std::rethrow_exception(error_);
+  }
+
+  bool progress_locked() {
+    bool changed = false;
+    for (auto it = active_.begin(); it != active_.end();) {
+      Entry* entry = *it;
+      if (entry->request.test()) {
+        entry->done = true;
+        records_[entry->record].comm_end_s = clock_.now_s();
+        it = active_.erase(it);
+        changed = true;
+      } else {
+        ++it;
+      }
+    }
+    while (!queue_.empty() && int(active_.size()) < std::max(1, options_.collective_concurrency)) {
+      Entry* entry = queue_.front();
+      queue_.pop_front();
+      records_[entry->record].comm_start_s = clock_.now_s();
+      entry->request = start_collective(*entry->collective, entry->buffers, comms_, rank_, tag_upper_bound_);
+      active_.push_back(entry);
+      changed = true;
+    }
+    return changed;
+  }
+
+  void thread_main() {
+    std::unique_lock lock(mutex_);
+    while (!stopping_) {
+      try {
+        if (progress_locked()) changed_.notify_all();
+      } catch (...) {
+        error_ = std::current_exception();
+        changed_.notify_all();
+        return;
+      }
+      if (active_.empty() && queue_.empty()) {
+        changed_.wait(lock);  // idle: woken by post() or stop()
+      } else {
+        lock.unlock();
+        // Sleeping (not spinning) keeps the thread from halving compute on a shared core
+        // (FINDINGS.md: an async-progress spinner doubled compute time on 2 cores).
+        sleep_s(options_.poll_interval_s);
+        lock.lock();
+      }
+    }
+  }
+
+  const Communicators& comms_;
+  const SyncedClock& clock_;
+  int rank_;
+  InterpreterOptions options_;
+  int tag_upper_bound_ = 32767;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::thread thread_;
+  bool stopping_ = false;
+  std::exception_ptr error_;
+  std::map<int, std::unique_ptr<Entry>> entries_;
+  std::deque<Entry*> queue_;
+  std::vector<Entry*> active_;
+  std::vector<CollectiveRecord> records_;
+};
+
+Interpreter::Interpreter(const Schedule& schedule, int rank, ComputeBackend& backend, const Communicators& comms,
+                         const SyncedClock& clock, InterpreterOptions options)
+    : schedule_(schedule), rank_(rank), backend_(backend), comms_(comms), clock_(clock), options_(options) {
+  CNNPAR_ASSERT(rank >= 0 && rank < schedule.ranks(), fmt::format("rank {} outside the schedule", rank));
+}
+
+Interpreter::~Interpreter() = default;
+
+RankTrace Interpreter::run() {
+  RankTrace trace;
+  trace.rank = rank_;
+  Engine engine(comms_, clock_, rank_, options_);
+  const Program& program = schedule_.programs[std::size_t(rank_)];
+
+  const bool polling = options_.progress == ProgressMode::poll;
+  double last_poll_s = clock_.now_s();
+  const std::function<void()> poll = [&] {
+    if (!polling) return;
+    const double now_s = clock_.now_s();
+    if (now_s - last_poll_s < options_.poll_interval_s) return;
+    last_poll_s = now_s;
+    engine.progress();
+  };
+
+  int iteration = 0;  // marks seen so far
+  bool iteration_begun = false;
+  const auto begin_iteration = [&] {
+    if (iteration_begun) return;
+    iteration_begun = true;
+    if (iteration < schedule_.iterations) backend_.begin_iteration(iteration);
+  };
+
+  for (std::size_t i = 0; i < program.ops.size(); ++i) {
+    if (options_.debug_stall && i == program.ops.size() / 2) {
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));  // test hook: a hung rank
+    }
+    const Op& op = program.ops[i];
+    switch (op.kind) {
+      case OpKind::mark:
+        trace.marks.push_back(MarkRecord{op.iteration, clock_.now_s()});
+        ++iteration;
+        iteration_begun = false;
+        break;
+      case OpKind::compute: {
+        begin_iteration();
+        ComputeRecord record;
+        record.op = int(i);
+        record.label = op.label;
+        record.layer = op.layer;
+        record.phase = op.phase;
+        record.kernel = op.kernel;
+        record.flops = op.flops;
+        record.start_s = clock_.now_s();
+        backend_.run_compute(op, iteration, poll);
+        record.end_s = clock_.now_s();
+        trace.compute.push_back(std::move(record));
+        break;
+      }
+      case OpKind::post: {
+        begin_iteration();
+        const Collective& c = schedule_.collectives.at(std::size_t(op.collective));
+        const double posted_s = clock_.now_s();
+        engine.post(c, backend_.prepare(c), posted_s);
+        break;
+      }
+      case OpKind::wait: {
+        const Collective& c = schedule_.collectives.at(std::size_t(op.collective));
+        engine.wait(c.id);
+        backend_.complete(c);
+        break;
+      }
+    }
+    if (polling) {
+      engine.progress();
+      last_poll_s = clock_.now_s();
+    }
+  }
+  trace.collectives = engine.records();
+  engine.stop();
+  backend_.finish();
+  return trace;
+}
+
+}  // namespace cnnpar::real

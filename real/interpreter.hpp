@@ -1,0 +1,149 @@
+#pragma once
+// The Schedule interpreter of the MPI executor: one rank walks its Program, running compute
+// ops on a ComputeBackend (real kernels or calibrated sleeps) and mapping post/wait to
+// non-blocking MPI collectives run by a per-rank communication engine (model/schedule.hpp):
+// collectives are started (the MPI_I* call) in posting order, at most
+// `collective_concurrency` at a time. Progress comes from polling (MPI_Test between ops and
+// between GEMM tiles / sleep slices) or from a dedicated communication thread (Lee et al.).
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <mpi.h>
+
+#include "model/platform.hpp"
+#include "model/schedule.hpp"
+#include "model/trace.hpp"
+#include "real/clock_sync.hpp"
+#include "real/mpi_wrap.hpp"
+
+namespace cnnpar::real {
+
+enum class ProgressMode { poll, thread };
+const char* to_string(ProgressMode mode);
+ProgressMode progress_mode_from_string(const std::string& text);  ///< @throws std::invalid_argument
+
+/** Buffers of one collective on this rank; counts in FP32 elements. Per kind (P = group size):
+ *  allreduce, reduce, bcast: the whole vector (send may equal recv: in place);
+ *  allgather, gather: send = own block, recv = P blocks in group order (root only for gather);
+ *  reduce_scatter: send = whole vector (P blocks), recv = own block;
+ *  scatter: send = P blocks (root only), recv = own block;
+ *  alltoall: send and recv = P blocks; send: send on the source, recv on the destination. */
+struct CommBuffers {
+  float* send = nullptr;
+  float* recv = nullptr;
+  std::int64_t send_count = 0;
+  std::int64_t recv_count = 0;
+};
+
+/** Element counts (FP32) a rank needs for `collective` under the size conventions of
+ *  model/schedule.hpp, for a rank at `group_index` in a group of `group_size`. Used by the
+ *  sleep backend and by tests; bytes are rounded up to whole floats and whole blocks. */
+struct CommCounts {
+  std::int64_t send = 0;
+  std::int64_t recv = 0;
+};
+CommCounts comm_counts(const Collective& collective, int world_rank);
+
+/** The numerical side the interpreter drives. */
+class ComputeBackend {
+ public:
+  virtual ~ComputeBackend() = default;
+  /** "real" or "sleep" (trace metadata). */
+  virtual std::string mode() const = 0;
+  /** Called before the first compute or post op of schedule-local `iteration` (< iterations). */
+  virtual void begin_iteration(int iteration) = 0;
+  /** Runs compute op `op`; calls `poll` between slices of its work. */
+  virtual void run_compute(const Op& op, int iteration, const std::function<void()>& poll) = 0;
+  /** Buffers of `collective`, filled with this rank's data, at post time; they stay valid
+   *  and untouched until complete(). */
+  virtual CommBuffers prepare(const Collective& collective) = 0;
+  /** Called by the compute stream when a wait found `collective` complete. */
+  virtual void complete(const Collective& collective) = 0;
+  /** Called after the last op of the program. */
+  virtual void finish() {}
+};
+
+/** Compute ops sleep for their modelled time on `platform` (cnnpar::op_time_s: calibrated
+ *  op seconds, then calibrated GEMM rate, then roofline), in slices with `poll` between
+ *  them; collectives move zero-filled buffers of the schedule's sizes. */
+class SleepBackend : public ComputeBackend {
+ public:
+  SleepBackend(const Platform& platform, int rank, double slice_s);
+  std::string mode() const override { return "sleep"; }
+  void begin_iteration(int) override {}
+  void run_compute(const Op& op, int iteration, const std::function<void()>& poll) override;
+  CommBuffers prepare(const Collective& collective) override;
+  void complete(const Collective& collective) override;
+
+ private:
+  const Platform& platform_;
+  int rank_;
+  double slice_s_;
+  std::map<int, std::vector<float>> send_, recv_;  // per collective id
+};
+
+struct InterpreterOptions {
+  ProgressMode progress = ProgressMode::poll;
+  double poll_interval_s = 200e-6;  ///< least time between polls inside compute ops
+  int collective_concurrency = 1;   ///< collectives the engine runs at once
+  double timeout_s = 60;            ///< a wait with no completion for this long aborts the job
+  /** Testing only: this rank stops (sleeps without polling) at the middle of its program. */
+  bool debug_stall = false;
+};
+
+/** A wait that saw no completion for timeout_s: "rank R: stalled waiting for collective ID
+ *  (label) for T s; its group: ranks A,B,...". */
+class StallError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/** One MPI communicator per distinct group of the schedule that contains this rank (the
+ *  whole world is a duplicate of MPI_COMM_WORLD); created up front in one global order,
+ *  which every rank follows, so creation cannot deadlock. */
+class Communicators {
+ public:
+  /** MPI_Comm_create_group has no non-blocking form, so creation is not time-limited; the
+   *  common order rules out deadlock. */
+  Communicators(const Schedule& schedule, int world_rank);
+  /** Communicator of `group` (must contain this rank). */
+  MPI_Comm of(const std::vector<int>& group) const;
+  /** Communicator for point-to-point `send` collectives (a duplicate of the world). */
+  MPI_Comm point_to_point() const { return world_.get(); }
+  std::size_t size() const { return groups_.size() + 1; }
+
+ private:
+  mpi::Comm world_;
+  int world_size_ = 1;
+  std::map<std::vector<int>, mpi::Comm> groups_;
+};
+
+/** Starts the MPI non-blocking operation of `collective` on `buffers`; returns its request.
+ *  @throws MpiError, InternalError for buffers that do not fit the kind. */
+mpi::Request start_collective(const Collective& collective, const CommBuffers& buffers,
+                              const Communicators& comms, int world_rank, int tag_upper_bound);
+
+/** Runs `rank`'s program of `schedule`; returns its records (times from `clock`). */
+class Interpreter {
+ public:
+  Interpreter(const Schedule& schedule, int rank, ComputeBackend& backend, const Communicators& comms,
+              const SyncedClock& clock, InterpreterOptions options);
+  ~Interpreter();
+  RankTrace run();
+
+ private:
+  struct Engine;
+  const Schedule& schedule_;
+  int rank_;
+  ComputeBackend& backend_;
+  const Communicators& comms_;
+  const SyncedClock& clock_;
+  InterpreterOptions options_;
+};
+
+}  // namespace cnnpar::real

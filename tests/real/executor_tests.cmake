@@ -1,0 +1,161 @@
+# tests/real/executor_tests.cmake: tests of the MPI executor (included at the end of
+# tests/real/CMakeLists.txt). Unit tests need no mpiexec; the rest start cnnpar-run or the
+# MPI test program under `mpiexec -n 1|2|4` (4 ranks oversubscribe the 2 cores; hydra
+# allows it). Labels: real, mpi. Total run time is kept under ~3 minutes.
+find_package(MPI REQUIRED COMPONENTS CXX)
+set(cnnpar_mpiexec ${MPIEXEC_EXECUTABLE})
+set(cnnpar_mpi_env "OPENBLAS_NUM_THREADS=1;CNNPAR_SCENARIOS=${PROJECT_SOURCE_DIR}/scenarios")
+
+cnnpar_add_test(test_real_interpreter_units SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_interpreter_units.cpp
+                LIBS cnnpar_real_mpi LABELS real)
+
+# Catch2 with its own main (MPI_Init before the session), run under mpiexec.
+add_executable(test_real_interpreter_mpi ${CMAKE_CURRENT_SOURCE_DIR}/test_interpreter_mpi.cpp)
+target_link_libraries(test_real_interpreter_mpi PRIVATE Catch2::Catch2 cnnpar_settings cnnpar_real_mpi)
+foreach(np 1 2 4)
+  add_test(NAME real_interpreter_mpi_np${np}
+           COMMAND ${cnnpar_mpiexec} -n ${np} $<TARGET_FILE:test_real_interpreter_mpi>)
+  set_tests_properties(real_interpreter_mpi_np${np} PROPERTIES LABELS "real;mpi" TIMEOUT 120
+                       ENVIRONMENT "${cnnpar_mpi_env}")
+endforeach()
+
+add_executable(cnnpar_weights_compare ${CMAKE_CURRENT_SOURCE_DIR}/weights_compare.cpp)
+target_link_libraries(cnnpar_weights_compare PRIVATE cnnpar_settings)
+add_executable(cnnpar_trace_check ${CMAKE_CURRENT_SOURCE_DIR}/trace_check.cpp)
+target_link_libraries(cnnpar_trace_check PRIVATE cnnpar_settings cnnpar_model)
+add_executable(cnnpar_platform_check ${CMAKE_CURRENT_SOURCE_DIR}/platform_check.cpp)
+target_link_libraries(cnnpar_platform_check PRIVATE cnnpar_settings cnnpar_model)
+
+set(run_out ${CMAKE_CURRENT_BINARY_DIR}/mpi_runs)
+file(MAKE_DIRECTORY ${run_out})
+set(tiny ${CMAKE_CURRENT_SOURCE_DIR}/data/tiny-cifar.json)
+set(run $<TARGET_FILE:cnnpar-run>)
+set(expect_fail ${CMAKE_CURRENT_SOURCE_DIR}/expect_fail.sh)
+
+# cnnpar_mpi_run(NAME NP FIXTURE ARGS...): one mpiexec run that sets up FIXTURE.
+function(cnnpar_mpi_run name np fixture)
+  add_test(NAME ${name} COMMAND ${cnnpar_mpiexec} -n ${np} ${run} ${ARGN})
+  set_tests_properties(${name} PROPERTIES LABELS "real;mpi" TIMEOUT 120 ENVIRONMENT "${cnnpar_mpi_env}"
+                       FIXTURES_SETUP ${fixture})
+endfunction()
+# cnnpar_mpi_check(NAME FIXTURE COMMAND...): a check that needs FIXTURE's outputs.
+function(cnnpar_mpi_check name fixture)
+  add_test(NAME ${name} COMMAND ${ARGN})
+  set_tests_properties(${name} PROPERTIES LABELS "real;mpi" TIMEOUT 60 FIXTURES_REQUIRED ${fixture})
+endfunction()
+
+# Numerics: the same seed and global batch on 1, 2 and 4 ranks must give the same weights
+# (sums of per-rank gradients normalised by the global N; only the summation order
+# differs, so agreement to 1e-4 relative at the weights' scale) and a falling loss.
+# Lee: k = 3 counted layers in the first chunk, f = 2 replicated fc layers (fc1, fc2).
+set(common --network veeriah-cifar10 --batch 64 --iterations 20 --warmup 1 --seed 7 --lr 0.001)
+foreach(strategy dp lee)
+  set(extra)
+  if(strategy STREQUAL "lee")
+    set(extra --k 3 --f 2)
+  endif()
+  foreach(np 1 2 4)
+    cnnpar_mpi_run(real_run_${strategy}_np${np} ${np} real_${strategy}_runs
+                   ${common} --strategy ${strategy} ${extra}
+                   --trace ${run_out}/${strategy}_np${np}.json --weights-out ${run_out}/${strategy}_np${np}.bin)
+    # Loss over 20 iterations on learnable synthetic data: the last three iterations'
+    # mean must be at least 20 % below the first three's.
+    cnnpar_mpi_check(real_trace_${strategy}_np${np} real_${strategy}_runs
+                     $<TARGET_FILE:cnnpar_trace_check> ${run_out}/${strategy}_np${np}.json ${np}
+                     --loss-drop 0.2 --weights-identical --compute real --progress poll)
+  endforeach()
+  cnnpar_mpi_check(real_weights_${strategy}_np124 real_${strategy}_runs
+                   $<TARGET_FILE:cnnpar_weights_compare> 1e-4
+                   ${run_out}/${strategy}_np1.bin ${run_out}/${strategy}_np2.bin ${run_out}/${strategy}_np4.bin)
+endforeach()
+
+# The other data-parallel builders and the communication thread on the tiny network (LRN,
+# dropout, avg pool): 2 ranks must match 1 rank of plain dp.
+set(tiny_common --network ${tiny} --batch 32 --iterations 6 --warmup 1 --seed 3)
+cnnpar_mpi_run(real_run_tiny_dp_np1 1 real_tiny_runs ${tiny_common} --strategy dp
+               --weights-out ${run_out}/tiny_dp_np1.bin)
+cnnpar_mpi_run(real_run_tiny_layerwise_np2 2 real_tiny_runs ${tiny_common} --strategy dp_layerwise
+               --weights-out ${run_out}/tiny_layerwise_np2.bin)
+cnnpar_mpi_run(real_run_tiny_buckets_np2 2 real_tiny_runs ${tiny_common} --strategy dp_buckets --bucket-bytes 20000
+               --weights-out ${run_out}/tiny_buckets_np2.bin)
+cnnpar_mpi_run(real_run_tiny_thread_np2 2 real_tiny_runs ${tiny_common} --strategy dp --progress thread
+               --trace ${run_out}/tiny_thread_np2.json --weights-out ${run_out}/tiny_thread_np2.bin)
+cnnpar_mpi_check(real_weights_tiny real_tiny_runs $<TARGET_FILE:cnnpar_weights_compare> 1e-4
+                 ${run_out}/tiny_dp_np1.bin ${run_out}/tiny_layerwise_np2.bin ${run_out}/tiny_buckets_np2.bin
+                 ${run_out}/tiny_thread_np2.bin)
+cnnpar_mpi_check(real_trace_tiny_thread real_tiny_runs $<TARGET_FILE:cnnpar_trace_check>
+                 ${run_out}/tiny_thread_np2.json 2 --weights-identical --progress thread)
+
+# Checkpoint + resume: 2 + 2 iterations equal 4 straight ones (same data order, momentum).
+set(ckpt_common --network ${tiny} --batch 16 --warmup 0 --seed 5 --strategy dp)
+cnnpar_mpi_run(real_run_ckpt_straight 2 real_ckpt_runs ${ckpt_common} --iterations 4
+               --weights-out ${run_out}/ckpt_straight.bin)
+cnnpar_mpi_run(real_run_ckpt_first 2 real_ckpt_first ${ckpt_common} --iterations 2 --checkpoint ${run_out}/ckpt)
+add_test(NAME real_run_ckpt_resume COMMAND ${cnnpar_mpiexec} -n 2 ${run} ${ckpt_common} --iterations 2
+         --checkpoint ${run_out}/ckpt --resume --weights-out ${run_out}/ckpt_resumed.bin)
+set_tests_properties(real_run_ckpt_resume PROPERTIES LABELS "real;mpi" TIMEOUT 120 ENVIRONMENT "${cnnpar_mpi_env}"
+                     FIXTURES_REQUIRED real_ckpt_first FIXTURES_SETUP real_ckpt_runs)
+cnnpar_mpi_check(real_weights_ckpt real_ckpt_runs $<TARGET_FILE:cnnpar_weights_compare> 1e-6
+                 ${run_out}/ckpt_straight.bin ${run_out}/ckpt_resumed.bin)
+
+# Sleep mode: 4 ranks with modelled op times on the `local` platform, layer-wise overlap.
+cnnpar_mpi_run(real_run_sleep_np4 4 real_sleep_runs --network vgg-a-32 --batch 64 --iterations 3
+               --strategy dp_layerwise --compute sleep --trace ${run_out}/sleep_np4.json)
+cnnpar_mpi_check(real_trace_sleep_np4 real_sleep_runs $<TARGET_FILE:cnnpar_trace_check>
+                 ${run_out}/sleep_np4.json 4 --compute sleep)
+
+# Calibration on 2 ranks writes a platform that model/platform.cpp accepts.
+cnnpar_mpi_run(real_run_calibrate_np2 2 real_calibrate_runs --calibrate --network ${tiny} --batch 16 --repeats 1
+               --out ${run_out}/calibrated.json)
+cnnpar_mpi_check(real_platform_calibrated real_calibrate_runs $<TARGET_FILE:cnnpar_platform_check>
+                 ${run_out}/calibrated.json 2)
+
+# Failures end the job, non-zero, within --timeout-s plus a margin, naming the rank.
+add_test(NAME real_fail_stalled_rank
+         COMMAND ${expect_fail} 35 nonzero "rank 0: stalled waiting for collective" any --
+                 ${cnnpar_mpiexec} -n 2 ${run} --network ${tiny} --batch 16 --iterations 3 --compute sleep
+                 --debug-stall-rank 1 --timeout-s 5)
+add_test(NAME real_fail_dead_rank
+         COMMAND ${expect_fail} 35 nonzero "BAD TERMINATION" any --
+                 ${cnnpar_mpiexec} -n 2 ${run} --network ${tiny} --batch 16 --iterations 3 --compute sleep
+                 --debug-exit-rank 1 --timeout-s 5)
+# Bad input: exit status 2 and the message exactly once although 2 ranks fail alike.
+add_test(NAME real_fail_bad_network
+         COMMAND ${expect_fail} 30 2 "no-such-net" 1 --
+                 ${cnnpar_mpiexec} -n 2 ${run} --network no-such-net --batch 16)
+add_test(NAME real_fail_bad_batch
+         COMMAND ${expect_fail} 30 2 "batch" 1 --
+                 ${cnnpar_mpiexec} -n 2 ${run} --network ${tiny} --batch 15)
+add_test(NAME real_fail_bad_progress
+         COMMAND ${expect_fail} 30 2 "spin" 1 --
+                 ${cnnpar_mpiexec} -n 2 ${run} --network ${tiny} --progress spin)
+add_test(NAME real_fail_bad_trace_path
+         COMMAND ${expect_fail} 30 2 "no-such-dir" 1 --
+                 ${cnnpar_mpiexec} -n 2 ${run} --network ${tiny} --batch 16 --trace ${run_out}/no-such-dir/t.json)
+set_tests_properties(real_fail_stalled_rank real_fail_dead_rank real_fail_bad_network real_fail_bad_batch
+                     real_fail_bad_progress real_fail_bad_trace_path
+                     PROPERTIES LABELS "real;mpi" TIMEOUT 120 ENVIRONMENT "${cnnpar_mpi_env}")
+
+# Not a test: the compute-efficiency figure (GEMM rate in the executor vs calibrated sgemm).
+add_executable(cnnpar_gemm_efficiency ${CMAKE_CURRENT_SOURCE_DIR}/gemm_efficiency.cpp)
+target_link_libraries(cnnpar_gemm_efficiency PRIVATE cnnpar_settings cnnpar_model)
+
+# `cnnpar run` / `cnnpar calibrate` (the cnnpar executable, no MPI inside) launch cnnpar-run
+# under mpiexec and read its output back; the run also predicts and compares.
+if(TARGET cnnpar)
+  add_test(NAME real_cli_run_np2
+           COMMAND $<TARGET_FILE:cnnpar> run --network ${tiny} --ranks 2 --batch 16 --iterations 3
+                   --strategy dp_layerwise --trace ${run_out}/cli_run.json --compare-json ${run_out}/cli_compare.json)
+  set_tests_properties(real_cli_run_np2 PROPERTIES LABELS "real;mpi" TIMEOUT 120 FIXTURES_SETUP real_cli_runs
+                       ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>"
+                       PASS_REGULAR_EXPRESSION "overlap_ratio_percent")
+  cnnpar_mpi_check(real_cli_run_trace real_cli_runs $<TARGET_FILE:cnnpar_trace_check> ${run_out}/cli_run.json 2
+                   --weights-identical)
+  add_test(NAME real_cli_calibrate_np2
+           COMMAND $<TARGET_FILE:cnnpar> calibrate --network ${tiny} --ranks 2 --batch 8 --repeats 1
+                   --out ${run_out}/cli_calibrated.json)
+  set_tests_properties(real_cli_calibrate_np2 PROPERTIES LABELS "real;mpi" TIMEOUT 120 FIXTURES_SETUP real_cli_cal
+                       ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>")
+  cnnpar_mpi_check(real_cli_calibrated real_cli_cal $<TARGET_FILE:cnnpar_platform_check>
+                   ${run_out}/cli_calibrated.json 2)
+endif()

@@ -1,0 +1,89 @@
+// Pure parts of the executor (no MPI_Init needed): clock-offset estimate, link fit,
+// per-kind buffer counts, progress-mode names.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "model/cost.hpp"
+#include "model/schedule.hpp"
+#include "real/calibrate.hpp"
+#include "real/clock_sync.hpp"
+#include "real/interpreter.hpp"
+
+using namespace cnnpar;
+using namespace cnnpar::real;
+
+TEST_CASE("clock offset comes from the ping-pong with the smallest round trip") {
+  // Rank 0's clock reads local + 0.25 s. A symmetric 10 us round trip gives the exact
+  // offset; slower samples with asymmetric delays (30 us out, 5 us back) would give
+  // 0.25 + (30 - 5)/2 us and must be ignored.
+  const double offset = 0.25;
+  std::vector<PingSample> samples;
+  for (int i = 0; i < 3; ++i) {
+    const double send = 1.0 + i;
+    samples.push_back({send, send + 30e-6 + offset, send + 35e-6});
+  }
+  samples.push_back({10.0, 10.0 + 5e-6 + offset, 10.0 + 10e-6});
+  CHECK(estimate_offset_s(samples) == Approx(offset).margin(1e-12));
+  CHECK(samples.back().round_trip_s() == Approx(10e-6).margin(1e-15));
+}
+
+TEST_CASE("link fit recovers latency and bandwidth of t = a + n/b") {
+  // a = 2 us, b = 5 GB/s: t(8 B) = 2.0016 us, t(64 MiB) = 13.42 ms.
+  std::vector<std::pair<double, double>> samples;
+  for (double n = 8; n <= 64.0 * 1024 * 1024; n *= 4) samples.emplace_back(n, 2e-6 + n / 5e9);
+  const LinkFit fit = fit_link(samples);
+  CHECK(fit.latency_s == Approx(2e-6).epsilon(1e-6));
+  CHECK(fit.bandwidth_Bps == Approx(5e9).epsilon(1e-6));
+  CHECK_THROWS_AS(fit_link({{8, 1e-6}}), std::invalid_argument);
+}
+
+TEST_CASE("link fit clamps a negative latency to zero") {
+  // Pure bandwidth 1 GB/s with a small negative offset in the data: latency 0, slope kept.
+  std::vector<std::pair<double, double>> samples = {{1e6, 1e-3 - 1e-7}, {4e6, 4e-3 - 1e-7}};
+  const LinkFit fit = fit_link(samples);
+  CHECK(fit.latency_s == 0.0);
+  CHECK(fit.bandwidth_Bps == Approx(1e9).epsilon(1e-3));
+}
+
+TEST_CASE("buffer counts follow the schedule's size conventions") {
+  Collective c;
+  c.bytes = 100;  // 25 floats
+  c.group = {0, 1, 2, 3};
+  c.root = 2;
+  c.kind = CollectiveKind::allreduce;
+  CHECK(comm_counts(c, 0).send == 25);
+  CHECK(comm_counts(c, 0).recv == 25);
+  c.kind = CollectiveKind::allgather;  // per-rank contribution; result 4 x 25
+  CHECK(comm_counts(c, 1).send == 25);
+  CHECK(comm_counts(c, 1).recv == 100);
+  c.kind = CollectiveKind::reduce_scatter;  // whole vector, rounded up to 4 blocks of 7
+  CHECK(comm_counts(c, 1).send == 28);
+  CHECK(comm_counts(c, 1).recv == 7);
+  c.kind = CollectiveKind::gather;  // only the root receives
+  CHECK(comm_counts(c, 2).recv == 100);
+  CHECK(comm_counts(c, 0).recv == 0);
+  c.kind = CollectiveKind::scatter;  // the root sends 4 shares of 25
+  CHECK(comm_counts(c, 2).send == 100);
+  CHECK(comm_counts(c, 3).send == 0);
+  CHECK(comm_counts(c, 3).recv == 25);
+  c.kind = CollectiveKind::reduce;
+  CHECK(comm_counts(c, 2).recv == 25);
+  CHECK(comm_counts(c, 1).recv == 0);
+  c.kind = CollectiveKind::alltoall;  // 25 floats total, 4 blocks of 7 (rounded up)
+  CHECK(comm_counts(c, 0).send == 28);
+  CHECK(comm_counts(c, 0).recv == 28);
+  c.kind = CollectiveKind::send;
+  c.group = {1, 3};
+  c.root = 1;
+  CHECK(comm_counts(c, 1).send == 25);
+  CHECK(comm_counts(c, 1).recv == 0);
+  CHECK(comm_counts(c, 3).recv == 25);
+}
+
+TEST_CASE("progress mode names round-trip") {
+  CHECK(progress_mode_from_string("poll") == ProgressMode::poll);
+  CHECK(progress_mode_from_string("thread") == ProgressMode::thread);
+  CHECK(std::string(to_string(ProgressMode::thread)) == "thread");
+  CHECK_THROWS_AS(progress_mode_from_string("spin"), std::invalid_argument);
+}
