@@ -1,0 +1,124 @@
+#include "analysis/compare.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "analysis/metrics.hpp"
+
+namespace cnnpar {
+namespace {
+
+MetricComparison make_comparison(std::string name, double predicted, double measured) {
+  MetricComparison c;
+  c.name = std::move(name);
+  c.predicted = predicted;
+  c.measured = measured;
+  c.absolute_error = std::abs(predicted - measured);
+  if (measured != 0) c.relative_error = c.absolute_error / std::abs(measured);
+  else c.relative_error = c.absolute_error == 0 ? 0.0 : std::numeric_limits<double>::infinity();
+  return c;
+}
+
+}  // namespace
+
+CompareReport compare_traces(const Trace& predicted, const Trace& measured, int top_ops) {
+  const TraceMetrics p = compute_metrics(predicted);
+  const TraceMetrics m = compute_metrics(measured);
+  CompareReport report;
+  report.predicted_engine = predicted.engine;
+  report.measured_engine = measured.engine;
+  report.metrics = {
+      make_comparison("iteration_s", p.iteration_s, m.iteration_s),
+      make_comparison("compute_max_s", p.compute_max_s, m.compute_max_s),
+      make_comparison("compute_mean_s", p.compute_mean_s, m.compute_mean_s),
+      make_comparison("comm_s", p.comm_s, m.comm_s),
+      make_comparison("exposed_comm_s", p.exposed_comm_s, m.exposed_comm_s),
+      make_comparison("overlap_ratio_percent", p.overlap_ratio_percent, m.overlap_ratio_percent),
+  };
+
+  std::vector<OpDeviation> deviations;
+  const std::size_t ranks = std::min(predicted.ranks.size(), measured.ranks.size());
+  for (std::size_t r = 0; r < ranks; ++r) {
+    // (label, occurrence) -> duration in the measured trace
+    std::map<std::pair<std::string, int>, double> measured_ops;
+    std::map<std::string, int> seen;
+    for (const ComputeRecord& op : measured.ranks[r].compute)
+      measured_ops[{op.label, seen[op.label]++}] = op.end_s - op.start_s;
+    seen.clear();
+    int matched_here = 0;
+    for (const ComputeRecord& op : predicted.ranks[r].compute) {
+      const auto found = measured_ops.find({op.label, seen[op.label]++});
+      if (found == measured_ops.end()) {
+        ++report.unmatched_ops;
+        continue;
+      }
+      ++matched_here;
+      OpDeviation d;
+      d.rank = int(r);
+      d.op = op.op;
+      d.label = op.label;
+      d.predicted_s = op.end_s - op.start_s;
+      d.measured_s = found->second;
+      d.deviation_s = d.predicted_s - d.measured_s;
+      deviations.push_back(std::move(d));
+    }
+    report.matched_ops += matched_here;
+    report.unmatched_ops += int(measured_ops.size()) - matched_here;
+  }
+  for (std::size_t r = ranks; r < predicted.ranks.size(); ++r) report.unmatched_ops += int(predicted.ranks[r].compute.size());
+  for (std::size_t r = ranks; r < measured.ranks.size(); ++r) report.unmatched_ops += int(measured.ranks[r].compute.size());
+
+  const std::size_t keep = std::min(deviations.size(), std::size_t(std::max(0, top_ops)));
+  std::partial_sort(deviations.begin(), deviations.begin() + std::ptrdiff_t(keep), deviations.end(),
+                    [](const OpDeviation& a, const OpDeviation& b) {
+                      return std::abs(a.deviation_s) > std::abs(b.deviation_s);
+                    });
+  deviations.resize(keep);
+  report.largest_deviations = std::move(deviations);
+  return report;
+}
+
+std::string format_compare_table(const CompareReport& report) {
+  std::string out = fmt::format("{:<24} {:>14} {:>14} {:>14} {:>10}\n", "metric",
+                                "predicted(" + report.predicted_engine + ")",
+                                "measured(" + report.measured_engine + ")", "abs error", "rel error");
+  for (const MetricComparison& c : report.metrics) {
+    const std::string rel = std::isinf(c.relative_error) ? "inf" : fmt::format("{:.1f}%", 100 * c.relative_error);
+    out += fmt::format("{:<24} {:>14.6g} {:>14.6g} {:>14.6g} {:>10}\n", c.name, c.predicted, c.measured,
+                       c.absolute_error, rel);
+  }
+  out += fmt::format("\ncompute ops matched: {}, unmatched: {}\n", report.matched_ops, report.unmatched_ops);
+  if (!report.largest_deviations.empty()) {
+    out += fmt::format("largest deviations:\n{:>5} {:>6} {:<32} {:>12} {:>12} {:>12}\n", "rank", "op", "label",
+                       "predicted_s", "measured_s", "deviation_s");
+    for (const OpDeviation& d : report.largest_deviations)
+      out += fmt::format("{:>5} {:>6} {:<32} {:>12.6g} {:>12.6g} {:>12.6g}\n", d.rank, d.op, d.label,
+                         d.predicted_s, d.measured_s, d.deviation_s);
+  }
+  return out;
+}
+
+nlohmann::json to_json(const CompareReport& report) {
+  nlohmann::json metrics = nlohmann::json::array();
+  for (const MetricComparison& c : report.metrics) {
+    nlohmann::json entry = {{"name", c.name}, {"predicted", c.predicted}, {"measured", c.measured},
+                            {"absolute_error", c.absolute_error}};
+    if (std::isinf(c.relative_error)) entry["relative_error"] = nullptr;  // JSON has no infinity
+    else entry["relative_error"] = c.relative_error;
+    metrics.push_back(std::move(entry));
+  }
+  nlohmann::json ops = nlohmann::json::array();
+  for (const OpDeviation& d : report.largest_deviations)
+    ops.push_back({{"rank", d.rank}, {"op", d.op}, {"label", d.label}, {"predicted_s", d.predicted_s},
+                   {"measured_s", d.measured_s}, {"deviation_s", d.deviation_s}});
+  return {{"predicted_engine", report.predicted_engine}, {"measured_engine", report.measured_engine},
+          {"metrics", std::move(metrics)},           {"matched_ops", report.matched_ops},
+          {"unmatched_ops", report.unmatched_ops},   {"largest_deviations", std::move(ops)}};
+}
+
+}  // namespace cnnpar

@@ -1,0 +1,45 @@
+#pragma once
+// Side-by-side comparison of two Traces (e.g. a prediction and a measurement).
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/trace.hpp"
+
+namespace cnnpar {
+
+struct MetricComparison {
+  std::string name;        ///< "iteration_s", "compute_max_s", "comm_s", "exposed_comm_s", "overlap_ratio_percent"
+  double predicted = 0;
+  double measured = 0;
+  double absolute_error = 0;  ///< |predicted − measured|
+  double relative_error = 0;  ///< absolute_error / |measured|; 0 if both are 0, +inf if only measured is 0
+};
+
+/** One compute op present in both traces, matched by (rank, label, occurrence of that
+ *  label on the rank) — which equals (rank, op index) when both ran the same Schedule. */
+struct OpDeviation {
+  int rank = 0;
+  int op = -1;               ///< op index in the predicted trace
+  std::string label;
+  double predicted_s = 0;    ///< duration
+  double measured_s = 0;
+  double deviation_s = 0;    ///< predicted − measured
+};
+
+struct CompareReport {
+  std::string predicted_engine, measured_engine;
+  std::vector<MetricComparison> metrics;
+  std::vector<OpDeviation> largest_deviations;  ///< by |deviation|, largest first
+  int matched_ops = 0;
+  int unmatched_ops = 0;  ///< compute ops in either trace without a partner
+};
+
+/** @throws InputError if either trace has no measured iteration. */
+CompareReport compare_traces(const Trace& predicted, const Trace& measured, int top_ops = 10);
+
+std::string format_compare_table(const CompareReport& report);
+nlohmann::json to_json(const CompareReport& report);
+
+}  // namespace cnnpar

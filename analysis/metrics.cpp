@@ -1,0 +1,228 @@
+#include "analysis/metrics.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <map>
+#include <utility>
+
+#include "model/error.hpp"
+
+namespace cnnpar {
+
+double exposed_comm_s(const CollectiveRecord& record) {
+  return std::max(0.0, record.wait_end_s - std::max(record.wait_start_s, record.comm_start_s));
+}
+
+double speedup(double iteration_1_s, double iteration_p_s) {
+  return iteration_p_s > 0 ? iteration_1_s / iteration_p_s : 0.0;
+}
+
+double efficiency(double speedup_value, int ranks) { return ranks > 0 ? speedup_value / ranks : 0.0; }
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+namespace {
+
+// Per rank: time of the mark ending each iteration.
+std::map<int, double> mark_times(const RankTrace& rank) {
+  std::map<int, double> marks;
+  for (const MarkRecord& mark : rank.marks) marks[mark.iteration] = mark.time_s;
+  return marks;
+}
+
+}  // namespace
+
+TraceMetrics compute_metrics(const Trace& trace, const MetricsDetail& detail) {
+  TraceMetrics m;
+  m.engine = trace.engine;
+  m.ranks = int(trace.ranks.size());
+  m.warmup_iterations = trace.warmup_iterations;
+  if (trace.ranks.empty()) throw InputError("<trace>", "/ranks", "[]", "the trace has no ranks");
+
+  std::vector<std::map<int, double>> marks;
+  marks.reserve(trace.ranks.size());
+  for (const RankTrace& rank : trace.ranks) marks.push_back(mark_times(rank));
+  // Measured iterations: >= warm-up and marked on every rank.
+  for (const auto& [iteration, time] : marks.front()) {
+    if (iteration < trace.warmup_iterations) continue;
+    bool everywhere = true;
+    for (const auto& rank_marks : marks) everywhere = everywhere && rank_marks.count(iteration) > 0;
+    if (everywhere) m.measured_iterations.push_back(iteration);
+  }
+  if (m.measured_iterations.empty())
+    throw InputError("<trace>", "/warmup_iterations", std::to_string(trace.warmup_iterations),
+                     "the trace has no measured iteration (marks at or after the warm-up on every rank)");
+
+  const std::size_t n_iter = m.measured_iterations.size();
+  const std::size_t n_ranks = trace.ranks.size();
+  std::map<int, std::size_t> iteration_slot;
+  for (std::size_t i = 0; i < n_iter; ++i) iteration_slot[m.measured_iterations[i]] = i;
+
+  // Per (iteration, rank) sums.
+  auto grid = [&] { return std::vector<std::vector<double>>(n_iter, std::vector<double>(n_ranks, 0.0)); };
+  auto iteration_span = grid(), compute = grid(), comm = grid(), exposed = grid(), waits = grid(), bytes = grid();
+  // Per (layer, phase): seconds per rank; flat index (layer + 1) * 4 + phase.
+  int max_layer = -1;
+  if (detail.per_layer)
+    for (const RankTrace& rank : trace.ranks)
+      for (const ComputeRecord& op : rank.compute) max_layer = std::max(max_layer, op.layer);
+  const std::size_t layer_slots = detail.per_layer ? std::size_t(max_layer + 2) * 4 : 0;
+  std::vector<double> layer_seconds(layer_slots * n_ranks, 0.0);  // (slot, rank)
+  std::vector<const std::string*> layer_label(layer_slots, nullptr);
+  std::vector<std::pair<int, double>> ordered_marks;               // (iteration, time), by time
+
+  double sum_tc = 0, sum_tb = 0;
+  for (std::size_t r = 0; r < n_ranks; ++r) {
+    const RankTrace& rank = trace.ranks[r];
+    const auto& rank_marks = marks[r];
+    for (std::size_t i = 0; i < n_iter; ++i) {
+      const int iteration = m.measured_iterations[i];
+      const auto previous = rank_marks.find(iteration - 1);
+      const double begin = previous == rank_marks.end() ? 0.0 : previous->second;
+      iteration_span[i][r] = rank_marks.at(iteration) - begin;
+    }
+    ordered_marks.assign(rank_marks.begin(), rank_marks.end());
+    std::stable_sort(ordered_marks.begin(), ordered_marks.end(),
+                     [](const auto& a, const auto& b) { return a.second < b.second; });
+    // Compute ops (program order, so starts do not decrease): the iteration whose
+    // [previous mark, mark) holds the op's start.
+    std::size_t next_mark = 0;
+    auto slot_of = [&](std::size_t mark) -> std::ptrdiff_t {
+      const auto found = iteration_slot.find(ordered_marks[mark].first);
+      return found == iteration_slot.end() ? -1 : std::ptrdiff_t(found->second);
+    };
+    std::ptrdiff_t slot = ordered_marks.empty() ? -1 : slot_of(0);
+    for (const ComputeRecord& op : rank.compute) {
+      if (next_mark < ordered_marks.size() && op.start_s >= ordered_marks[next_mark].second) {
+        while (next_mark < ordered_marks.size() && op.start_s >= ordered_marks[next_mark].second) ++next_mark;
+        if (next_mark == ordered_marks.size()) break;
+        slot = slot_of(next_mark);
+      }
+      if (next_mark == ordered_marks.size()) break;
+      if (slot < 0) continue;
+      const double seconds = op.end_s - op.start_s;
+      compute[std::size_t(slot)][r] += seconds;
+      const std::size_t layer_slot = std::size_t(op.layer + 1) * 4 + std::size_t(op.phase);
+      if (detail.per_layer && op.layer >= -1 && layer_slot < layer_slots) {
+        layer_seconds[layer_slot * n_ranks + r] += seconds;
+        if (!layer_label[layer_slot]) layer_label[layer_slot] = &op.label;
+      }
+    }
+    for (const CollectiveRecord& record : rank.collectives) {
+      // The iteration whose [previous mark, mark) holds the start of the wait (see metrics.hpp).
+      const auto window = std::upper_bound(ordered_marks.begin(), ordered_marks.end(), record.wait_start_s,
+                                           [](double t, const auto& mark) { return t < mark.second; });
+      if (window == ordered_marks.end()) continue;  // waited after the last mark (drain)
+      const auto slot = iteration_slot.find(window->first);
+      if (slot == iteration_slot.end()) continue;
+      const double comm_s = record.comm_end_s - record.comm_start_s;
+      const double exposed_s = exposed_comm_s(record);
+      const double wait_s = record.wait_end_s - record.wait_start_s;
+      comm[slot->second][r] += comm_s;
+      exposed[slot->second][r] += exposed_s;
+      waits[slot->second][r] += wait_s;
+      bytes[slot->second][r] += record.bytes;
+      sum_tc += comm_s;
+      sum_tb += exposed_s;
+      if (!detail.per_collective) continue;
+      CollectiveTiming timing;
+      timing.rank = int(r);
+      timing.collective = record.collective;
+      timing.label = record.label;
+      timing.kind = record.kind;
+      timing.iteration = window->first;
+      timing.bytes = record.bytes;
+      timing.comm_s = comm_s;
+      timing.exposed_s = exposed_s;
+      timing.wait_s = wait_s;
+      m.collectives.push_back(std::move(timing));
+    }
+  }
+
+  auto max_of = [](const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); };
+  auto mean_of = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return s / double(v.size());
+  };
+  auto median_of_max = [&](const std::vector<std::vector<double>>& g) {
+    std::vector<double> per_iteration;
+    for (const auto& row : g) per_iteration.push_back(max_of(row));
+    return median(per_iteration);
+  };
+
+  for (const auto& row : iteration_span) m.iteration_times_s.push_back(max_of(row));
+  m.iteration_s = median(m.iteration_times_s);
+  m.compute_max_s = median_of_max(compute);
+  {
+    std::vector<double> means, balances;
+    for (const auto& row : compute) {
+      const double mx = max_of(row), mean = mean_of(row);
+      means.push_back(mean);
+      balances.push_back(mx > 0 ? mean / mx : 1.0);
+      for (double t : row) m.sync_wait_s += mx - t;  // BPT-CNN Eq. 8
+    }
+    m.compute_mean_s = median(means);
+    m.load_balance = median(balances);
+  }
+  m.comm_s = median_of_max(comm);
+  m.exposed_comm_s = median_of_max(exposed);
+  m.wait_s = median_of_max(waits);
+  m.comm_bytes = median_of_max(bytes);
+  m.total_comm_s = sum_tc;
+  m.total_exposed_s = sum_tb;
+  // 100·(1 − ΣT_b/ΣT_c) = Eq. 11, written so that ΣT_b = 0 gives exactly 100.
+  m.overlap_ratio_percent = sum_tc > 0 ? 100.0 * (1.0 - sum_tb / sum_tc) : 0.0;
+
+  for (std::size_t slot = 0; slot < layer_slots; ++slot) {
+    if (!layer_label[slot]) continue;
+    const std::vector<double> per_rank(layer_seconds.begin() + std::ptrdiff_t(slot * n_ranks),
+                                       layer_seconds.begin() + std::ptrdiff_t((slot + 1) * n_ranks));
+    LayerPhaseTime layer;
+    layer.layer = int(slot / 4) - 1;
+    layer.phase = Phase(slot % 4);
+    layer.name = layer_label[slot]->substr(0, layer_label[slot]->find('.'));
+    layer.mean_s = mean_of(per_rank) / double(n_iter);
+    layer.max_s = max_of(per_rank) / double(n_iter);
+    m.layers.push_back(std::move(layer));
+  }
+  return m;
+}
+
+nlohmann::json to_json(const TraceMetrics& m) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (const LayerPhaseTime& layer : m.layers)
+    layers.push_back({{"layer", layer.layer}, {"name", layer.name}, {"phase", to_string(layer.phase)},
+                      {"mean_s", layer.mean_s}, {"max_s", layer.max_s}});
+  nlohmann::json collectives = nlohmann::json::array();
+  for (const CollectiveTiming& c : m.collectives)
+    collectives.push_back({{"rank", c.rank}, {"collective", c.collective}, {"label", c.label},
+                           {"kind", to_string(c.kind)}, {"iteration", c.iteration}, {"bytes", c.bytes},
+                           {"comm_s", c.comm_s}, {"exposed_s", c.exposed_s}, {"wait_s", c.wait_s}});
+  return {{"engine", m.engine},
+          {"ranks", m.ranks},
+          {"warmup_iterations", m.warmup_iterations},
+          {"measured_iterations", m.measured_iterations},
+          {"iteration_times_s", m.iteration_times_s},
+          {"iteration_s", m.iteration_s},
+          {"compute_max_s", m.compute_max_s},
+          {"compute_mean_s", m.compute_mean_s},
+          {"comm_s", m.comm_s},
+          {"exposed_comm_s", m.exposed_comm_s},
+          {"wait_s", m.wait_s},
+          {"total_comm_s", m.total_comm_s},
+          {"total_exposed_s", m.total_exposed_s},
+          {"overlap_ratio_percent", m.overlap_ratio_percent},
+          {"comm_bytes", m.comm_bytes},
+          {"load_balance", m.load_balance},
+          {"sync_wait_s", m.sync_wait_s},
+          {"layers", std::move(layers)},
+          {"collectives", std::move(collectives)}};
+}
+
+}  // namespace cnnpar

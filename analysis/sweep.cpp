@@ -1,0 +1,170 @@
+#include "analysis/sweep.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <exception>
+#include <mutex>
+
+#include <fmt/format.h>
+#include <tbb/parallel_for.h>
+
+#include "model/error.hpp"
+#include "model/units.hpp"
+
+namespace cnnpar {
+
+namespace {
+
+int parse_count(std::string_view text, const std::string& whole, const std::string& origin,
+                const std::string& option) {
+  int value = 0;
+  const auto* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end)
+    throw InputError(origin, option, whole, "expected node counts like \"1-128\" (doubling), \"1-128:1\" (every count) or \"1,2,4,8\"");
+  if (value < 1) throw InputError(origin, option, whole, "node counts must be at least 1");
+  return value;
+}
+
+}  // namespace
+
+std::vector<int> parse_node_list(const std::string& text, const std::string& origin, const std::string& option) {
+  std::vector<int> nodes;
+  std::string_view rest = text;
+  if (rest.empty()) throw InputError(origin, option, text, "expected node counts like \"1-128\" (doubling), \"1-128:1\" (every count) or \"1,2,4,8\"");
+  while (true) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    const std::size_t dash = item.find('-');
+    if (dash == std::string_view::npos) {
+      nodes.push_back(parse_count(item, text, origin, option));
+    } else {
+      // "A-B" doubles from A (scaling studies); "A-B:S" steps by S.
+      const std::size_t colon = item.find(':', dash);
+      const int first = parse_count(item.substr(0, dash), text, origin, option);
+      const int last = parse_count(item.substr(dash + 1, colon == std::string_view::npos ? std::string_view::npos : colon - dash - 1),
+                                   text, origin, option);
+      if (last < first) throw InputError(origin, option, text, "a range must go upwards (\"1-128\")");
+      if (last - first > 1000000) throw InputError(origin, option, text, "range too large");
+      if (colon == std::string_view::npos) {
+        for (long p = first; p <= last; p *= 2) nodes.push_back(int(p));
+      } else {
+        const int step = parse_count(item.substr(colon + 1), text, origin, option);
+        for (long p = first; p <= last; p += step) nodes.push_back(int(p));
+      }
+    }
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  std::sort(nodes.begin(), nodes.end());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  return nodes;
+}
+
+SweepRow make_sweep_row(int nodes, const TraceMetrics& metrics, double iteration_1_s) {
+  SweepRow row;
+  row.nodes = nodes;
+  row.iteration_s = metrics.iteration_s;
+  row.compute_s = metrics.compute_max_s;
+  row.comm_s = metrics.comm_s;
+  row.exposed_comm_s = metrics.exposed_comm_s;
+  row.overlap_ratio_percent = metrics.overlap_ratio_percent;
+  row.speedup = speedup(iteration_1_s, metrics.iteration_s);
+  row.efficiency = efficiency(row.speedup, nodes);
+  return row;
+}
+
+std::vector<SweepRow> sweep_rows(const std::vector<int>& nodes, const std::vector<TraceMetrics>& metrics,
+                                 double iteration_1_s) {
+  CNNPAR_ASSERT(nodes.size() == metrics.size(), "sweep_rows: one metrics per node count");
+  std::vector<SweepRow> rows;
+  rows.reserve(nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) rows.push_back(make_sweep_row(nodes[i], metrics[i], iteration_1_s));
+  return rows;
+}
+
+std::vector<SweepRow> predict_sweep(const Network& network, const Platform& platform, const StrategyOptions& base,
+                                    const std::vector<int>& nodes, const EngineFactory& make_engine,
+                                    const SweepOptions& options) {
+  std::vector<int> counts = nodes;
+  const bool has_one = std::find(counts.begin(), counts.end(), 1) != counts.end();
+  if (!has_one) counts.insert(counts.begin(), 1);  // speedup baseline
+  std::vector<TraceMetrics> metrics(counts.size());
+  std::atomic<int> done{0};
+  std::mutex progress_mutex;
+  const int total = int(counts.size());
+
+  // Errors are kept per node count and the first in list order is rethrown, so the message
+  // does not depend on thread timing.
+  std::vector<std::exception_ptr> errors(counts.size());
+  auto run_one = [&](Engine& engine, std::size_t i) {
+    try {
+      StrategyOptions strategy = base;
+      strategy.ranks = counts[i];
+      const Schedule schedule = build_schedule(network, platform, strategy);
+      metrics[i] = compute_metrics(engine.run(schedule, platform), MetricsDetail{false, false});
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+    const int finished = ++done;
+    if (options.progress) {
+      std::lock_guard lock(progress_mutex);
+      options.progress(finished, total);
+    }
+  };
+
+  if (options.parallel && counts.size() > 1) {
+    // Largest P first: those dominate the time.
+    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, counts.size(), 1), [&](const tbb::blocked_range<std::size_t>& range) {
+      const std::unique_ptr<Engine> engine = make_engine();
+      for (std::size_t k = range.begin(); k != range.end(); ++k) run_one(*engine, counts.size() - 1 - k);
+    });
+  } else {
+    const std::unique_ptr<Engine> engine = make_engine();
+    for (std::size_t i = 0; i < counts.size(); ++i) run_one(*engine, i);
+  }
+
+  for (const std::exception_ptr& error : errors)
+    if (error) std::rethrow_exception(error);
+  const double iteration_1_s = metrics.front().iteration_s;  // counts[0] == 1
+  if (!has_one) {
+    counts.erase(counts.begin());
+    metrics.erase(metrics.begin());
+  }
+  return sweep_rows(counts, metrics, iteration_1_s);
+}
+
+std::string sweep_csv(const std::vector<SweepRow>& rows) {
+  std::string out = "nodes,iteration_s,compute_s,comm_s,exposed_comm_s,overlap_ratio_percent,speedup,efficiency\n";
+  for (const SweepRow& r : rows)
+    out += fmt::format("{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{:.6g}\n", r.nodes, r.iteration_s, r.compute_s,
+                       r.comm_s, r.exposed_comm_s, r.overlap_ratio_percent, r.speedup, r.efficiency);
+  return out;
+}
+
+nlohmann::json sweep_json(const std::vector<SweepRow>& rows, const nlohmann::json& metadata) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const SweepRow& r : rows)
+    list.push_back({{"nodes", r.nodes},
+                    {"iteration_s", r.iteration_s},
+                    {"compute_s", r.compute_s},
+                    {"comm_s", r.comm_s},
+                    {"exposed_comm_s", r.exposed_comm_s},
+                    {"overlap_ratio_percent", r.overlap_ratio_percent},
+                    {"speedup", r.speedup},
+                    {"efficiency", r.efficiency}});
+  return {{"metadata", metadata}, {"rows", std::move(list)}};
+}
+
+std::string format_sweep_table(const std::vector<SweepRow>& rows) {
+  std::string out = fmt::format("{:>6} {:>12} {:>12} {:>12} {:>12} {:>7} {:>8} {:>6}\n", "nodes", "iteration",
+                                "compute", "comm", "exposed", "R %", "speedup", "eff");
+  for (const SweepRow& r : rows)
+    out += fmt::format("{:>6} {:>12} {:>12} {:>12} {:>12} {:>7.1f} {:>8.2f} {:>6.2f}\n", r.nodes,
+                       format_seconds(r.iteration_s), format_seconds(r.compute_s), format_seconds(r.comm_s),
+                       format_seconds(r.exposed_comm_s), r.overlap_ratio_percent, r.speedup, r.efficiency);
+  return out;
+}
+
+}  // namespace cnnpar

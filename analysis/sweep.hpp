@@ -1,0 +1,63 @@
+#pragma once
+// Predicting a strategy over a list of node counts: one row per P with the metrics of
+// analysis/metrics.hpp, speedup against P = 1, CSV and JSON writers.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/metrics.hpp"
+#include "model/engine.hpp"
+#include "model/network.hpp"
+#include "model/platform.hpp"
+#include "model/strategies/strategy.hpp"
+
+namespace cnnpar {
+
+struct SweepRow {
+  int nodes = 0;
+  double iteration_s = 0;            ///< median iteration time (seconds)
+  double compute_s = 0;              ///< compute seconds per iteration, max over ranks
+  double comm_s = 0;                 ///< Σ T_c per iteration, max over ranks (seconds)
+  double exposed_comm_s = 0;         ///< Σ T_b per iteration, max over ranks (seconds)
+  double overlap_ratio_percent = 0;  ///< R, Lee Eq. 11
+  double speedup = 0;                ///< T_iter(1) / T_iter(P)
+  double efficiency = 0;             ///< speedup / P
+};
+
+/** Parses "1-128", "1,2,4,8", "1-8,16,32" (ascending order, duplicates removed).
+ *  @throws InputError (file `origin`, path `option`) on anything else or a count < 1. */
+std::vector<int> parse_node_list(const std::string& text, const std::string& origin = "command line",
+                                 const std::string& option = "--nodes");
+
+SweepRow make_sweep_row(int nodes, const TraceMetrics& metrics, double iteration_1_s);
+
+using EngineFactory = std::function<std::unique_ptr<Engine>()>;
+/** Called after each finished node count with (done, total); may be called from worker threads
+ *  but never concurrently. */
+using SweepProgress = std::function<void(int done, int total)>;
+
+struct SweepOptions {
+  bool parallel = true;  ///< TBB over node counts (each worker gets its own engine)
+  SweepProgress progress;
+};
+
+/** Builds the schedule of `base` with ranks = P for every P in `nodes`, replays it on an engine
+ *  from `make_engine` and returns one row per P. The speedup baseline T_iter(1) is the row
+ *  with P = 1, computed separately when `nodes` lacks it.
+ *  @throws InputError from the builders (e.g. batch not divisible by P) before returning rows. */
+std::vector<SweepRow> predict_sweep(const Network& network, const Platform& platform, const StrategyOptions& base,
+                                    const std::vector<int>& nodes, const EngineFactory& make_engine,
+                                    const SweepOptions& options = {});
+
+/** Rows from already computed metrics (e.g. traces of simulate_many), nodes[i] ↔ metrics[i]. */
+std::vector<SweepRow> sweep_rows(const std::vector<int>& nodes, const std::vector<TraceMetrics>& metrics,
+                                 double iteration_1_s);
+
+std::string sweep_csv(const std::vector<SweepRow>& rows);
+nlohmann::json sweep_json(const std::vector<SweepRow>& rows, const nlohmann::json& metadata);
+std::string format_sweep_table(const std::vector<SweepRow>& rows);
+
+}  // namespace cnnpar

@@ -1,0 +1,47 @@
+// `cnnpar compare PREDICTED.json MEASURED.json`: metrics side by side and the ops that
+// deviate most.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "analysis/compare.hpp"
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "model/json_node.hpp"
+#include "model/trace.hpp"
+
+namespace cnnpar::cli {
+
+namespace {
+
+struct CompareOptions {
+  std::string predicted, measured;
+  std::string json_out;
+  int top = 10;
+  bool quiet = false;
+};
+
+int run_compare(const CompareOptions& o) {
+  check_output_path(o.json_out, "--json");
+  const Trace predicted = trace_from_json(read_json_file(o.predicted), o.predicted);
+  const Trace measured = trace_from_json(read_json_file(o.measured), o.measured);
+  const CompareReport report = compare_traces(predicted, measured, o.top);
+  if (!o.json_out.empty()) write_output(o.json_out, to_json(report).dump(2) + "\n");
+  if (!o.quiet) std::fputs(format_compare_table(report).c_str(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+Runner add_compare_command(CLI::App& app) {
+  auto o = std::make_shared<CompareOptions>();
+  CLI::App* sub = app.add_subcommand("compare", "compare two traces (e.g. a prediction and a measurement)");
+  sub->add_option("PREDICTED", o->predicted, "predicted Trace JSON")->required();
+  sub->add_option("MEASURED", o->measured, "measured Trace JSON")->required();
+  sub->add_option("--json", o->json_out, "write the comparison as JSON here");
+  sub->add_option("--top", o->top, "ops with the largest deviation to list")->capture_default_str();
+  sub->add_flag("--quiet,-q", o->quiet, "print nothing on success");
+  return [o] { return run_compare(*o); };
+}
+
+}  // namespace cnnpar::cli

@@ -1,0 +1,153 @@
+// `cnnpar predict` (analytic or SimGrid engine over a list of node counts) and
+// `cnnpar simulate` (= predict --engine simgrid, with SimGrid's own options).
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "analysis/metrics.hpp"
+#include "analysis/sweep.hpp"
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "model/error.hpp"
+#include "model/strategies/strategy.hpp"
+#include "sim/analytic/analytic_engine.hpp"
+#ifdef CNNPAR_HAVE_SIMGRID
+#include "sim/simgrid/simgrid_engine.hpp"
+#endif
+
+namespace cnnpar::cli {
+
+namespace {
+
+struct PredictOptions {
+  ScenarioOptions scenario;
+  std::string nodes;  ///< empty: kDefaultNodes
+  std::string engine = "analytic";
+  std::string json_out, csv_out;
+  bool quiet = false;
+  bool progress = false;
+  bool serial = false;
+  // simulate only
+  std::string network_model = "CM02";
+  std::string platform_xml;
+};
+
+#ifdef CNNPAR_HAVE_SIMGRID
+std::vector<SweepRow> simgrid_sweep(const LoadedScenario& s, const std::vector<int>& nodes,
+                                    const SimgridOptions& sg, Progress& progress) {
+  std::vector<int> counts = nodes;
+  const bool has_one = !counts.empty() && counts.front() == 1;  // parse_node_list sorts
+  if (!has_one) counts.insert(counts.begin(), 1);
+  // Every schedule is built (and so validated) before any simulation starts.
+  std::vector<Schedule> schedules;
+  schedules.reserve(counts.size());
+  for (int p : counts) {
+    StrategyOptions options = s.strategy;
+    options.ranks = p;
+    schedules.push_back(build_schedule(s.network, s.platform, options));
+  }
+  std::vector<std::pair<const Schedule*, const Platform*>> jobs;
+  for (const Schedule& schedule : schedules) jobs.emplace_back(&schedule, &s.platform);
+  const std::vector<Trace> traces =
+      simulate_many(jobs, sg, [&](int done, int total) { progress.update(done, total); });
+  std::vector<TraceMetrics> metrics;
+  for (const Trace& trace : traces) metrics.push_back(compute_metrics(trace));
+  const double iteration_1_s = metrics.front().iteration_s;
+  if (!has_one) {
+    counts.erase(counts.begin());
+    metrics.erase(metrics.begin());
+  }
+  return sweep_rows(counts, metrics, iteration_1_s);
+}
+#endif
+
+int run_predict(const PredictOptions& o, bool simulate_command) {
+  // Validate every input before any work or output.
+  check_output_path(o.json_out, "--json");
+  check_output_path(o.csv_out, "--csv");
+  const bool default_nodes = o.nodes.empty();
+  const std::string node_text = default_nodes ? kDefaultNodes : o.nodes;
+  const std::vector<int> nodes = parse_node_list(node_text, "command line", "--nodes");
+  if (o.engine != "analytic" && o.engine != "simgrid")
+    throw InputError("command line", "--engine", o.engine, "expected analytic or simgrid");
+  LoadedScenario s = load_scenario_options(o.scenario);
+  for (int p : nodes)
+    if (p > s.platform.nodes.count)
+      throw InputError("command line", "--nodes", node_text,
+                       fmt::format("{} nodes asked for, but platform {} has {}", p, s.platform.name,
+                                   s.platform.nodes.count));
+
+  Progress progress(simulate_command || o.engine == "simgrid" ? "simulating" : "predicting", o.progress, o.quiet);
+  std::vector<SweepRow> rows;
+  if (o.engine == "analytic") {
+    SweepOptions sweep;
+    sweep.parallel = !o.serial;
+    sweep.progress = [&](int done, int total) { progress.update(done, total); };
+    rows = predict_sweep(s.network, s.platform, s.strategy, nodes, [] { return make_analytic_engine(); }, sweep);
+  } else {
+#ifdef CNNPAR_HAVE_SIMGRID
+    SimgridOptions sg;
+    sg.network_model = o.network_model;
+    sg.platform_xml = o.platform_xml;
+    rows = simgrid_sweep(s, nodes, sg, progress);
+#else
+    throw InputError("command line", "--engine", o.engine,
+                     "this cnnpar was built without SimGrid (configure with CNNPAR_WITH_SIMGRID=ON)");
+#endif
+  }
+  progress.finish();
+
+  nlohmann::json metadata = to_json(s.strategy);
+  metadata.erase("ranks");
+  metadata["network"] = s.network.name;
+  metadata["platform"] = s.platform.name;
+  metadata["engine"] = o.engine;
+  if (o.engine == "simgrid") metadata["network_model"] = o.network_model;
+  if (!o.json_out.empty()) write_output(o.json_out, sweep_json(rows, metadata).dump(2) + "\n");
+  if (!o.csv_out.empty()) write_output(o.csv_out, sweep_csv(rows));
+  if (!o.quiet) {
+    std::printf("%s on %s, %s", s.network.name.c_str(), s.platform.name.c_str(), s.strategy.name.c_str());
+    if (s.strategy.name == "lee") std::printf(" (k %d, f %d)", s.strategy.lee_k, s.strategy.lee_f);
+    std::printf(", batch %lld, engine %s\n%s", static_cast<long long>(s.strategy.global_batch), o.engine.c_str(),
+                format_sweep_table(rows).c_str());
+  }
+  return 0;
+}
+
+void add_common(CLI::App* sub, PredictOptions& o) {
+  add_scenario_options(*sub, o.scenario);
+  sub->add_option("--nodes", o.nodes,
+                  "node counts: \"1-128\" doubles (1, 2, 4, ..., 128), \"1-128:1\" is every count, \"1,3,5\" a list (default: 1-128)");
+  sub->add_option("--json", o.json_out, "write the rows as JSON here");
+  sub->add_option("--csv", o.csv_out, "write the rows as CSV here");
+  sub->add_flag("--quiet,-q", o.quiet, "print nothing on success");
+  sub->add_flag("--progress", o.progress, "show progress even when stderr is not a terminal");
+}
+
+}  // namespace
+
+Runner add_predict_command(CLI::App& app) {
+  auto o = std::make_shared<PredictOptions>();
+  CLI::App* sub = app.add_subcommand("predict", "predict iteration time, overlap and speedup over node counts");
+  add_common(sub, *o);
+  sub->add_option("--engine", o->engine, "analytic | simgrid")->capture_default_str();
+  sub->add_flag("--serial", o->serial, "one node count at a time (no threads)");
+  return [o] { return run_predict(*o, false); };
+}
+
+Runner add_simulate_command(CLI::App& app) {
+  auto o = std::make_shared<PredictOptions>();
+  CLI::App* sub = app.add_subcommand("simulate", "predict with the SimGrid engine (links are shared, collectives are messages)");
+  add_common(sub, *o);
+  sub->add_option("--network-model", o->network_model, "SimGrid network model: CM02 | LV08")->capture_default_str();
+  sub->add_option("--platform-xml", o->platform_xml, "SimGrid XML platform used instead of the platform's network");
+  return [o] {
+    o->engine = "simgrid";
+    return run_predict(*o, true);
+  };
+}
+
+}  // namespace cnnpar::cli

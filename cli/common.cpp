@@ -1,0 +1,83 @@
+#include "cli/common.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "model/error.hpp"
+#include "model/json_node.hpp"
+#include "model/scenarios.hpp"
+#include "model/units.hpp"
+
+namespace cnnpar::cli {
+
+void add_scenario_options(CLI::App& sub, ScenarioOptions& o) {
+  sub.add_option("--network", o.network, "network name (scenarios/networks) or JSON path")->capture_default_str();
+  sub.add_option("--platform", o.platform, "platform name (scenarios/platforms) or JSON path")->capture_default_str();
+  sub.add_option("--strategy", o.strategy, "dp | dp_layerwise | dp_buckets | lee")->capture_default_str();
+  sub.add_option("--k", o.lee_k, "lee: counted layers in the first gradient chunk")->capture_default_str();
+  sub.add_option("--f", o.lee_f, "lee: fc layers that replicate the gradient calculation")->capture_default_str();
+  sub.add_option("--bucket-bytes", o.bucket_bytes, "dp_buckets: bucket size, e.g. 25MiB")->capture_default_str();
+  sub.add_option("--batch", o.batch, "global mini-batch N (images per iteration over all nodes)")->capture_default_str();
+  sub.add_option("--iterations", o.iterations, "iterations, warm-up included")->capture_default_str();
+  sub.add_option("--warmup", o.warmup, "leading iterations excluded from the metrics")->capture_default_str();
+  sub.add_flag("--uneven-batch", o.uneven_batch,
+               "allow a batch that the node count does not divide (ranks take ceil or floor of N/P images)");
+}
+
+LoadedScenario load_scenario_options(const ScenarioOptions& o) {
+  LoadedScenario s;
+  s.network = load_network(o.network);
+  s.platform = load_platform(o.platform);
+  s.strategy.name = o.strategy;
+  s.strategy.global_batch = o.batch;
+  s.strategy.iterations = o.iterations;
+  s.strategy.warmup_iterations = o.warmup;
+  s.strategy.lee_k = o.lee_k;
+  s.strategy.lee_f = o.lee_f;
+  s.strategy.uneven_batch = o.uneven_batch;
+  s.strategy.origin = "command line";
+  try {
+    s.strategy.bucket_bytes = parse_quantity(o.bucket_bytes, Unit::size_bytes, true);
+  } catch (const std::invalid_argument& e) {
+    throw InputError("command line", "--bucket-bytes", o.bucket_bytes, e.what());
+  }
+  return s;
+}
+
+Progress::Progress(std::string label, bool forced, bool quiet)
+    : label_(std::move(label)),
+      enabled_(!quiet && (forced || isatty(STDERR_FILENO) == 1)),
+      terminal_(isatty(STDERR_FILENO) == 1) {}
+
+Progress::~Progress() { finish(); }
+
+void Progress::update(int done, int total) {
+  if (!enabled_) return;
+  active_ = terminal_;
+  std::fprintf(stderr, terminal_ ? "\r%s: %d/%d" : "%s: %d/%d\n", label_.c_str(), done, total);
+  std::fflush(stderr);
+}
+
+void Progress::finish() {
+  if (!active_) return;
+  active_ = false;
+  std::fprintf(stderr, "\n");
+  std::fflush(stderr);
+}
+
+void write_output(const std::string& path, const std::string& content) { write_file_atomic(path, content); }
+
+void check_output_path(const std::string& path, const std::string& option) {
+  if (path.empty()) return;
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec))
+    throw InputError("command line", option, path, "the output folder does not exist");
+  if (fs::is_directory(target, ec)) throw InputError("command line", option, path, "the output path is a folder");
+}
+
+}  // namespace cnnpar::cli

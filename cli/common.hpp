@@ -1,0 +1,71 @@
+#pragma once
+// Helpers shared by the cnnpar sub-commands (wiring only: no model logic here).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "model/network.hpp"
+#include "model/platform.hpp"
+#include "model/strategies/strategy.hpp"
+
+namespace cnnpar::cli {
+
+/** The embedded default scenario (README's first command): VGG-A on Cori Haswell, lee with
+ *  k 9, f 2, batch 256, on 1, 2, 4, ..., 128 nodes (Lee et al. Fig. 6). */
+inline constexpr const char* kDefaultNetwork = "vgg-a";
+inline constexpr const char* kDefaultPlatform = "cori-haswell";
+inline constexpr const char* kDefaultStrategy = "lee";
+inline constexpr const char* kDefaultNodes = "1-128";
+
+/** Options that pick one workload: network, platform, strategy and its parameters. */
+struct ScenarioOptions {
+  std::string network = kDefaultNetwork;
+  std::string platform = kDefaultPlatform;
+  std::string strategy = kDefaultStrategy;
+  int lee_k = 9;
+  int lee_f = 2;
+  std::string bucket_bytes = "25MiB";
+  std::int64_t batch = 256;
+  int iterations = 3;
+  int warmup = 1;
+  bool uneven_batch = false;  ///< allow N % P != 0 (ranks take ⌈N/P⌉ or ⌊N/P⌋ images)
+};
+
+void add_scenario_options(CLI::App& sub, ScenarioOptions& options);
+
+struct LoadedScenario {
+  Network network;
+  Platform platform;
+  StrategyOptions strategy;  ///< ranks still to be set
+};
+
+/** Loads network and platform (names or paths) and converts the strategy options.
+ *  @throws InputError naming the file (or "command line"), the path and the value. */
+LoadedScenario load_scenario_options(const ScenarioOptions& options);
+
+/** A small progress line on stderr ("label: done/total"), shown only when stderr is a
+ *  terminal or `forced`, and never when `quiet`. */
+class Progress {
+ public:
+  Progress(std::string label, bool forced, bool quiet);
+  ~Progress();
+  void update(int done, int total);
+  void finish();
+
+ private:
+  std::string label_;
+  bool enabled_ = false;
+  bool terminal_ = false;  ///< redraw one line with '\r'; else one line per update
+  bool active_ = false;
+};
+
+/** Writes `content` atomically; a failure becomes std::runtime_error naming the path. */
+void write_output(const std::string& path, const std::string& content);
+
+/** Throws InputError("command line", option, value, reason) unless `path` can be created
+ *  (its folder exists). Called before any work so bad output paths fail early. */
+void check_output_path(const std::string& path, const std::string& option);
+
+}  // namespace cnnpar::cli

@@ -1,0 +1,58 @@
+// cnnpar: predict, simulate, balance, trace, compare (and run/calibrate when built).
+// The only place that turns exceptions into exit codes: 0 ok, 1 failure, 2 bad input.
+#include <malloc.h>
+
+#include <cstdio>
+#include <exception>
+#include <map>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.hpp"
+#include "model/error.hpp"
+
+int main(int argc, char** argv) {
+#ifdef __GLIBC__
+  // Keep freed trace memory in the heap: a sweep allocates and frees large Traces one after the
+  // other, and returning them to the kernel each time made page faults half the sweep's time.
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+#endif
+  CLI::App app{"cnnpar: predict and measure how CNN training scales over nodes.\n"
+               "With no sub-command: predict VGG-A on Cori Haswell with lee (k 9, f 2), batch 256, 1-128 nodes."};
+  app.require_subcommand(0, 1);
+  std::map<CLI::App*, cnnpar::cli::Runner> runners;
+  const auto add = [&](cnnpar::cli::Runner runner, const char* name) {
+    runners[app.get_subcommand(name)] = std::move(runner);
+  };
+  add(cnnpar::cli::add_predict_command(app), "predict");
+#ifdef CNNPAR_HAVE_SIMGRID
+  add(cnnpar::cli::add_simulate_command(app), "simulate");
+#endif
+  add(cnnpar::cli::add_balance_command(app), "balance");
+  add(cnnpar::cli::add_trace_command(app), "trace");
+  add(cnnpar::cli::add_compare_command(app), "compare");
+#ifdef CNNPAR_HAVE_RUN_COMMANDS
+  add(cnnpar::cli::add_run_command(app), "run");
+  add(cnnpar::cli::add_calibrate_command(app), "calibrate");
+#endif
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;  // a command line that does not parse is bad input
+  }
+  try {
+    for (const auto& [sub, runner] : runners)
+      if (sub->parsed()) return runner();
+    // No sub-command: the embedded default scenario (predict's defaults).
+    return runners.at(app.get_subcommand("predict"))();
+  } catch (const cnnpar::InputError& e) {
+    std::fprintf(stderr, "cnnpar: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cnnpar: error: %s\n", e.what());
+    return 1;
+  }
+}

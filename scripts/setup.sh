@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages cnnpar needs (only the missing ones). Run as root.
+set -euo pipefail
+packages=(build-essential cmake pkg-config libsimgrid-dev mpich libmpich-dev libopenblas-dev
+          nlohmann-json3-dev libfmt-dev catch2 libcli11-dev libbenchmark-dev gnuplot-nox libtbb-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "cnnpar: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,471 @@
+#include "sim/analytic/analytic_engine.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <queue>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "model/error.hpp"
+#include "sim/analytic/collective_cost.hpp"
+#include "model/op_time.hpp"
+
+namespace cnnpar::analytic {
+namespace {
+
+struct Event {
+  double time_s = 0;
+  std::uint64_t seq = 0;        // insertion order: deterministic ties
+  std::int32_t id = 0;          // rank (compute end) or collective (collective end)
+  std::uint32_t version = 0;    // compute end: valid only if it matches the rank's version
+  bool compute = false;
+};
+
+struct Later {
+  bool operator()(const Event& a, const Event& b) const {
+    return a.time_s > b.time_s || (a.time_s == b.time_s && a.seq > b.seq);
+  }
+};
+
+enum class Status : std::uint8_t { ready, computing, waiting, done };
+
+struct RankState {
+  std::size_t pc = 0;
+  Status status = Status::ready;
+  double clock_s = 0;        // the compute stream's time
+  int waiting_on = -1;
+  std::size_t wait_record = 0;
+  // compute op in flight (time-ordered replay)
+  double remaining_s = 0;    // full-speed seconds still to run
+  double last_update_s = 0;
+  double rate = 1;           // progress per second (1 or 1/(1+slowdown))
+  std::uint32_t version = 0;
+  // communication engine
+  std::vector<int> queue;    // posted collective ids, posting order
+  std::size_t queue_head = 0;
+  int active = 0;            // joined, not ended
+  int transferring = 0;      // started, not ended
+};
+
+struct CollState {
+  double duration_s = 0;
+  int joined = 0;
+  double max_join_s = 0;
+  double start_s = 0, end_s = 0;
+  bool started = false, ended = false;
+  std::size_t member_offset = 0;  // into Replay::member_record_
+};
+
+class Replay {
+ public:
+  Replay(const Schedule& schedule, const Platform& platform, ReplayMode mode)
+      : schedule_(schedule), platform_(platform) {
+    const int ranks = schedule.ranks();
+    if (ranks > platform.nodes.count)
+      throw InputError(platform.name, "/nodes/count", std::to_string(platform.nodes.count),
+                       fmt::format("the schedule needs {} ranks but the platform has only {} nodes", ranks,
+                                   platform.nodes.count));
+    concurrency_ = std::max(1, platform.network.collective_concurrency);
+    slowdown_ = std::max(0.0, platform.comm_compute_slowdown);
+    run_ahead_ = mode == ReplayMode::automatic && slowdown_ == 0.0 && concurrency_ == 1;
+    slow_rate_ = 1.0 / (1.0 + slowdown_);
+
+    ranks_.resize(std::size_t(ranks));
+    colls_.resize(schedule.collectives.size());
+    std::size_t offset = 0;
+    for (std::size_t c = 0; c < schedule.collectives.size(); ++c) {
+      const Collective& coll = schedule.collectives[c];
+      CNNPAR_ASSERT(!coll.group.empty(), fmt::format("collective {} has an empty group", c));
+      colls_[c].duration_s = collective_time_s(coll, platform);
+      colls_[c].member_offset = offset;
+      offset += coll.group.size();
+    }
+    member_record_.assign(offset, -1);
+    if (mode == ReplayMode::automatic) find_rank_classes();
+
+    trace_ = make_empty_trace(schedule, "analytic");
+    trace_.metadata["platform"] = platform.name;
+    CNNPAR_ASSERT(int(trace_.ranks.size()) == ranks, "make_empty_trace: one RankTrace per rank");
+    for (int r = 0; r < ranks; ++r) {
+      if (!replayed(r)) continue;
+      const auto& ops = schedule.programs[std::size_t(r)].ops;
+      std::size_t computes = 0, posts = 0, marks = 0;
+      for (const Op& op : ops) {
+        computes += op.kind == OpKind::compute;
+        posts += op.kind == OpKind::post;
+        marks += op.kind == OpKind::mark;
+      }
+      RankTrace& rt = trace_.ranks[std::size_t(r)];
+      rt.compute.reserve(computes);
+      rt.collectives.reserve(posts);
+      rt.marks.reserve(marks);
+      ranks_[std::size_t(r)].queue.reserve(posts);
+    }
+  }
+
+  Trace run() {
+    for (int r = 0; r < int(ranks_.size()); ++r)
+      if (replayed(r)) advance(r);
+    while (!events_.empty()) {
+      const Event event = events_.top();
+      events_.pop();
+      if (event.compute) {
+        RankState& rs = ranks_[std::size_t(event.id)];
+        if (rs.status != Status::computing || rs.version != event.version) continue;  // stale
+        finish_compute(event.id, event.time_s);
+        advance(event.id);
+      } else {
+        end_collective(event.id);
+      }
+    }
+    check_finished();
+    if (!representatives_.empty()) {
+      // Every rank lived its class representative's timeline.
+      for (std::size_t r = 0; r < ranks_.size(); ++r) {
+        if (replayed(int(r))) continue;
+        RankTrace& rt = trace_.ranks[r];
+        const int rank = rt.rank;
+        rt = trace_.ranks[std::size_t(representative_of_[r])];
+        rt.rank = rank;
+      }
+    }
+    return std::move(trace_);
+  }
+
+ private:
+  // Index of `rank` inside the sorted group of collective `c`, or -1.
+  int member_index(int c, int rank) const {
+    const auto& group = schedule_.collectives[std::size_t(c)].group;
+    const auto it = std::lower_bound(group.begin(), group.end(), rank);
+    if (it == group.end() || *it != rank) return -1;
+    return int(it - group.begin());
+  }
+
+  // The ranks whose state a collective changes: its group, or the class representatives.
+  std::span<const int> members(int c) const {
+    if (!representatives_.empty()) return representatives_;
+    return schedule_.collectives[std::size_t(c)].group;
+  }
+
+  bool replayed(int r) const { return representatives_.empty() || representative_of_[std::size_t(r)] == r; }
+
+  static bool same_op(const Op& a, const Op& b) {
+    return a.kind == b.kind && a.collective == b.collective && a.iteration == b.iteration && a.layer == b.layer &&
+           a.phase == b.phase && a.kernel == b.kernel && a.flops == b.flops && a.bytes == b.bytes &&
+           a.batch == b.batch && a.gemm == b.gemm && a.label == b.label;
+  }
+
+  // Ranks with the same program (the same op list, or equal ops) and the same speed form a
+  // class. When every collective spans all ranks, every rank of a class joins each collective
+  // when its class representative does, so replaying one rank per class and copying its
+  // timeline is exact (dp and lee: one class, or two with an uneven batch split). Fills
+  // representatives_ and representative_of_ when that pays off.
+  void find_rank_classes() {
+    const int ranks = schedule_.ranks();
+    if (ranks < 2) return;
+    for (const Collective& c : schedule_.collectives) {
+      if (int(c.group.size()) != ranks) return;
+      for (int i = 0; i < ranks; ++i)
+        if (c.group[std::size_t(i)] != i) return;
+    }
+    constexpr std::size_t kMaxClasses = 8;  // beyond that, comparing programs costs more than it saves
+    std::vector<int> reps, of(std::size_t(ranks), -1);
+    for (int r = 0; r < ranks; ++r) {
+      const auto& ops = schedule_.programs[std::size_t(r)].ops;
+      const double speed = platform_.speed_factor(r);
+      for (int candidate : reps) {
+        const auto& other = schedule_.programs[std::size_t(candidate)].ops;
+        if (platform_.speed_factor(candidate) != speed) continue;
+        if (ops.same_storage(other) || same_ops(ops, other)) {
+          of[std::size_t(r)] = candidate;
+          break;
+        }
+      }
+      if (of[std::size_t(r)] >= 0) continue;
+      if (reps.size() == kMaxClasses) return;
+      reps.push_back(r);
+      of[std::size_t(r)] = r;
+    }
+    if (int(reps.size()) == ranks) return;
+    representatives_ = std::move(reps);
+    representative_of_ = std::move(of);
+  }
+
+  template <typename List>
+  static bool same_ops(const List& a, const List& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (!same_op(a[i], b[i])) return false;
+    return true;
+  }
+
+  int& record_slot(int c, int member) { return member_record_[colls_[std::size_t(c)].member_offset + std::size_t(member)]; }
+
+  CollectiveRecord& record_of(int rank, int c) {
+    const int member = member_index(c, rank);
+    CNNPAR_ASSERT(member >= 0, "record_of: rank not in group");
+    const int index = record_slot(c, member);
+    CNNPAR_ASSERT(index >= 0, "record_of: collective not posted");
+    return trace_.ranks[std::size_t(rank)].collectives[std::size_t(index)];
+  }
+
+  void push(double time_s, int id, std::uint32_t version, bool compute) {
+    events_.push(Event{time_s, next_seq_++, id, version, compute});
+  }
+
+  double current_rate(const RankState& rs) const { return rs.transferring > 0 ? slow_rate_ : 1.0; }
+
+  // Runs rank r's program from its clock until it blocks, starts a timed compute op
+  // (time-ordered replay) or ends.
+  void advance(int r) {
+    RankState& rs = ranks_[std::size_t(r)];
+    const auto& ops = schedule_.programs[std::size_t(r)].ops;
+    RankTrace& rt = trace_.ranks[std::size_t(r)];
+    while (rs.status == Status::ready) {
+      if (rs.pc == ops.size()) {
+        rs.status = Status::done;
+        return;
+      }
+      const Op& op = ops[rs.pc];
+      switch (op.kind) {
+        case OpKind::compute: {
+          const double duration_s = op_time_s(platform_, op, r);
+          CNNPAR_ASSERT(duration_s >= 0, fmt::format("negative compute time for {}", op.label));
+          ComputeRecord& record = rt.compute.emplace_back();
+          record.op = int(rs.pc);
+          record.label = op.label;
+          record.layer = op.layer;
+          record.phase = op.phase;
+          record.kernel = op.kernel;
+          record.flops = op.flops;
+          record.start_s = rs.clock_s;
+          if (run_ahead_) {
+            rs.clock_s += duration_s;
+            record.end_s = rs.clock_s;
+            ++rs.pc;
+          } else {
+            rs.status = Status::computing;
+            rs.remaining_s = duration_s;
+            rs.last_update_s = rs.clock_s;
+            rs.rate = current_rate(rs);
+            ++rs.version;
+            push(rs.clock_s + rs.remaining_s / rs.rate, r, rs.version, true);
+          }
+          break;
+        }
+        case OpKind::post:
+          post(r, op.collective);
+          ++rs.pc;
+          break;
+        case OpKind::wait:
+          wait(r, op.collective);
+          break;
+        case OpKind::mark:
+          rt.marks.push_back(MarkRecord{op.iteration, rs.clock_s});
+          ++rs.pc;
+          break;
+      }
+    }
+  }
+
+  void finish_compute(int r, double time_s) {
+    RankState& rs = ranks_[std::size_t(r)];
+    rs.clock_s = time_s;
+    trace_.ranks[std::size_t(r)].compute.back().end_s = time_s;
+    rs.status = Status::ready;
+    rs.remaining_s = 0;
+    ++rs.pc;
+  }
+
+  void check_collective_id(int r, int c) const {
+    CNNPAR_ASSERT(c >= 0 && std::size_t(c) < colls_.size(),
+                  fmt::format("rank {} op {} names collective {} which does not exist", r,
+                              ranks_[std::size_t(r)].pc, c));
+  }
+
+  void post(int r, int c) {
+    check_collective_id(r, c);
+    RankState& rs = ranks_[std::size_t(r)];
+    const Collective& coll = schedule_.collectives[std::size_t(c)];
+    const int member = member_index(c, r);
+    CNNPAR_ASSERT(member >= 0, fmt::format("rank {} posts collective {} ('{}') without being in its group", r, c,
+                                           coll.label));
+    int& slot = record_slot(c, member);
+    CNNPAR_ASSERT(slot < 0, fmt::format("rank {} posts collective {} ('{}') twice", r, c, coll.label));
+    auto& records = trace_.ranks[std::size_t(r)].collectives;
+    slot = int(records.size());
+    CollectiveRecord& record = records.emplace_back();
+    record.collective = c;
+    record.label = coll.label;
+    record.kind = coll.kind;
+    record.bytes = coll.bytes;
+    record.iteration = coll.iteration;
+    record.posted_s = rs.clock_s;
+    record.comm_start_s = record.comm_end_s = record.wait_start_s = record.wait_end_s = rs.clock_s;
+    rs.queue.push_back(c);
+    try_join(r, rs.clock_s);
+  }
+
+  // The engine of rank r takes queued collectives while it has a free slot; `now_s` is the
+  // time the slot is known free (posting time, or the end of the collective that held it).
+  void try_join(int r, double now_s) {
+    RankState& rs = ranks_[std::size_t(r)];
+    while (rs.active < concurrency_ && rs.queue_head < rs.queue.size()) {
+      const int c = rs.queue[rs.queue_head++];
+      CollectiveRecord& record = record_of(r, c);
+      const double join_s = std::max(now_s, record.posted_s);
+      record.comm_start_s = join_s;
+      ++rs.active;
+      CollState& cs = colls_[std::size_t(c)];
+      cs.max_join_s = cs.joined == 0 ? join_s : std::max(cs.max_join_s, join_s);
+      ++cs.joined;
+      const std::size_t needed =
+          representatives_.empty() ? schedule_.collectives[std::size_t(c)].group.size() : representatives_.size();
+      if (std::size_t(cs.joined) == needed) start_collective(c);
+    }
+  }
+
+  void start_collective(int c) {
+    CollState& cs = colls_[std::size_t(c)];
+    cs.started = true;
+    cs.start_s = cs.max_join_s;
+    cs.end_s = cs.start_s + cs.duration_s;
+    if (slowdown_ > 0)
+      for (int m : members(c)) change_transferring(m, +1, cs.start_s);
+    push(cs.end_s, c, 0, false);
+  }
+
+  // Compute progresses at a new rate from time_s on (time-ordered replay only).
+  void change_transferring(int r, int delta, double time_s) {
+    RankState& rs = ranks_[std::size_t(r)];
+    rs.transferring += delta;
+    if (rs.status != Status::computing) return;
+    const double rate = current_rate(rs);
+    if (rate == rs.rate) return;
+    rs.remaining_s = std::max(0.0, rs.remaining_s - (time_s - rs.last_update_s) * rs.rate);
+    rs.last_update_s = time_s;
+    rs.rate = rate;
+    ++rs.version;
+    push(time_s + rs.remaining_s / rs.rate, r, rs.version, true);
+  }
+
+  void end_collective(int c) {
+    CollState& cs = colls_[std::size_t(c)];
+    cs.ended = true;
+    const std::span<const int> group = members(c);
+    for (int m : group) {
+      RankState& rs = ranks_[std::size_t(m)];
+      record_of(m, c).comm_end_s = cs.end_s;
+      --rs.active;
+      if (slowdown_ > 0) change_transferring(m, -1, cs.end_s);
+    }
+    for (int m : group) {
+      RankState& rs = ranks_[std::size_t(m)];
+      if (rs.status == Status::waiting && rs.waiting_on == c) {
+        resume_from_wait(m, cs.end_s);
+      }
+      try_join(m, cs.end_s);
+      advance(m);
+    }
+  }
+
+  void wait(int r, int c) {
+    check_collective_id(r, c);
+    RankState& rs = ranks_[std::size_t(r)];
+    const int member = member_index(c, r);
+    CNNPAR_ASSERT(member >= 0 && record_slot(c, member) >= 0,
+                  fmt::format("rank {} op {} waits for collective {} ('{}') it never posted", r, rs.pc, c,
+                              schedule_.collectives[std::size_t(c)].label));
+    CollectiveRecord& record = trace_.ranks[std::size_t(r)].collectives[std::size_t(record_slot(c, member))];
+    record.wait_start_s = rs.clock_s;
+    const CollState& cs = colls_[std::size_t(c)];
+    // Run-ahead: a started collective's end is already final.
+    if (cs.ended || (run_ahead_ && cs.started)) {
+      rs.clock_s = std::max(rs.clock_s, cs.end_s);
+      record.wait_end_s = rs.clock_s;
+      ++rs.pc;
+      return;
+    }
+    rs.status = Status::waiting;
+    rs.waiting_on = c;
+  }
+
+  void resume_from_wait(int r, double end_s) {
+    RankState& rs = ranks_[std::size_t(r)];
+    CollectiveRecord& record = record_of(r, rs.waiting_on);
+    rs.clock_s = std::max(rs.clock_s, end_s);
+    record.wait_end_s = rs.clock_s;
+    rs.status = Status::ready;
+    rs.waiting_on = -1;
+    ++rs.pc;
+  }
+
+  [[noreturn]] void report_deadlock() const {
+    std::string message = "analytic replay deadlocked:";
+    int listed = 0;
+    for (std::size_t r = 0; r < ranks_.size() && listed < 8; ++r) {
+      const RankState& rs = ranks_[r];
+      if (rs.status == Status::done || !replayed(int(r))) continue;
+      ++listed;
+      message += fmt::format(" rank {} at op {}", r, rs.pc);
+      if (rs.status == Status::waiting) {
+        const int c = rs.waiting_on;
+        const Collective& coll = schedule_.collectives[std::size_t(c)];
+        std::string missing;
+        for (std::size_t i = 0; i < coll.group.size(); ++i)
+          if (member_record_[colls_[std::size_t(c)].member_offset + i] < 0)
+            missing += (missing.empty() ? "" : ",") + std::to_string(coll.group[i]);
+        message += fmt::format(" waits for collective {} ('{}', joined by {}/{} members{}{});", c, coll.label,
+                               colls_[std::size_t(c)].joined, coll.group.size(),
+                               missing.empty() ? "" : ", never posted by ranks ", missing);
+      } else {
+        message += " is stuck;";
+      }
+    }
+    throw InternalError(message + " (verify() should have rejected this schedule)");
+  }
+
+  void check_finished() const {
+    for (std::size_t r = 0; r < ranks_.size(); ++r)
+      if (replayed(int(r)) && ranks_[r].status != Status::done) report_deadlock();
+  }
+
+  const Schedule& schedule_;
+  const Platform& platform_;
+  int concurrency_ = 1;
+  double slowdown_ = 0;
+  double slow_rate_ = 1;
+  bool run_ahead_ = false;
+  std::vector<int> representatives_;   // one rank per class; empty = replay every rank
+  std::vector<int> representative_of_;  // per rank: its class representative
+  std::vector<RankState> ranks_;
+  std::vector<CollState> colls_;
+  std::vector<int> member_record_;  // per (collective, member): record index on that rank, -1 = not posted
+  std::priority_queue<Event, std::vector<Event>, Later> events_;
+  std::uint64_t next_seq_ = 0;
+  Trace trace_;
+};
+
+class AnalyticEngine final : public Engine {
+ public:
+  std::string name() const override { return "analytic"; }
+  Trace run(const Schedule& schedule, const Platform& platform) override {
+    return analytic_replay(schedule, platform, ReplayMode::automatic);
+  }
+};
+
+}  // namespace
+
+Trace analytic_replay(const Schedule& schedule, const Platform& platform, ReplayMode mode) {
+  Replay replay(schedule, platform, mode);
+  return replay.run();
+}
+
+}  // namespace cnnpar::analytic
+
+namespace cnnpar {
+std::unique_ptr<Engine> make_analytic_engine() { return std::make_unique<analytic::AnalyticEngine>(); }
+}  // namespace cnnpar

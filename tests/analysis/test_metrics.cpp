@@ -1,0 +1,247 @@
+// Metrics, comparison, sweep writers and Chrome export on hand-built Traces whose values are
+// worked out in the comments.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <catch2/catch.hpp>
+
+#include "analysis/chrome_trace.hpp"
+#include "analysis/compare.hpp"
+#include "analysis/metrics.hpp"
+#include "analysis/sweep.hpp"
+#include "model/error.hpp"
+
+using namespace cnnpar;
+
+namespace {
+
+constexpr double kTol = 1e-12;
+
+ComputeRecord op(int index, const std::string& label, int layer, Phase phase, double start, double end) {
+  ComputeRecord r;
+  r.op = index;
+  r.label = label;
+  r.layer = layer;
+  r.phase = phase;
+  r.start_s = start;
+  r.end_s = end;
+  return r;
+}
+
+CollectiveRecord coll(int id, int iteration, double posted, double start, double end, double wait_start,
+                      double wait_end, double bytes = 1000) {
+  CollectiveRecord r;
+  r.collective = id;
+  r.label = "c" + std::to_string(id);
+  r.iteration = iteration;
+  r.bytes = bytes;
+  r.posted_s = posted;
+  r.comm_start_s = start;
+  r.comm_end_s = end;
+  r.wait_start_s = wait_start;
+  r.wait_end_s = wait_end;
+  return r;
+}
+
+// Two ranks, iterations 0 (warm-up) and 1, 2 (measured).
+//  rank 0: marks at 1.0, 2.0, 3.5; rank 1: marks at 1.0, 2.5, 3.5.
+//  iteration 1 spans: rank 0 1.0, rank 1 1.5 → 1.5; iteration 2: rank 0 1.5, rank 1 1.0 → 1.5.
+//  compute in iteration 1: rank 0 conv1 fwd [1.0,1.4] + conv1 bwd_w [1.4,1.6] = 0.6; rank 1 [1.0,1.8] = 0.8
+//  compute in iteration 2: rank 0 [2.0,2.5] = 0.5; rank 1 [2.5,2.8] = 0.3
+//  collectives (rank 0): it 1: start 1.6 end 1.9, wait 1.7..1.9 → T_c 0.3, T_b 0.2, wait 0.2
+//                         it 2: start 2.5 end 3.0, wait 2.4..3.0 → T_c 0.5, T_b 0.5, wait 0.6
+//  collectives (rank 1): it 1: start 1.8 end 1.9, no wait (wait 2.0..2.0) → T_c 0.1, T_b 0
+//                         it 2: start 2.8 end 3.0, wait 2.9..3.0 → T_c 0.2, T_b 0.1
+//  warm-up collective on rank 0 (iteration 0): ignored.
+Trace sample_trace() {
+  Trace t;
+  t.engine = "hand";
+  t.warmup_iterations = 1;
+  t.ranks.resize(2);
+  RankTrace& a = t.ranks[0];
+  a.rank = 0;
+  a.compute = {op(0, "conv1.fwd", 0, Phase::forward, 0.0, 0.9), op(2, "conv1.fwd", 0, Phase::forward, 1.0, 1.4),
+               op(3, "conv1.bwd_w", 0, Phase::backward_weight, 1.4, 1.6),
+               op(6, "conv1.fwd", 0, Phase::forward, 2.0, 2.5)};
+  a.collectives = {coll(0, 0, 0.9, 0.9, 0.95, 0.95, 0.95), coll(1, 1, 1.6, 1.6, 1.9, 1.7, 1.9),
+                   coll(3, 2, 2.5, 2.5, 3.0, 2.4, 3.0)};
+  a.marks = {{0, 1.0}, {1, 2.0}, {2, 3.5}};
+  RankTrace& b = t.ranks[1];
+  b.rank = 1;
+  b.compute = {op(0, "conv1.fwd", 0, Phase::forward, 0.0, 0.9), op(2, "conv1.fwd", 0, Phase::forward, 1.0, 1.8),
+               op(6, "conv1.fwd", 0, Phase::forward, 2.5, 2.8)};
+  b.collectives = {coll(1, 1, 1.8, 1.8, 1.9, 2.0, 2.0), coll(3, 2, 2.8, 2.8, 3.0, 2.9, 3.0)};
+  b.marks = {{0, 1.0}, {1, 2.5}, {2, 3.5}};
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("metrics of a hand-built trace", "[metrics]") {
+  const TraceMetrics m = compute_metrics(sample_trace());
+  REQUIRE(m.measured_iterations == std::vector<int>{1, 2});
+  CHECK(m.iteration_times_s[0] == Approx(1.5).epsilon(kTol));
+  CHECK(m.iteration_times_s[1] == Approx(1.5).epsilon(kTol));
+  CHECK(m.iteration_s == Approx(1.5).epsilon(kTol));
+  // compute max over ranks: it 1 0.8, it 2 0.5 → median 0.65; mean: it 1 0.7, it 2 0.4 → 0.55
+  CHECK(m.compute_max_s == Approx(0.65).epsilon(kTol));
+  CHECK(m.compute_mean_s == Approx(0.55).epsilon(kTol));
+  // Σ T_c per rank: it 1 (0.3, 0.1) → 0.3; it 2 (0.5, 0.2) → 0.5; median 0.4
+  CHECK(m.comm_s == Approx(0.4).epsilon(kTol));
+  // Σ T_b: it 1 (0.2, 0) → 0.2; it 2 (0.5, 0.1) → 0.5; median 0.35
+  CHECK(m.exposed_comm_s == Approx(0.35).epsilon(kTol));
+  // wait: it 1 (0.2, 0) → 0.2; it 2 (0.6, 0.1) → 0.6; median 0.4
+  CHECK(m.wait_s == Approx(0.4).epsilon(kTol));
+  // R = 100·(1.1 − 0.8)/1.1 = 27.2727…
+  CHECK(m.total_comm_s == Approx(1.1).epsilon(kTol));
+  CHECK(m.total_exposed_s == Approx(0.8).epsilon(kTol));
+  CHECK(m.overlap_ratio_percent == Approx(100.0 * 0.3 / 1.1).epsilon(kTol));
+  // Load balance mean/max: it 1 0.7/0.8 = 0.875, it 2 0.4/0.5 = 0.8 → median 0.8375
+  CHECK(m.load_balance == Approx(0.8375).epsilon(kTol));
+  // BPT-CNN Eq. 8: it 1 (0.8−0.6)+(0) = 0.2; it 2 (0)+(0.5−0.3) = 0.2 → 0.4
+  CHECK(m.sync_wait_s == Approx(0.4).epsilon(kTol));
+  // Volume: 1000 B per rank per measured iteration.
+  CHECK(m.comm_bytes == Approx(1000.0).epsilon(kTol));
+  CHECK(m.collectives.size() == 4);
+  // Per layer: conv1 forward: rank 0 0.4 + 0.5 = 0.9, rank 1 0.8 + 0.3 = 1.1 over 2 iterations
+  // → mean 0.5 s, max 0.55 s per iteration; conv1 backward_weight: rank 0 0.2 → mean 0.05, max 0.1.
+  REQUIRE(m.layers.size() == 2);
+  CHECK(m.layers[0].name == "conv1");
+  CHECK(m.layers[0].phase == Phase::forward);
+  CHECK(m.layers[0].mean_s == Approx(0.5).epsilon(kTol));
+  CHECK(m.layers[0].max_s == Approx(0.55).epsilon(kTol));
+  CHECK(m.layers[1].phase == Phase::backward_weight);
+  CHECK(m.layers[1].mean_s == Approx(0.05).epsilon(kTol));
+  CHECK(m.layers[1].max_s == Approx(0.1).epsilon(kTol));
+  const nlohmann::json j = to_json(m);
+  CHECK(j.at("overlap_ratio_percent").get<double>() == Approx(100.0 * 0.3 / 1.1).epsilon(kTol));
+}
+
+TEST_CASE("T_b counts only the part of the wait while the collective runs", "[metrics]") {
+  // Waiting from 1.0 for a collective that only starts at 2.0 and ends at 3.0: wait 2.0 s, T_b 1.0 s.
+  CHECK(exposed_comm_s(coll(0, 0, 0.5, 2.0, 3.0, 1.0, 3.0)) == Approx(1.0).epsilon(kTol));
+  // Collective finished before the wait: T_b 0.
+  CHECK(exposed_comm_s(coll(0, 0, 0.5, 0.5, 0.8, 1.0, 1.0)) == 0.0);
+}
+
+TEST_CASE("a trace without measured iterations is rejected", "[metrics]") {
+  Trace t = sample_trace();
+  t.warmup_iterations = 5;
+  CHECK_THROWS_AS(compute_metrics(t), InputError);
+}
+
+TEST_CASE("median, speedup, efficiency", "[metrics]") {
+  CHECK(median({3.0, 1.0, 2.0}) == 2.0);
+  CHECK(median({4.0, 1.0, 2.0, 3.0}) == 2.5);
+  CHECK(median({}) == 0.0);
+  CHECK(speedup(10.0, 2.5) == 4.0);
+  CHECK(efficiency(4.0, 8) == 0.5);
+}
+
+TEST_CASE("compare two traces", "[compare]") {
+  const Trace measured = sample_trace();
+  Trace predicted = sample_trace();
+  predicted.engine = "model";
+  // Predict rank 1's measured-iteration-1 conv1 forward as 0.5 s instead of 0.8 s (deviation −0.3 s).
+  predicted.ranks[1].compute[1].end_s = 1.5;
+  const CompareReport report = compare_traces(predicted, measured);
+  REQUIRE(!report.metrics.empty());
+  CHECK(report.metrics[0].name == "iteration_s");
+  CHECK(report.metrics[0].absolute_error == 0.0);
+  // compute max: predicted it 1 max(0.6, 0.5) = 0.6, it 2 0.5 → 0.55; measured 0.65 → rel error 0.1/0.65
+  CHECK(report.metrics[1].name == "compute_max_s");
+  CHECK(report.metrics[1].predicted == Approx(0.55).epsilon(kTol));
+  CHECK(report.metrics[1].relative_error == Approx(0.1 / 0.65).epsilon(1e-9));
+  CHECK(report.matched_ops == 7);
+  CHECK(report.unmatched_ops == 0);
+  REQUIRE(!report.largest_deviations.empty());
+  CHECK(report.largest_deviations[0].rank == 1);
+  CHECK(report.largest_deviations[0].op == 2);
+  CHECK(report.largest_deviations[0].deviation_s == Approx(-0.3).epsilon(1e-9));
+  const std::string table = format_compare_table(report);
+  CHECK(table.find("iteration_s") != std::string::npos);
+  CHECK(to_json(report).at("largest_deviations").size() == report.largest_deviations.size());
+}
+
+TEST_CASE("node lists", "[sweep]") {
+  CHECK(parse_node_list("1-4:1") == std::vector<int>{1, 2, 3, 4});
+  CHECK(parse_node_list("1-128") == std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128});  // doubling
+  CHECK(parse_node_list("3-20") == std::vector<int>{3, 6, 12});
+  CHECK(parse_node_list("2-10:4") == std::vector<int>{2, 6, 10});
+  CHECK(parse_node_list("8,1,2,2,4") == std::vector<int>{1, 2, 4, 8});
+  CHECK(parse_node_list("1-3:1,16") == std::vector<int>{1, 2, 3, 16});
+  CHECK(parse_node_list("1-128:1").size() == 128);
+  for (const char* bad : {"", "0", "4-2", "a", "1,,2", "-3", "1-", "2.5", "1-8:0", "1-8:"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(parse_node_list(bad), InputError);
+  }
+}
+
+TEST_CASE("sweep rows, CSV and JSON", "[sweep]") {
+  TraceMetrics one, four;
+  one.iteration_s = 2.0;
+  four.iteration_s = 0.8;
+  four.overlap_ratio_percent = 40;
+  const std::vector<SweepRow> rows = sweep_rows({1, 4}, {one, four}, 2.0);
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[1].speedup == Approx(2.5).epsilon(kTol));     // 2.0 / 0.8
+  CHECK(rows[1].efficiency == Approx(0.625).epsilon(kTol));  // 2.5 / 4
+  const std::string csv = sweep_csv(rows);
+  CHECK(csv.rfind("nodes,iteration_s,compute_s,comm_s,exposed_comm_s,overlap_ratio_percent,speedup,efficiency\n", 0) == 0);
+  CHECK(csv.find("\n4,0.8,0,0,0,40,2.5,0.625\n") != std::string::npos);
+  const nlohmann::json j = sweep_json(rows, {{"strategy", "x"}});
+  CHECK(j.at("rows").size() == 2);
+  CHECK(j.at("rows")[1].at("speedup").get<double>() == Approx(2.5).epsilon(kTol));
+  CHECK(format_sweep_table(rows).find("nodes") != std::string::npos);
+}
+
+TEST_CASE("chrome trace export", "[chrome]") {
+  const nlohmann::json chrome = to_chrome_trace(sample_trace());
+  const auto& events = chrome.at("traceEvents");
+  int spans = 0, waits = 0;
+  for (const auto& e : events) {
+    if (e.at("ph") != "X") continue;
+    ++spans;
+    if (e.at("cat") == "wait") ++waits;
+    if (e.at("name") == "c1" && e.at("pid") == 0) {
+      CHECK(e.at("ts").get<double>() == Approx(1.6e6).epsilon(kTol));  // 1.6 s in µs
+      CHECK(e.at("dur").get<double>() == Approx(0.3e6).epsilon(1e-9));
+    }
+  }
+  // 7 compute ops + 5 collectives + waits with positive length (rank 0: 2, rank 1: 1).
+  CHECK(waits == 3);
+  CHECK(spans == 7 + 5 + 3);
+}
+
+TEST_CASE("summary metrics skip the lists but not the numbers", "[metrics]") {
+  const TraceMetrics full = compute_metrics(sample_trace());
+  const TraceMetrics summary = compute_metrics(sample_trace(), MetricsDetail{false, false});
+  CHECK(summary.collectives.empty());
+  CHECK(summary.layers.empty());
+  CHECK(summary.iteration_s == full.iteration_s);
+  CHECK(summary.compute_max_s == full.compute_max_s);
+  CHECK(summary.comm_s == full.comm_s);
+  CHECK(summary.exposed_comm_s == full.exposed_comm_s);
+  CHECK(summary.overlap_ratio_percent == full.overlap_ratio_percent);
+}
+
+TEST_CASE("waits after the last mark (a final drain) count in no iteration", "[metrics]") {
+  // A collective posted in iteration 2 and waited for from 3.6 s, after the last mark (3.5 s): its
+  // 1 s of exposed communication lies outside every measured window, so nothing changes.
+  Trace t = sample_trace();
+  t.ranks[0].collectives.push_back(coll(9, 2, 3.0, 3.0, 4.6, 3.6, 4.6));
+  const TraceMetrics with_drain = compute_metrics(t);
+  const TraceMetrics without = compute_metrics(sample_trace());
+  CHECK(with_drain.comm_s == without.comm_s);
+  CHECK(with_drain.exposed_comm_s == without.exposed_comm_s);
+  CHECK(with_drain.overlap_ratio_percent == without.overlap_ratio_percent);
+  // Posted in iteration 1 but waited for in iteration 2's window (lee's delayed exchanges): it
+  // counts in iteration 2. Rank 1: T_c 0.4 (1.9..2.3), wait 2.6..2.6 → T_b 0; Σ T_c becomes 1.5.
+  Trace delayed = sample_trace();
+  delayed.ranks[1].collectives.push_back(coll(8, 1, 1.9, 1.9, 2.3, 2.6, 2.6));
+  const TraceMetrics m = compute_metrics(delayed);
+  CHECK(m.total_comm_s == Approx(1.5).epsilon(kTol));
+  CHECK(m.overlap_ratio_percent == Approx(100.0 * 0.7 / 1.5).epsilon(kTol));
+}

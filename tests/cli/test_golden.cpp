@@ -1,0 +1,81 @@
+// Golden predictions: reruns every case of tests/golden/cases.txt and compares the CSV with
+// tests/golden/<name>.csv, number by number (relative tolerance kRelTol). A difference means the
+// model's predictions changed: if deliberate, approve with scripts/approve_golden.sh.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr double kRelTol = 1e-6;  // CSV holds 9 significant digits for times, 6 for ratios
+
+std::vector<std::vector<std::string>> read_csv(const fs::path& path) {
+  std::ifstream in(path);
+  std::vector<std::vector<std::string>> rows;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream s(line);
+    std::string cell;
+    while (std::getline(s, cell, ',')) cells.push_back(cell);
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+std::string trim(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t");
+  const auto last = text.find_last_not_of(" \t\r");
+  return first == std::string::npos ? "" : text.substr(first, last - first + 1);
+}
+
+}  // namespace
+
+TEST_CASE("golden predictions", "[golden]") {
+  const fs::path golden = fs::path(CNNPAR_SOURCE_DIR) / "tests" / "golden";
+  std::ifstream cases(golden / "cases.txt");
+  REQUIRE(cases.good());
+  std::string line;
+  int checked = 0;
+  while (std::getline(cases, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const auto bar = line.find('|');
+    REQUIRE(bar != std::string::npos);
+    const std::string name = trim(line.substr(0, bar));
+    const std::string args = trim(line.substr(bar + 1));
+    const fs::path expected = golden / (name + ".csv");
+    const fs::path actual = fs::temp_directory_path() / ("cnnpar_golden_" + std::to_string(::getpid()) + "_" + name + ".csv");
+    const std::string command = std::string(CNNPAR_EXE) + " " + args + " --quiet --serial --csv " + actual.string();
+    INFO("case " << name << ": cnnpar " << args);
+    const int status = std::system(command.c_str());
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+    REQUIRE(fs::exists(expected));
+    const auto want = read_csv(expected), got = read_csv(actual);
+    fs::remove(actual);
+    REQUIRE(want.size() == got.size());
+    REQUIRE(!want.empty());
+    CHECK(want[0] == got[0]);  // header
+    for (std::size_t r = 1; r < want.size(); ++r) {
+      REQUIRE(want[r].size() == got[r].size());
+      for (std::size_t c = 0; c < want[r].size(); ++c) {
+        INFO("row " << r << ", column " << want[0][c]);
+        const double w = std::stod(want[r][c]), g = std::stod(got[r][c]);
+        CHECK(g == Approx(w).epsilon(kRelTol).margin(1e-15));
+      }
+    }
+    ++checked;
+  }
+  CHECK(checked > 0);
+}
