@@ -93,6 +93,27 @@ Trace trace_from_json(const nlohmann::json& document, const std::string& file) {
   return trace;
 }
 
+ComputeRecord describe_compute(const Op& op, int op_index) {
+  ComputeRecord record;
+  record.op = op_index;
+  record.label = op.label;
+  record.layer = op.layer;
+  record.phase = op.phase;
+  record.kernel = op.kernel;
+  record.flops = op.flops;
+  return record;
+}
+
+CollectiveRecord describe_collective(const Collective& collective) {
+  CollectiveRecord record;
+  record.collective = collective.id;
+  record.label = collective.label;
+  record.kind = collective.kind;
+  record.bytes = collective.bytes;
+  record.iteration = collective.iteration;
+  return record;
+}
+
 Trace make_empty_trace(const Schedule& schedule, const std::string& engine) {
   Trace trace;
   trace.engine = engine;

@@ -60,6 +60,11 @@ nlohmann::json to_json(const Trace& trace);
 /** @throws InputError naming file, JSON path and value. */
 Trace trace_from_json(const nlohmann::json& document, const std::string& file);
 
+/** The record of compute op `op_index` of a program, times left for the back-end to fill. */
+ComputeRecord describe_compute(const Op& op, int op_index);
+/** The record of a posted collective, times left for the back-end to fill. */
+CollectiveRecord describe_collective(const Collective& collective);
+
 /** Helper for back-ends: a Trace with one RankTrace per rank and the schedule's metadata. */
 Trace make_empty_trace(const Schedule& schedule, const std::string& engine);
 

@@ -9,16 +9,11 @@
 #include <fmt/format.h>
 
 #include "model/error.hpp"
+#include "real/hash.hpp"
 
 namespace cnnpar::real {
 namespace {
 
-std::uint64_t mix64(std::uint64_t z) {
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 double uniform(std::uint64_t h) { return (double(h >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
 

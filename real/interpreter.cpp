@@ -267,12 +267,7 @@ struct Interpreter::Engine {
       entry->collective = &c;
       entry->buffers = buffers;
       entry->record = records_.size();
-      CollectiveRecord record;
-      record.collective = c.id;
-      record.label = c.label;
-      record.kind = c.kind;
-      record.bytes = c.bytes;
-      record.iteration = c.iteration;
+      CollectiveRecord record = describe_collective(c);
       record.posted_s = posted_s;
       records_.push_back(record);
       queue_.push_back(entry.get());
@@ -438,13 +433,7 @@ RankTrace Interpreter::run() {
         break;
       case OpKind::compute: {
         begin_iteration();
-        ComputeRecord record;
-        record.op = int(i);
-        record.label = op.label;
-        record.layer = op.layer;
-        record.phase = op.phase;
-        record.kernel = op.kernel;
-        record.flops = op.flops;
+        ComputeRecord record = describe_compute(op, int(i));
         record.start_s = clock_.now_s();
         backend_.run_compute(op, iteration, poll);
         record.end_s = clock_.now_s();

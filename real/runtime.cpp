@@ -10,18 +10,13 @@
 #include <fmt/format.h>
 
 #include "model/error.hpp"
+#include "real/hash.hpp"
 #include "real/dataset.hpp"
 #include "real/kernels.hpp"
 
 namespace cnnpar::real {
 namespace {
 
-std::uint64_t mix64(std::uint64_t z) {
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 // Standard normal value number `index` of stream (seed, layer): Box-Muller on two hashes.
 double normal(std::uint64_t seed, std::int64_t layer, std::int64_t index) {

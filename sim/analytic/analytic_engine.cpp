@@ -234,13 +234,7 @@ class Replay {
         case OpKind::compute: {
           const double duration_s = op_time_s(platform_, op, r);
           CNNPAR_ASSERT(duration_s >= 0, fmt::format("negative compute time for {}", op.label));
-          ComputeRecord& record = rt.compute.emplace_back();
-          record.op = int(rs.pc);
-          record.label = op.label;
-          record.layer = op.layer;
-          record.phase = op.phase;
-          record.kernel = op.kernel;
-          record.flops = op.flops;
+          ComputeRecord& record = rt.compute.emplace_back(describe_compute(op, int(rs.pc)));
           record.start_s = rs.clock_s;
           if (run_ahead_) {
             rs.clock_s += duration_s;
@@ -297,12 +291,7 @@ class Replay {
     CNNPAR_ASSERT(slot < 0, fmt::format("rank {} posts collective {} ('{}') twice", r, c, coll.label));
     auto& records = trace_.ranks[std::size_t(r)].collectives;
     slot = int(records.size());
-    CollectiveRecord& record = records.emplace_back();
-    record.collective = c;
-    record.label = coll.label;
-    record.kind = coll.kind;
-    record.bytes = coll.bytes;
-    record.iteration = coll.iteration;
+    CollectiveRecord& record = records.emplace_back(describe_collective(coll));
     record.posted_s = rs.clock_s;
     record.comm_start_s = record.comm_end_s = record.wait_start_s = record.wait_end_s = rs.clock_s;
     rs.queue.push_back(c);

@@ -42,27 +42,14 @@ Trace trace_skeleton(const Schedule& schedule) {
       const Op& op = ops[i];
       switch (op.kind) {
         case OpKind::compute: {
-          ComputeRecord record;
-          record.op = int(i);
-          record.label = op.label;
-          record.layer = op.layer;
-          record.phase = op.phase;
-          record.kernel = op.kernel;
-          record.flops = op.flops;
-          rank.compute.push_back(std::move(record));
+          rank.compute.push_back(describe_compute(op, int(i)));
           break;
         }
         case OpKind::post: {
           CNNPAR_ASSERT(op.collective >= 0 && op.collective < int(schedule.collectives.size()),
                         "post of a collective that is not in the schedule's table");
           const Collective& collective = schedule.collectives[std::size_t(op.collective)];
-          CollectiveRecord record;
-          record.collective = collective.id;
-          record.label = collective.label;
-          record.kind = collective.kind;
-          record.bytes = collective.bytes;
-          record.iteration = collective.iteration;
-          rank.collectives.push_back(std::move(record));
+          rank.collectives.push_back(describe_collective(collective));
           break;
         }
         case OpKind::wait:
