@@ -1,4 +1,4 @@
-// cnnpar: predict, simulate, balance, trace, compare (and run/calibrate when built).
+// cnnpar: predict, simulate, balance, trace, compare, report (and run/calibrate when built).
 // The only place that turns exceptions into exit codes: 0 ok, 1 failure, 2 bad input.
 #include <malloc.h>
 
@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   add(cnnpar::cli::add_balance_command(app), "balance");
   add(cnnpar::cli::add_trace_command(app), "trace");
   add(cnnpar::cli::add_compare_command(app), "compare");
+  add(cnnpar::cli::add_report_command(app), "report");
 #ifdef CNNPAR_HAVE_RUN_COMMANDS
   add(cnnpar::cli::add_run_command(app), "run");
   add(cnnpar::cli::add_calibrate_command(app), "calibrate");

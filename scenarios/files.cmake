@@ -28,4 +28,9 @@ set(CNNPAR_SCENARIO_FILES
   platforms/local.json
   platforms/marques-lab.json
   platforms/marques-sim.json
+  studies/lee2017-fig10-f.json
+  studies/lee2017-fig11-k.json
+  studies/lee2017-fig6-vgg-a.json
+  studies/lee2017-fig8-batch.json
+  studies/lee2017-fig9-parameters.json
 )

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -40,6 +41,22 @@ std::string trim(const std::string& text) {
   return first == std::string::npos ? "" : text.substr(first, last - first + 1);
 }
 
+// Compares two prediction CSVs number by number (header must match exactly).
+void compare_csv(const fs::path& expected, const fs::path& actual) {
+  const auto want = read_csv(expected), got = read_csv(actual);
+  REQUIRE(want.size() == got.size());
+  REQUIRE(!want.empty());
+  CHECK(want[0] == got[0]);  // header
+  for (std::size_t r = 1; r < want.size(); ++r) {
+    REQUIRE(want[r].size() == got[r].size());
+    for (std::size_t c = 0; c < want[r].size(); ++c) {
+      INFO("row " << r << ", column " << want[0][c]);
+      const double w = std::stod(want[r][c]), g = std::stod(got[r][c]);
+      CHECK(g == Approx(w).epsilon(kRelTol).margin(1e-15));
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("golden predictions", "[golden]") {
@@ -62,20 +79,42 @@ TEST_CASE("golden predictions", "[golden]") {
     REQUIRE(WIFEXITED(status));
     REQUIRE(WEXITSTATUS(status) == 0);
     REQUIRE(fs::exists(expected));
-    const auto want = read_csv(expected), got = read_csv(actual);
+    compare_csv(expected, actual);
     fs::remove(actual);
-    REQUIRE(want.size() == got.size());
-    REQUIRE(!want.empty());
-    CHECK(want[0] == got[0]);  // header
-    for (std::size_t r = 1; r < want.size(); ++r) {
-      REQUIRE(want[r].size() == got[r].size());
-      for (std::size_t c = 0; c < want[r].size(); ++c) {
-        INFO("row " << r << ", column " << want[0][c]);
-        const double w = std::stod(want[r][c]), g = std::stod(got[r][c]);
-        CHECK(g == Approx(w).epsilon(kRelTol).margin(1e-15));
-      }
-    }
     ++checked;
   }
   CHECK(checked > 0);
+}
+
+// Each study in scenarios/studies has its expected series CSVs in tests/golden/studies/<name>/.
+TEST_CASE("golden studies", "[golden]") {
+  const fs::path studies = fs::path(CNNPAR_SOURCE_DIR) / "scenarios" / "studies";
+  const fs::path golden = fs::path(CNNPAR_SOURCE_DIR) / "tests" / "golden" / "studies";
+  const fs::path out = fs::temp_directory_path() / ("cnnpar_golden_studies_" + std::to_string(::getpid()));
+  int checked = 0;
+  for (const auto& entry : fs::directory_iterator(studies)) {
+    if (entry.path().extension() != ".json") continue;
+    const std::string name = entry.path().stem().string();
+    INFO("study " << name);
+    const std::string command = std::string(CNNPAR_EXE) + " report --quiet --serial --no-plot --study " +
+                                entry.path().string() + " --out " + out.string();
+    const int status = std::system(command.c_str());
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+    REQUIRE(fs::is_directory(golden / name));
+    std::vector<std::string> expected_files, actual_files;
+    for (const auto& file : fs::directory_iterator(golden / name)) expected_files.push_back(file.path().filename().string());
+    for (const auto& file : fs::directory_iterator(out / name))
+      if (file.path().extension() == ".csv") actual_files.push_back(file.path().filename().string());
+    std::sort(expected_files.begin(), expected_files.end());
+    std::sort(actual_files.begin(), actual_files.end());
+    CHECK(expected_files == actual_files);
+    for (const std::string& file : expected_files) {
+      INFO("series " << file);
+      if (fs::exists(out / name / file)) compare_csv(golden / name / file, out / name / file);
+    }
+    ++checked;
+  }
+  fs::remove_all(out);
+  CHECK(checked >= 5);
 }

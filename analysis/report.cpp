@@ -1,0 +1,134 @@
+#include "analysis/report.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "model/json_node.hpp"
+#include "model/scenarios.hpp"
+
+namespace cnnpar {
+
+std::string file_stem(const std::string& label) {
+  std::string stem;
+  for (char c : label) {
+    if (std::isalnum(static_cast<unsigned char>(c))) stem += char(std::tolower(static_cast<unsigned char>(c)));
+    else if (!stem.empty() && stem.back() != '-') stem += '-';
+  }
+  while (!stem.empty() && stem.back() == '-') stem.pop_back();
+  return stem.empty() ? "series" : stem;
+}
+
+StudyResult run_study(const Study& study, const EngineFactory& make_engine, const SweepOptions& options) {
+  const Platform platform = load_platform(study.platform);
+  StudyResult result;
+  for (const StudySeries& series : study.series) {
+    const Network network = load_network(series.network);
+    SeriesResult out;
+    out.label = series.label;
+    out.file_stem = file_stem(series.label);
+    out.rows = predict_sweep(network, platform, series.strategy, study.nodes, make_engine, options);
+    result.series.push_back(std::move(out));
+  }
+  return result;
+}
+
+namespace {
+
+const SweepRow* row_at(const SeriesResult& series, int nodes) {
+  for (const SweepRow& row : series.rows)
+    if (row.nodes == nodes) return &row;
+  return nullptr;
+}
+
+}  // namespace
+
+std::string study_markdown(const Study& study, const StudyResult& result) {
+  std::string md = fmt::format("# {}\n\n", study.title);
+  if (!study.source.empty()) md += fmt::format("Source: {}\n\n", study.source);
+  md += fmt::format("Platform `{}`; predicted by `cnnpar report --study {}` (analytic engine). "
+                    "Generated file: do not edit, regenerate.\n\n![speedup](speedup.svg)\n\n",
+                    study.platform, study.name);
+
+  md += "## Predicted speedup\n\n| nodes |";
+  for (const SeriesResult& series : result.series) md += fmt::format(" {} |", series.label);
+  md += "\n|---:|";
+  for (std::size_t i = 0; i < result.series.size(); ++i) md += "---:|";
+  md += "\n";
+  for (int nodes : study.nodes) {
+    md += fmt::format("| {} |", nodes);
+    for (const SeriesResult& series : result.series) {
+      const SweepRow* row = row_at(series, nodes);
+      md += row ? fmt::format(" {:.2f} (R {:.0f} %) |", row->speedup, row->overlap_ratio_percent) : " |";
+    }
+    md += "\n";
+  }
+
+  std::string comparison;
+  for (std::size_t i = 0; i < study.series.size(); ++i) {
+    const StudySeries& series = study.series[i];
+    const SeriesResult& predicted = result.series[i];
+    for (const auto& [nodes, paper] : series.paper_speedup_at) {
+      const SweepRow* row = row_at(predicted, nodes);
+      if (!row) continue;
+      comparison += fmt::format("| {} | speedup at {} nodes | {:.2f} | {:.2f} | {:+.1f} % |\n", series.label, nodes,
+                                paper, row->speedup, 100.0 * (row->speedup - paper) / paper);
+    }
+    if (series.paper_max_speedup > 0 && !predicted.rows.empty()) {
+      const auto best = std::max_element(predicted.rows.begin(), predicted.rows.end(),
+                                         [](const SweepRow& a, const SweepRow& b) { return a.speedup < b.speedup; });
+      comparison += fmt::format("| {} | maximum speedup | {:.2f} | {:.2f} (at {} nodes) | {:+.1f} % |\n", series.label,
+                                series.paper_max_speedup, best->speedup, best->nodes,
+                                100.0 * (best->speedup - series.paper_max_speedup) / series.paper_max_speedup);
+    }
+  }
+  if (!comparison.empty())
+    md += "\n## Prediction against the paper\n\n| series | quantity | paper | predicted | difference |\n"
+          "|---|---|---:|---:|---:|\n" + comparison;
+  md += "\nPer-series rows (iteration, compute, communication, exposed communication, R, speedup, "
+        "efficiency) are in the CSV files beside this report.\n";
+  return md;
+}
+
+std::string study_gnuplot(const Study& study, const StudyResult& result, const std::string& svg_name) {
+  const int most = study.nodes.back();
+  std::string script = fmt::format(
+      "set terminal svg size 720,480 dynamic font 'sans,12'\nset output '{}'\n"
+      "set title \"{}\" noenhanced font ',10'\nset xlabel 'nodes'\nset ylabel 'speedup'\nset logscale x 2\n"
+      "set key top left noenhanced\nset grid\nset datafile separator ','\nset xrange [1:{}]\n",
+      svg_name, study.title, most);
+  script += fmt::format("plot x title 'linear' with lines dashtype 2 lc rgb '#888888'");
+  for (const SeriesResult& series : result.series)
+    script += fmt::format(", '{}.csv' using 1:7 skip 1 title '{}' with linespoints", series.file_stem, series.label);
+  script += "\n";
+  return script;
+}
+
+bool write_study_report(const Study& study, const StudyResult& result, const std::string& dir, bool plot) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir);
+  for (const SeriesResult& series : result.series)
+    write_file_atomic((fs::path(dir) / (series.file_stem + ".csv")).string(), sweep_csv(series.rows));
+  write_file_atomic((fs::path(dir) / "report.md").string(), study_markdown(study, result));
+  write_file_atomic((fs::path(dir) / "speedup.gp").string(), study_gnuplot(study, result, "speedup.svg"));
+  if (!plot) return true;
+  // gnuplot writes to a temporary name (renamed when it succeeds) and reads the CSVs relative
+  // to the report directory; a quote in the path cannot be passed to the shell safely.
+  const fs::path absolute = fs::absolute(dir);
+  if (absolute.string().find('\'') != std::string::npos) return false;
+  const fs::path script = absolute / ".speedup.gp.tmp", svg = absolute / ".speedup.svg.tmp";
+  write_file_atomic(script.string(), study_gnuplot(study, result, svg.filename().string()));
+  const std::string command =
+      fmt::format("cd '{}' && gnuplot '{}' >/dev/null 2>&1", absolute.string(), script.filename().string());
+  const bool plotted = std::system(command.c_str()) == 0 && fs::exists(svg);
+  std::error_code error;
+  fs::remove(script, error);
+  if (plotted) fs::rename(svg, absolute / "speedup.svg", error);
+  else fs::remove(svg, error);
+  return plotted && !error;
+}
+
+}  // namespace cnnpar

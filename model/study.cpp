@@ -1,0 +1,84 @@
+#include "model/study.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "model/error.hpp"
+#include "model/json_node.hpp"
+#include "model/scenarios.hpp"
+
+namespace cnnpar {
+namespace {
+
+void parse_paper(const JsonNode& node, StudySeries& series) {
+  node.check_keys({"speedup_at", "max_speedup"});
+  if (node.has("speedup_at")) {
+    const JsonNode table = node.at("speedup_at");
+    for (const std::string& key : table.keys()) {
+      const JsonNode value = table.at(key);
+      int nodes = 0;
+      try {
+        nodes = std::stoi(key);
+      } catch (const std::exception&) {
+        throw InputError(value.file(), value.path(), key, "keys of speedup_at are node counts");
+      }
+      series.paper_speedup_at[nodes] = value.as_positive_number();
+    }
+  }
+  if (node.has("max_speedup")) series.paper_max_speedup = node.at("max_speedup").as_positive_number();
+}
+
+}  // namespace
+
+Study parse_study(const nlohmann::json& document, const std::string& file) {
+  const JsonNode root(document, file);
+  root.check_keys({"name", "title", "source", "network", "platform", "batch", "nodes", "iterations", "warmup", "series"});
+  Study study;
+  study.name = root.at("name").as_string();
+  if (study.name.empty() || study.name.find_first_of("/\\ ") != std::string::npos)
+    root.at("name").fail("a study name is a file name: no spaces or slashes");
+  study.title = root.string_or("title", study.name);
+  study.source = root.string_or("source", "");
+  study.platform = root.at("platform").as_string();
+  const std::string network = root.string_or("network", "");
+  const std::int64_t batch = root.has("batch") ? root.at("batch").as_positive_int() : 256;
+  const int iterations = int(root.has("iterations") ? root.at("iterations").as_positive_int() : 3);
+  const int warmup = int(root.has("warmup") ? root.at("warmup").as_nonnegative_int() : 1);
+  for (const JsonNode& count : root.at("nodes").items()) study.nodes.push_back(int(count.as_positive_int()));
+  if (study.nodes.empty()) root.at("nodes").fail("a study needs at least one node count");
+  if (!std::is_sorted(study.nodes.begin(), study.nodes.end()) ||
+      std::adjacent_find(study.nodes.begin(), study.nodes.end()) != study.nodes.end())
+    root.at("nodes").fail("node counts must be ascending without repeats");
+
+  const std::vector<JsonNode> series_nodes = root.at("series").items();
+  if (series_nodes.empty()) root.at("series").fail("a study needs at least one series");
+  for (const JsonNode& node : series_nodes) {
+    node.check_keys({"label", "strategy", "k", "f", "bucket_bytes", "network", "batch", "paper"});
+    StudySeries series;
+    series.label = node.at("label").as_string();
+    series.network = node.string_or("network", network);
+    if (series.network.empty()) node.fail("no network: give one for the study or for this series");
+    StrategyOptions& options = series.strategy;
+    options.origin = file;
+    options.name = node.at("strategy").as_string();
+    options.global_batch = node.has("batch") ? node.at("batch").as_positive_int() : batch;
+    options.iterations = iterations;
+    options.warmup_iterations = warmup;
+    if (node.has("k")) options.lee_k = int(node.at("k").as_int());
+    if (node.has("f")) options.lee_f = int(node.at("f").as_int());
+    if (node.has("bucket_bytes")) options.bucket_bytes = node.at("bucket_bytes").as_quantity(Unit::size_bytes);
+    if (node.has("paper")) parse_paper(node.at("paper"), series);
+    for (const StudySeries& other : study.series)
+      if (other.label == series.label) node.at("label").fail("two series with the same label");
+    study.series.push_back(std::move(series));
+  }
+  return study;
+}
+
+Study load_study(const std::string& name_or_path) {
+  const ScenarioDocument document = load_scenario("studies", name_or_path);
+  return parse_study(document.json, document.origin);
+}
+
+}  // namespace cnnpar

@@ -1,0 +1,38 @@
+#pragma once
+// A study (scenarios/studies/NAME.json): one network/platform setting and several series
+// (strategies, batches or networks) predicted over the same node counts, with the numbers
+// the source paper reports, so `cnnpar report` can set prediction beside publication.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/strategies/strategy.hpp"
+
+namespace cnnpar {
+
+struct StudySeries {
+  std::string label;                      ///< e.g. "lee k=9 f=2"
+  std::string network;                    ///< network name or path (study's unless overridden)
+  StrategyOptions strategy;               ///< strategy, k, f, bucket, batch, iterations
+  std::map<int, double> paper_speedup_at; ///< published speedup at a node count
+  double paper_max_speedup = 0;           ///< published maximum speedup over the nodes (0: none)
+};
+
+struct Study {
+  std::string name;
+  std::string title;
+  std::string source;     ///< paper, figure and where the published numbers are stated
+  std::string platform;   ///< platform name or path
+  std::vector<int> nodes; ///< node counts, ascending
+  std::vector<StudySeries> series;
+};
+
+/** @throws InputError naming file, JSON path and value. */
+Study parse_study(const nlohmann::json& document, const std::string& file);
+/** A study by name (scenarios/studies, embedded) or path. */
+Study load_study(const std::string& name_or_path);
+
+}  // namespace cnnpar

@@ -1,0 +1,69 @@
+#include <catch2/catch.hpp>
+
+#include "model/error.hpp"
+#include "model/scenarios.hpp"
+#include "model/study.hpp"
+
+using namespace cnnpar;
+
+namespace {
+nlohmann::json minimal_study() {
+  return nlohmann::json::parse(R"({
+    "name": "s", "platform": "cori-haswell", "network": "vgg-a", "batch": 128, "nodes": [1, 2, 4],
+    "series": [{"label": "lee", "strategy": "lee", "k": 6, "f": 1, "paper": {"speedup_at": {"4": 3.5}}},
+               {"label": "dp n=64", "strategy": "dp", "batch": 64, "network": "alexnet"}]
+  })");
+}
+}  // namespace
+
+TEST_CASE("a study's series inherit the study's network and batch unless they override them") {
+  const Study study = parse_study(minimal_study(), "s.json");
+  REQUIRE(study.series.size() == 2);
+  CHECK(study.nodes == std::vector<int>{1, 2, 4});
+  CHECK(study.series[0].network == "vgg-a");
+  CHECK(study.series[0].strategy.global_batch == 128);
+  CHECK(study.series[0].strategy.lee_k == 6);
+  CHECK(study.series[0].paper_speedup_at.at(4) == 3.5);
+  CHECK(study.series[1].network == "alexnet");
+  CHECK(study.series[1].strategy.global_batch == 64);
+  CHECK(study.series[1].strategy.origin == "s.json");
+}
+
+TEST_CASE("bad studies name the file, the JSON path and the value") {
+  const auto expect = [](nlohmann::json document, const std::string& path) {
+    try {
+      parse_study(document, "bad.json");
+      FAIL("no error for " << path);
+    } catch (const InputError& error) {
+      CHECK(error.file() == "bad.json");
+      CHECK(error.json_path() == path);
+    }
+  };
+  nlohmann::json unsorted = minimal_study();
+  unsorted["nodes"] = {4, 2};
+  expect(unsorted, "/nodes");
+  nlohmann::json twice = minimal_study();
+  twice["series"][1]["label"] = "lee";
+  expect(twice, "/series/1/label");
+  nlohmann::json typo = minimal_study();
+  typo["series"][0]["kk"] = 3;
+  expect(typo, "/series/0/kk");
+  nlohmann::json paper = minimal_study();
+  paper["series"][0]["paper"]["speedup_at"] = {{"many", 3.0}};
+  expect(paper, "/series/0/paper/speedup_at/many");
+  nlohmann::json slash = minimal_study();
+  slash["name"] = "a/b";
+  expect(slash, "/name");
+}
+
+TEST_CASE("every embedded study loads and names known networks and platforms") {
+  const std::vector<std::string> names = scenario_names("studies");
+  CHECK(names.size() >= 5);
+  for (const std::string& name : names) {
+    INFO(name);
+    const Study study = load_study(name);
+    CHECK(study.name == name);
+    CHECK_NOTHROW(load_platform(study.platform));
+    for (const StudySeries& series : study.series) CHECK_NOTHROW(load_network(series.network));
+  }
+}
