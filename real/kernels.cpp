@@ -146,6 +146,44 @@ void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64
   }
 }
 
+namespace {
+
+// The part of one column-matrix row (kh, kw) that reads inside the input, shared by im2col
+// and col2im so both walk exactly the same window.
+struct ColumnRowWindow {
+  std::int64_t ow_lo = 0, ow_hi = 0;  ///< output columns [ow_lo, ow_hi) whose input column is inside [0, W)
+  std::int64_t shift = 0;             ///< input column of output column x: x·stride + shift
+  // "Same" convolution (stride 1, OW == W): column index y·W + x reads plane index + off.
+  bool same = false;
+  std::int64_t off = 0;               ///< input offset of a column index
+  std::int64_t y_lo = 0, y_hi = 0;    ///< output rows whose input row is inside [0, H)
+  std::int64_t begin = 0, end = 0;    ///< column indices [begin, end) of those rows
+  std::int64_t copy_begin = 0, copy_end = 0;  ///< [begin, end) clipped to the input plane
+};
+
+ColumnRowWindow column_row_window(const ConvGeometry& g, std::int64_t kh, std::int64_t kw) {
+  ColumnRowWindow w;
+  const std::int64_t oh = g.out_h(), ow = g.out_w();
+  w.ow_hi = ow;
+  while (w.ow_lo < ow && w.ow_lo * g.stride - g.pad + kw < 0) ++w.ow_lo;
+  while (w.ow_hi > w.ow_lo && (w.ow_hi - 1) * g.stride - g.pad + kw >= g.in_w) --w.ow_hi;
+  w.shift = kw - g.pad;
+  w.same = g.stride == 1 && ow == g.in_w;
+  if (w.same) {
+    const std::int64_t plane = g.in_h * g.in_w;
+    w.off = (kh - g.pad) * g.in_w + w.shift;
+    w.y_lo = std::max<std::int64_t>(0, g.pad - kh);
+    w.y_hi = std::min<std::int64_t>(oh, g.in_h + g.pad - kh);
+    w.begin = w.y_lo * ow;
+    w.end = std::max(w.begin, w.y_hi * ow);
+    w.copy_begin = std::max(w.begin, -w.off);
+    w.copy_end = std::min(w.end, plane - w.off);
+  }
+  return w;
+}
+
+}  // namespace
+
 void im2col(const ConvGeometry& g, const float* input, float* columns) {
   const std::int64_t oh = g.out_h(), ow = g.out_w();
   const std::int64_t plane = g.in_h * g.in_w;
@@ -155,29 +193,23 @@ void im2col(const ConvGeometry& g, const float* input, float* columns) {
     for (std::int64_t r = r0; r < r1; ++r) {
       const std::int64_t c = r / (g.kernel_h * g.kernel_w), kh = (r / g.kernel_w) % g.kernel_h, kw = r % g.kernel_w;
       float* row = columns + r * cols;
-      // Output columns ow whose input column iw = ow·s - pad + kw lies inside [0, W).
-      std::int64_t ow_lo = 0, ow_hi = ow;  // [ow_lo, ow_hi)
-      while (ow_lo < ow && ow_lo * g.stride - g.pad + kw < 0) ++ow_lo;
-      while (ow_hi > ow_lo && (ow_hi - 1) * g.stride - g.pad + kw >= g.in_w) --ow_hi;
-      const std::int64_t shift = kw - g.pad;
-      if (g.stride == 1 && ow == g.in_w) {
+      const ColumnRowWindow w = column_row_window(g, kh, kw);
+      const std::int64_t ow_lo = w.ow_lo, ow_hi = w.ow_hi, shift = w.shift;
+      if (w.same) {
         // "Same" convolution (K = 2·pad + 1): column index y·W + x reads input index
         // y·W + x + (kh - pad)·W + (kw - pad), so each image is one contiguous copy plus
         // zeroed padding rows and edge columns.
-        const std::int64_t off = (kh - g.pad) * g.in_w + shift;
-        const std::int64_t y_lo = std::max<std::int64_t>(0, g.pad - kh);
-        const std::int64_t y_hi = std::min<std::int64_t>(oh, g.in_h + g.pad - kh);
-        const std::int64_t block = oh * ow;
+        const std::int64_t y_lo = w.y_lo, y_hi = w.y_hi, block = oh * ow;
         for (std::int64_t n = 0; n < g.batch; ++n) {
           const float* src = input + (c * g.batch + n) * plane;
           float* dst = row + n * block;
-          std::int64_t b = y_lo * ow, e = std::max(b, y_hi * ow);
-          std::fill(dst, dst + b, 0.0f);
-          std::fill(dst + e, dst + block, 0.0f);
-          // Clip to the input plane (the first/last element may fall just outside it; they are
-          // edge columns and zeroed below).
-          const std::int64_t cb = std::max(b, -off), ce = std::min(e, plane - off);
-          if (ce > cb) std::memcpy(dst + cb, src + cb + off, sizeof(float) * std::size_t(ce - cb));
+          std::fill(dst, dst + w.begin, 0.0f);
+          std::fill(dst + w.end, dst + block, 0.0f);
+          // Clipped to the input plane (the first/last element may fall just outside it; they
+          // are edge columns and zeroed below).
+          if (w.copy_end > w.copy_begin)
+            std::memcpy(dst + w.copy_begin, src + w.copy_begin + w.off,
+                        sizeof(float) * std::size_t(w.copy_end - w.copy_begin));
           for (std::int64_t y = y_lo; y < y_hi; ++y) {
             for (std::int64_t x = 0; x < ow_lo; ++x) dst[y * ow + x] = 0.0f;
             for (std::int64_t x = ow_hi; x < ow; ++x) dst[y * ow + x] = 0.0f;
@@ -219,19 +251,13 @@ void col2im_add(const ConvGeometry& g, float* columns, float* input_grad) {
       for (std::int64_t kh = 0; kh < g.kernel_h; ++kh)
         for (std::int64_t kw = 0; kw < g.kernel_w; ++kw) {
           float* row = columns + ((c * g.kernel_h + kh) * g.kernel_w + kw) * cols;
-          std::int64_t ow_lo = 0, ow_hi = ow;
-          while (ow_lo < ow && ow_lo * g.stride - g.pad + kw < 0) ++ow_lo;
-          while (ow_hi > ow_lo && (ow_hi - 1) * g.stride - g.pad + kw >= g.in_w) --ow_hi;
-          const std::int64_t shift = kw - g.pad;
-          if (g.stride == 1 && ow == g.in_w) {
+          const ColumnRowWindow w = column_row_window(g, kh, kw);
+          const std::int64_t ow_lo = w.ow_lo, ow_hi = w.ow_hi, shift = w.shift;
+          if (w.same) {
             // Same layout trick as im2col: zero the padding entries of this scratch row, then
             // one contiguous add per image (adding 0 leaves the other rows' values exact).
-            const std::int64_t off = (kh - g.pad) * g.in_w + shift;
-            const std::int64_t y_lo = std::max<std::int64_t>(0, g.pad - kh);
-            const std::int64_t y_hi = std::min<std::int64_t>(oh, g.in_h + g.pad - kh);
-            const std::int64_t block = oh * ow;
-            const std::int64_t b = y_lo * ow, e = std::max(b, y_hi * ow);
-            const std::int64_t cb = std::max(b, -off), ce = std::min(e, plane - off);
+            const std::int64_t off = w.off, y_lo = w.y_lo, y_hi = w.y_hi, block = oh * ow;
+            const std::int64_t cb = w.copy_begin, ce = w.copy_end;
             for (std::int64_t n = 0; n < g.batch; ++n) {
               float* src = row + n * block;
               for (std::int64_t y = y_lo; y < y_hi; ++y) {
