@@ -1,7 +1,7 @@
 // `cnnpar run`: measures a configuration with the MPI executor (mpiexec -n P cnnpar-run),
 // predicts the same Schedule with the analytic engine, and prints both side by side.
 #include <cstdio>
-#include <fstream>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,8 +12,10 @@
 #include "analysis/compare.hpp"
 #include "analysis/metrics.hpp"
 #include "cli/commands.hpp"
+#include "cli/common.hpp"
 #include "cli/mpi_launch.hpp"
 #include "model/error.hpp"
+#include "model/json_node.hpp"
 #include "model/scenarios.hpp"
 #include "model/strategies/strategy.hpp"
 #include "model/trace.hpp"
@@ -50,15 +52,8 @@ struct RunOptions {
 };
 
 Trace read_trace(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "/", path, "cnnpar-run wrote no trace");
-  nlohmann::json document;
-  try {
-    document = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(path, "/", "", std::string("trace is not JSON: ") + e.what());
-  }
-  return trace_from_json(document, path);
+  if (!std::filesystem::exists(path)) throw InputError(path, "/", path, "cnnpar-run wrote no trace");
+  return trace_from_json(read_json_file(path), path);
 }
 
 void print_metrics(const char* title, const TraceMetrics& m) {
@@ -144,9 +139,7 @@ int run(const RunOptions& o) {
   const CompareReport report = compare_traces(predicted, measured);
   std::printf("%s", format_compare_table(report).c_str());
   if (!o.compare_json.empty()) {
-    std::ofstream out(o.compare_json);
-    if (!out) throw InputError(o.compare_json, "/", o.compare_json, "cannot write the comparison");
-    out << to_json(report).dump(2) << "\n";
+    write_output(o.compare_json, to_json(report).dump(2) + "\n");
   }
   return 0;
 }
