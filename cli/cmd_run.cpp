@@ -77,7 +77,7 @@ int run(const RunOptions& o) {
   strategy.origin = "command line";
   if (o.ranks < 1) throw InputError("command line", "/ranks", std::to_string(o.ranks), "must be >= 1");
   const Schedule schedule = build_schedule(network, platform, strategy);
-  verify_or_throw(schedule, "<schedule " + o.strategy + ">");
+  verify_or_throw(schedule, "<schedule " + o.strategy + ">", &network);
 
   mpi_launch::TemporaryPath temporary("cnnpar-run-trace");
   const std::string trace_path = o.trace_out.empty() ? temporary.path() : o.trace_out;

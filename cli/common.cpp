@@ -19,6 +19,8 @@ void add_scenario_options(CLI::App& sub, ScenarioOptions& o) {
   sub.add_option("--k", o.lee_k, "lee: counted layers in the first gradient chunk")->capture_default_str();
   sub.add_option("--f", o.lee_f, "lee: fc layers that replicate the gradient calculation")->capture_default_str();
   sub.add_option("--bucket-bytes", o.bucket_bytes, "dp_buckets: bucket size, e.g. 25MiB")->capture_default_str();
+  sub.add_option("--assign", o.assign, "per_layer: LAYER=data|model|replicated,... or a JSON file");
+  sub.add_option("--sync", o.sync, "per_layer, hybrid: gradient allreduce timing: end | layerwise | chunks")->capture_default_str();
   sub.add_option("--batch", o.batch, "global mini-batch N (images per iteration over all nodes)")->capture_default_str();
   sub.add_option("--iterations", o.iterations, "iterations, warm-up included")->capture_default_str();
   sub.add_option("--warmup", o.warmup, "leading iterations excluded from the metrics")->capture_default_str();
@@ -35,6 +37,8 @@ LoadedScenario load_scenario_options(const ScenarioOptions& o) {
   s.strategy.iterations = o.iterations;
   s.strategy.warmup_iterations = o.warmup;
   s.strategy.lee_k = o.lee_k;
+  s.strategy.assign = o.assign;
+  s.strategy.sync = o.sync;
   s.strategy.lee_f = o.lee_f;
   s.strategy.uneven_batch = o.uneven_batch;
   s.strategy.origin = "command line";

@@ -27,6 +27,8 @@ struct ScenarioOptions {
   int lee_k = 9;
   int lee_f = 2;
   std::string bucket_bytes = "25MiB";
+  std::string assign;
+  std::string sync = "layerwise";
   std::int64_t batch = 256;
   int iterations = 3;
   int warmup = 1;

@@ -75,33 +75,41 @@ LayerCost layer_cost(const Layer& layer) {
 
 // Non-GEMM layers get the empty shape {0, 0, 0} (zero FLOPs).
 
-GemmShape forward_gemm(const Layer& layer, std::int64_t batch) {
+namespace {
+// D_o (conv) or K_c (fc) of the slice: `units`, or every output unit when 0.
+std::int64_t sliced_units(const Layer& layer, std::int64_t units) {
+  CNNPAR_ASSERT(units >= 0 && units <= layer.out.c, "unit slice outside the layer: " + layer.spec.name);
+  return units > 0 ? units : layer.out.c;
+}
+}  // namespace
+
+GemmShape forward_gemm(const Layer& layer, std::int64_t batch, std::int64_t units) {
   CNNPAR_ASSERT(batch >= 1, "forward_gemm needs a positive batch");
   const LayerSpec& spec = layer.spec;
   if (spec.kind == LayerKind::conv)  // W (D_o × D_i·R_f·C_f) · C (D_i·R_f·C_f × N·R_o·C_o)
-    return {spec.out_maps, batch * layer.out.h * layer.out.w, layer.in.c * spec.kernel_h * spec.kernel_w};
+    return {sliced_units(layer, units), batch * layer.out.h * layer.out.w, layer.in.c * spec.kernel_h * spec.kernel_w};
   if (spec.kind == LayerKind::fc)  // W (K_c × K_b) · A (K_b × N)
-    return {spec.outputs, batch, layer.in.elements()};
+    return {sliced_units(layer, units), batch, layer.in.elements()};
   return {};
 }
 
-GemmShape backward_data_gemm(const Layer& layer, std::int64_t batch) {
+GemmShape backward_data_gemm(const Layer& layer, std::int64_t batch, std::int64_t units) {
   CNNPAR_ASSERT(batch >= 1, "backward_data_gemm needs a positive batch");
   const LayerSpec& spec = layer.spec;
   if (spec.kind == LayerKind::conv)  // W^T (D_i·R_f·C_f × D_o) · E (D_o × N·R_o·C_o)
-    return {layer.in.c * spec.kernel_h * spec.kernel_w, batch * layer.out.h * layer.out.w, spec.out_maps};
+    return {layer.in.c * spec.kernel_h * spec.kernel_w, batch * layer.out.h * layer.out.w, sliced_units(layer, units)};
   if (spec.kind == LayerKind::fc)  // W^T (K_b × K_c) · E (K_c × N)
-    return {layer.in.elements(), batch, spec.outputs};
+    return {layer.in.elements(), batch, sliced_units(layer, units)};
   return {};
 }
 
-GemmShape backward_weight_gemm(const Layer& layer, std::int64_t batch) {
+GemmShape backward_weight_gemm(const Layer& layer, std::int64_t batch, std::int64_t units) {
   CNNPAR_ASSERT(batch >= 1, "backward_weight_gemm needs a positive batch");
   const LayerSpec& spec = layer.spec;
   if (spec.kind == LayerKind::conv)  // E (D_o × N·R_o·C_o) · C^T (N·R_o·C_o × D_i·R_f·C_f)
-    return {spec.out_maps, layer.in.c * spec.kernel_h * spec.kernel_w, batch * layer.out.h * layer.out.w};
+    return {sliced_units(layer, units), layer.in.c * spec.kernel_h * spec.kernel_w, batch * layer.out.h * layer.out.w};
   if (spec.kind == LayerKind::fc)  // E (K_c × N) · A^T (N × K_b)
-    return {spec.outputs, layer.in.elements(), batch};
+    return {sliced_units(layer, units), layer.in.elements(), batch};
   return {};
 }
 

@@ -32,12 +32,14 @@ struct LayerCost {
 LayerCost layer_cost(const Layer& layer);
 
 /** Lee Eq. 4-5: W (D_o × D_i·R_f·C_f) · im2col(A) (D_i·R_f·C_f × N·R_o·C_o);
- *  for fc: W (K_c × K_b) · A (K_b × N). `batch` is N. */
-GemmShape forward_gemm(const Layer& layer, std::int64_t batch);
-/** Lee Eq. 6: W^T (D_i·R_f·C_f × D_o) · E (D_o × N·R_o·C_o), then col2im (Eq. 7). */
-GemmShape backward_data_gemm(const Layer& layer, std::int64_t batch);
+ *  for fc: W (K_c × K_b) · A (K_b × N). `batch` is N; `units` is the number of output maps
+ *  or neurons computed (D_o or K_c of a model-parallel slice; 0 = all of them). */
+GemmShape forward_gemm(const Layer& layer, std::int64_t batch, std::int64_t units = 0);
+/** Lee Eq. 6: W^T (D_i·R_f·C_f × D_o) · E (D_o × N·R_o·C_o), then col2im (Eq. 7). A unit
+ *  slice gives partial sums of the input errors over its D_o rows. */
+GemmShape backward_data_gemm(const Layer& layer, std::int64_t batch, std::int64_t units = 0);
 /** Lee Eq. 8: E (D_o × N·R_o·C_o) · C^T (N·R_o·C_o × D_i·R_f·C_f). */
-GemmShape backward_weight_gemm(const Layer& layer, std::int64_t batch);
+GemmShape backward_weight_gemm(const Layer& layer, std::int64_t batch, std::int64_t units = 0);
 
 /** Lee Eq. 9 (S_w, weight gradients) and Eq. 10 (S_b, bias gradients). */
 struct GradientCounts {

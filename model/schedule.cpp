@@ -69,6 +69,21 @@ Payload payload_from_string(const std::string& text) {
   throw std::invalid_argument("unknown payload (expected none, gradients, activations, errors or weights)");
 }
 
+const char* to_string(Split split) {
+  switch (split) {
+    case Split::none: return "none";
+    case Split::batch: return "batch";
+    case Split::units: return "units";
+  }
+  return "?";
+}
+
+Split split_from_string(const std::string& text) {
+  for (auto s : {Split::none, Split::batch, Split::units})
+    if (text == to_string(s)) return s;
+  throw std::invalid_argument("unknown split (expected none, batch or units)");
+}
+
 const char* to_string(OpKind kind) {
   switch (kind) {
     case OpKind::compute: return "compute";
@@ -136,6 +151,7 @@ nlohmann::json op_to_json(const Op& op) {
       nlohmann::json j = {{"op", "compute"}, {"label", op.label},   {"layer", op.layer},
                           {"phase", to_string(op.phase)},           {"kernel", op.kernel_name()},
                           {"flops", op.flops}, {"bytes", op.bytes}, {"batch", op.batch}};
+      if (op.units > 0) j["units"] = op.units;
       return j;
     }
     case OpKind::post: return {{"op", "post"}, {"collective", op.collective}};
@@ -169,7 +185,7 @@ Op op_from_json(const JsonNode& node, int collective_count) {
   Op op;
   const std::string kind = node.at("op").as_string();
   if (kind == "compute") {
-    node.check_keys({"op", "label", "layer", "phase", "kernel", "flops", "bytes", "batch"});
+    node.check_keys({"op", "label", "layer", "phase", "kernel", "flops", "bytes", "batch", "units"});
     op.kind = OpKind::compute;
     op.label = node.at("label").as_string();
     op.layer = int(node.int_or("layer", -1));
@@ -183,6 +199,7 @@ Op op_from_json(const JsonNode& node, int collective_count) {
     op.flops = node.at("flops").as_nonnegative_number();
     op.bytes = node.has("bytes") ? node.at("bytes").as_nonnegative_number() : 0;
     op.batch = node.has("batch") ? node.at("batch").as_nonnegative_int() : 0;
+    op.units = node.has("units") ? node.at("units").as_nonnegative_int() : 0;
   } else if (kind == "post" || kind == "wait") {
     node.check_keys({"op", "collective"});
     op.kind = kind == "post" ? OpKind::post : OpKind::wait;
@@ -197,6 +214,26 @@ Op op_from_json(const JsonNode& node, int collective_count) {
     node.at("op").fail("unknown op (expected compute, post, wait or mark)");
   }
   return op;
+}
+
+Range range_from_json(const JsonNode& node) {
+  const std::vector<JsonNode> pair = node.items();
+  if (pair.size() != 2) node.fail("expected [begin, count]");
+  return {pair[0].as_nonnegative_int(), pair[1].as_nonnegative_int()};
+}
+
+LayerPartition partition_from_json(const JsonNode& node) {
+  node.check_keys({"kind", "batch", "units"});
+  LayerPartition p;
+  const JsonNode kind = node.at("kind");
+  try {
+    p.kind = partition_kind_from_string(kind.as_string());
+  } catch (const std::invalid_argument& error) {
+    kind.fail(error.what());
+  }
+  p.batch = range_from_json(node.at("batch"));
+  p.units = range_from_json(node.at("units"));
+  return p;
 }
 
 }  // namespace
@@ -214,12 +251,19 @@ nlohmann::json to_json(const Schedule& schedule) {
                            {"payload", to_string(c.payload)},
                            {"layers", c.layers},
                            {"iteration", c.iteration}});
+    if (c.split != Split::none) collectives.back()["split"] = to_string(c.split);
   }
   nlohmann::json programs = nlohmann::json::array();
   for (const Program& program : schedule.programs) {
     nlohmann::json ops = nlohmann::json::array();
     for (const Op& op : program.ops) ops.push_back(op_to_json(op));
-    programs.push_back({{"rank", program.rank}, {"ops", std::move(ops)}});
+    nlohmann::json entry = {{"rank", program.rank}, {"ops", std::move(ops)}};
+    if (!program.partitions.empty()) {
+      nlohmann::json partitions = nlohmann::json::array();
+      for (const LayerPartition& p : program.partitions) partitions.push_back(to_json(p));
+      entry["partitions"] = std::move(partitions);
+    }
+    programs.push_back(std::move(entry));
   }
   return {{"strategy", schedule.strategy},
           {"options", schedule.options.is_null() ? nlohmann::json::object() : schedule.options},
@@ -249,7 +293,8 @@ Schedule schedule_from_json(const nlohmann::json& document, const std::string& f
   const int ranks = int(programs.size());
   for (std::size_t i = 0; i < collectives.size(); ++i) {
     const JsonNode& node = collectives[i];
-    node.check_keys({"id", "kind", "bytes", "group", "root", "algorithm", "label", "payload", "layers", "iteration"});
+    node.check_keys(
+        {"id", "kind", "bytes", "group", "root", "algorithm", "label", "payload", "layers", "iteration", "split"});
     Collective c;
     if (node.has("id") && node.at("id").as_int() != std::int64_t(i)) node.at("id").fail(fmt::format("expected id {}", i));
     const auto parse_enum = [](const JsonNode& value, auto parser) {
@@ -273,17 +318,20 @@ Schedule schedule_from_json(const nlohmann::json& document, const std::string& f
     if (node.has("layers"))
       for (const JsonNode& layer : node.at("layers").items()) c.layers.push_back(int(layer.as_nonnegative_int()));
     c.iteration = int(node.int_or("iteration", 0));
+    if (node.has("split")) c.split = parse_enum(node.at("split"), split_from_string);
     // Keep the group as written (the verifier reports unsorted/duplicate groups).
     c.id = int(i);
     schedule.collectives.push_back(std::move(c));
   }
   for (std::size_t r = 0; r < programs.size(); ++r) {
     const JsonNode& node = programs[r];
-    node.check_keys({"rank", "ops"});
+    node.check_keys({"rank", "ops", "partitions"});
     if (node.has("rank") && node.at("rank").as_int() != std::int64_t(r)) node.at("rank").fail(fmt::format("expected rank {}", r));
     Program program;
     program.rank = int(r);
     for (const JsonNode& op : node.at("ops").items()) program.ops.push_back(op_from_json(op, int(collectives.size())));
+    if (node.has("partitions"))
+      for (const JsonNode& p : node.at("partitions").items()) program.partitions.push_back(partition_from_json(p));
     schedule.programs.push_back(std::move(program));
   }
   return schedule;

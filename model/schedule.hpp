@@ -18,6 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "model/cost.hpp"
+#include "model/network.hpp"
+#include "model/partition.hpp"
 #include "model/platform.hpp"
 
 namespace cnnpar {
@@ -36,10 +38,21 @@ enum class CollectiveKind { allreduce, allgather, reduce_scatter, bcast, reduce,
 const char* to_string(CollectiveKind kind);
 CollectiveKind collective_kind_from_string(const std::string& text);  ///< @throws std::invalid_argument
 
-/** What a collective carries, so the real executor knows which buffers to use. */
+/** What a collective carries, so the real executor knows which buffers to use:
+ *  gradients/weights: the parameters of `layers`;
+ *  activations: the input of layers[0] (the output of the layer before it);
+ *  errors: the errors of layers[0]'s output. */
 enum class Payload { none, gradients, activations, errors, weights };
 const char* to_string(Payload payload);
 Payload payload_from_string(const std::string& text);  ///< @throws std::invalid_argument
+
+/** Along which axis an activations/errors collective's blocks are cut: each member's block
+ *  is its partition's range of that axis (batch images or units) of the tensor, padded to
+ *  the largest member's block (Collective::bytes states that largest block, or P of them for
+ *  reduce_scatter); `none` for gradients and weights. */
+enum class Split { none, batch, units };
+const char* to_string(Split split);
+Split split_from_string(const std::string& text);  ///< @throws std::invalid_argument
 
 struct Collective {
   int id = -1;                    ///< index into Schedule::collectives
@@ -52,6 +65,7 @@ struct Collective {
   Payload payload = Payload::none;
   std::vector<int> layers;        ///< network layer indices whose data it carries
   int iteration = 0;              ///< iteration that posts it
+  Split split = Split::none;      ///< activations/errors: the axis the blocks are cut along
 };
 
 enum class OpKind { compute, post, wait, mark };
@@ -68,6 +82,9 @@ struct Op {
   double flops = 0;               ///< floating-point operations
   double bytes = 0;               ///< bytes moved through memory (roofline)
   std::int64_t batch = 0;         ///< images this op processes
+  /** Output units this op computes, the rank's partition range of its layer (model
+   *  parallelism); 0 = every unit of the layer. */
+  std::int64_t units = 0;
   // post / wait
   int collective = -1;            ///< index into Schedule::collectives
   // mark
@@ -124,6 +141,9 @@ class OpList {
 struct Program {
   int rank = 0;
   OpList ops;
+  /** One per network layer: what this rank holds of it (model/partition.hpp). Empty = every
+   *  layer data-parallel over the rank's batch slice (schedules written before partitions). */
+  std::vector<LayerPartition> partitions;
 };
 
 struct Schedule {
@@ -159,7 +179,15 @@ struct VerifyIssue {
  *  Returns all problems found; empty means the schedule is valid. */
 std::vector<VerifyIssue> verify(const Schedule& schedule);
 
-/** Runs verify() and throws InputError (file, path "/programs/R/ops/I", message) on the first issue. */
-void verify_or_throw(const Schedule& schedule, const std::string& file = "<schedule>");
+/** Partition checks against the network: every layer's partitions tile it (disjoint batch
+ *  slices, disjoint non-empty unit slices, or all of it on every rank), compute ops compute
+ *  the units their rank holds, and where a layer needs input (or hands back errors) that the
+ *  neighbouring partition does not hold, an activations (errors) collective of that layer is
+ *  waited for before its forward (backward) ops in every iteration. */
+std::vector<VerifyIssue> verify_partitions(const Schedule& schedule, const Network& network);
+
+/** Runs verify() (and verify_partitions() when `network` is given) and throws InputError
+ *  (file, path "/programs/R/ops/I", message naming the layer) on the first issue. */
+void verify_or_throw(const Schedule& schedule, const std::string& file = "<schedule>", const Network* network = nullptr);
 
 }  // namespace cnnpar

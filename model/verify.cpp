@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "model/error.hpp"
+#include "model/network.hpp"
 #include "model/schedule.hpp"
 
 namespace cnnpar {
@@ -178,7 +179,145 @@ void check_deadlock(const Schedule& schedule, std::vector<VerifyIssue>& issues) 
   }
 }
 
+// First op index of `layer` in `program` (for messages), -1 if none.
+int first_op_of(const Program& program, int layer) {
+  for (std::size_t i = 0; i < program.ops.size(); ++i)
+    if (program.ops[i].kind == OpKind::compute && program.ops[i].layer == layer) return int(i);
+  return -1;
+}
+
+// Ranges of all ranks along one axis tile [0, total): disjoint, gap-free, none empty.
+bool tiles(std::vector<Range> ranges, std::int64_t total) {
+  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  std::int64_t next = 0;
+  for (const Range& r : ranges) {
+    if (r.begin != next || r.count <= 0) return false;
+    next = r.end();
+  }
+  return next == total;
+}
+
+// What layer l needs of its input (the previous layer's output) to compute its own region:
+// a conv/fc layer every input unit, lrn and softmax every unit, other layers their own units.
+LayerPartition input_need(const Layer& layer, const LayerPartition& own, std::int64_t input_units) {
+  LayerPartition need = own;
+  if (layer.has_parameters() || layer.spec.kind == LayerKind::lrn || layer.spec.kind == LayerKind::softmax)
+    need.units = {0, input_units};
+  return need;
+}
+
+void check_partitions(const Schedule& schedule, const Network& network, std::vector<VerifyIssue>& issues) {
+  const int ranks = schedule.ranks();
+  const int L = int(network.layers.size());
+  const std::int64_t N = schedule.global_batch;
+  for (const Program& program : schedule.programs)
+    if (!program.partitions.empty() && int(program.partitions.size()) != L) {
+      issues.push_back({program.rank, -1, fmt::format("has {} partitions but network {} has {} layers",
+                                                      program.partitions.size(), network.name, L)});
+      return;
+    }
+  if (schedule.programs.front().partitions.empty()) return;  // data parallel throughout
+  for (int l = 0; l < L; ++l) {
+    const Layer& layer = network.layers[std::size_t(l)];
+    const std::int64_t U = layer_units(layer);
+    std::vector<Range> batches, units;
+    bool batch_full = true, units_full = true;
+    for (const Program& program : schedule.programs) {
+      const LayerPartition& p = program.partitions[std::size_t(l)];
+      const std::string where = fmt::format("layer {} ({})", l, layer.spec.name);
+      if (p.kind != schedule.programs.front().partitions[std::size_t(l)].kind)
+        issues.push_back({program.rank, first_op_of(program, l),
+                          fmt::format("{}: partition {} differs from rank 0's {}", where, to_string(p.kind),
+                                      to_string(schedule.programs.front().partitions[std::size_t(l)].kind))});
+      if (p.kind == PartitionKind::model && p.units.count <= 0)
+        issues.push_back({program.rank, first_op_of(program, l), fmt::format("{}: the rank's model slice is empty", where)});
+      if (!Range{0, N}.contains(p.batch) || !Range{0, U}.contains(p.units))
+        issues.push_back({program.rank, first_op_of(program, l),
+                          fmt::format("{}: region [{}, {}) × units [{}, {}) lies outside {} images × {} units", where,
+                                      p.batch.begin, p.batch.end(), p.units.begin, p.units.end(), N, U)});
+      batches.push_back(p.batch);
+      units.push_back(p.units);
+      batch_full = batch_full && p.batch == Range{0, N};
+      units_full = units_full && p.units == Range{0, U};
+    }
+    const bool ok = (batch_full && units_full) || (units_full && tiles(batches, N)) || (batch_full && tiles(units, U));
+    if (!ok)
+      issues.push_back({0, first_op_of(schedule.programs.front(), l),
+                        fmt::format("layer {} ({}): the ranks' partitions do not tile it (each rank a disjoint batch "
+                                    "slice, a disjoint unit slice, or all of it)", l, layer.spec.name)});
+  }
+  if (!issues.empty()) return;
+
+  // Transitions: a layer whose input region is not held by the previous layer must wait for an
+  // activations collective of that layer before its forward ops; a previous layer whose errors
+  // this layer cannot hand over locally (a model layer's partial sums, or a smaller region)
+  // must wait for an errors collective before its backward ops.
+  for (const Program& program : schedule.programs) {
+    std::vector<char> needs_input(std::size_t(L), 0), needs_errors(std::size_t(L), 0);
+    for (int l = 1; l < L; ++l) {
+      const LayerPartition& own = program.partitions[std::size_t(l)];
+      const LayerPartition& before = program.partitions[std::size_t(l - 1)];
+      const Layer& layer = network.layers[std::size_t(l)];
+      const LayerPartition need = input_need(layer, own, layer_units(network.layers[std::size_t(l - 1)]));
+      const bool held = before.batch.contains(need.batch) && before.units.contains(need.units);
+      needs_input[std::size_t(l)] = !held;
+      const bool partial = layer.has_parameters() && own.kind == PartitionKind::model && ranks > 1;
+      needs_errors[std::size_t(l - 1)] = partial || !need.batch.contains(before.batch) || !need.units.contains(before.units);
+    }
+    std::vector<char> input_delivered(std::size_t(L), 0), errors_delivered(std::size_t(L), 0);
+    std::vector<char> forward_seen(std::size_t(L), 0), backward_seen(std::size_t(L), 0);
+    for (std::size_t i = 0; i < program.ops.size(); ++i) {
+      const Op& op = program.ops[i];
+      if (op.kind == OpKind::mark) {
+        std::fill(input_delivered.begin(), input_delivered.end(), 0);
+        std::fill(errors_delivered.begin(), errors_delivered.end(), 0);
+        std::fill(forward_seen.begin(), forward_seen.end(), 0);
+        std::fill(backward_seen.begin(), backward_seen.end(), 0);
+      } else if (op.kind == OpKind::wait) {
+        const Collective& c = schedule.collectives[std::size_t(op.collective)];
+        if (c.layers.size() != 1 || c.layers.front() < 0 || c.layers.front() >= L) continue;
+        if (c.payload == Payload::activations) input_delivered[std::size_t(c.layers.front())] = 1;
+        if (c.payload == Payload::errors) errors_delivered[std::size_t(c.layers.front())] = 1;
+      } else if (op.kind == OpKind::compute && op.layer >= 0 && op.layer < L) {
+        const std::size_t l = std::size_t(op.layer);
+        const LayerPartition& p = program.partitions[l];
+        const std::int64_t U = layer_units(network.layers[l]);
+        const std::int64_t expected_units = p.units.count == U ? 0 : p.units.count;
+        if (op.units != expected_units)
+          issues.push_back({program.rank, int(i), fmt::format("{} computes {} units of layer {} but the rank holds {}",
+                                                              op.label, op.units == 0 ? U : op.units,
+                                                              network.layers[l].spec.name, p.units.count)});
+        if (op.phase == Phase::forward && !forward_seen[l]) {
+          forward_seen[l] = 1;
+          if (needs_input[l] && !input_delivered[l])
+            issues.push_back({program.rank, int(i),
+                              fmt::format("layer {} needs input the previous layer's partition does not hold, and no "
+                                          "activations collective of layer {} is waited for before it",
+                                          network.layers[l].spec.name, network.layers[l].spec.name)});
+        }
+        if ((op.phase == Phase::backward_data || op.phase == Phase::backward_weight) && !backward_seen[l] &&
+            forward_seen[l]) {
+          backward_seen[l] = 1;
+          if (needs_errors[l] && !errors_delivered[l])
+            issues.push_back({program.rank, int(i),
+                              fmt::format("layer {}'s errors come from a layer with another partition, and no errors "
+                                          "collective of layer {} is waited for before its backward pass",
+                                          network.layers[l].spec.name, network.layers[l].spec.name)});
+        }
+      }
+      if (issues.size() > 16) return;
+    }
+  }
+}
+
 }  // namespace
+
+std::vector<VerifyIssue> verify_partitions(const Schedule& schedule, const Network& network) {
+  std::vector<VerifyIssue> issues;
+  if (schedule.programs.empty()) return issues;
+  check_partitions(schedule, network, issues);
+  return issues;
+}
 
 std::vector<VerifyIssue> verify(const Schedule& schedule) {
   std::vector<VerifyIssue> issues;
@@ -195,8 +334,9 @@ std::vector<VerifyIssue> verify(const Schedule& schedule) {
   return issues;
 }
 
-void verify_or_throw(const Schedule& schedule, const std::string& file) {
-  const std::vector<VerifyIssue> issues = verify(schedule);
+void verify_or_throw(const Schedule& schedule, const std::string& file, const Network* network) {
+  std::vector<VerifyIssue> issues = verify(schedule);
+  if (issues.empty() && network != nullptr) issues = verify_partitions(schedule, *network);
   if (issues.empty()) return;
   const VerifyIssue& first = issues.front();
   std::string path = "/";

@@ -49,6 +49,8 @@ struct Options {
   int lee_k = 9;
   int lee_f = 2;
   double bucket_bytes = 25.0 * 1024 * 1024;
+  std::string assign;
+  std::string sync = "layerwise";
   std::int64_t batch = 64;
   int iterations = 3;
   int warmup = 1;
@@ -85,6 +87,8 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--k", o.lee_k, "lee: counted layers in the first gradient chunk")->capture_default_str();
   app.add_option("--f", o.lee_f, "lee: fc layers that replicate the gradient calculation")->capture_default_str();
   app.add_option("--bucket-bytes", o.bucket_bytes, "dp_buckets: bucket size (bytes)")->capture_default_str();
+  app.add_option("--assign", o.assign, "per_layer: LAYER=data|model|replicated,... or a JSON file");
+  app.add_option("--sync", o.sync, "per_layer, hybrid: gradient allreduce timing: end | layerwise | chunks")->capture_default_str();
   app.add_option("--batch", o.batch, "global mini-batch N (images per iteration over all ranks)")
       ->capture_default_str();
   app.add_option("--iterations", o.iterations, "iterations to run, warm-up included")->capture_default_str();
@@ -286,9 +290,11 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
   s.strategy.lee_k = o.lee_k;
   s.strategy.lee_f = o.lee_f;
   s.strategy.bucket_bytes = o.bucket_bytes;
+  s.strategy.assign = o.assign;
+  s.strategy.sync = o.sync;
   s.strategy.origin = "command line";
   s.schedule = build_schedule(s.network, s.platform, s.strategy);
-  verify_or_throw(s.schedule, "<schedule " + o.strategy + ">");
+  verify_or_throw(s.schedule, "<schedule " + o.strategy + ">", &s.network);
   if (s.schedule.ranks() != size)
     throw InputError("command line", "/ranks", std::to_string(size),
                      fmt::format("the schedule has {} ranks, mpiexec started {}", s.schedule.ranks(), size));
@@ -378,8 +384,21 @@ int run_training(const Options& o, int rank, int size) {
   // Weights must agree bitwise across ranks (every rank applies the same update).
   std::string weights_hash = "none";
   std::vector<float> weights;
+  RuntimeState final_state;
   if (s.runtime) {
-    weights = s.runtime->flat_weights();
+    // Model-parallel ranks each hold their rows: assemble the whole model on every rank.
+    final_state = s.runtime->model_parallel() ? s.runtime->owned_state() : s.runtime->state();
+    if (s.runtime->model_parallel()) {
+      std::vector<float> sum(final_state.weights.size());
+      mpi::allreduce(final_state.weights.data(), sum.data(), int(sum.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                     o.timeout_s, "model assembly");
+      final_state.weights.swap(sum);
+      sum.assign(final_state.momentum.size(), 0.0f);
+      mpi::allreduce(final_state.momentum.data(), sum.data(), int(sum.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                     o.timeout_s, "model assembly");
+      final_state.momentum.swap(sum);
+    }
+    weights = final_state.weights;
     weights_hash = fmt::format("{:016x}", fnv1a64(weights.data(), weights.size() * sizeof(float)));
   }
 
@@ -452,7 +471,7 @@ int run_training(const Options& o, int rank, int size) {
     if (!o.checkpoint.empty() && s.runtime) {
       std::filesystem::create_directories(o.checkpoint);
       write_checkpoint((std::filesystem::path(o.checkpoint) / "checkpoint.bin").string(), s.network,
-                       s.runtime->state());
+                       final_state);
     }
 
     std::printf("cnnpar-run: %s on %s, %d ranks, batch %lld, %d iterations (%d warm-up), %s compute, %s progress\n",

@@ -592,7 +592,8 @@ void dropout_forward(const DropoutLayout& l, std::int64_t images, std::int64_t f
         for (std::int64_t s = 0; s < l.hw; ++s) {
           const std::int64_t unit = c * l.hw + s;
           const std::int64_t o = l.channel_major ? (c * images + i) * l.hw + s : i * units + unit;
-          const float m = dropout_keep(seed, iteration, layer, first_image + i, unit, ratio) ? keep_scale : 0.0f;
+          const std::int64_t layer_unit = (l.first_channel + c) * l.hw + s;
+          const float m = dropout_keep(seed, iteration, layer, first_image + i, layer_unit, ratio) ? keep_scale : 0.0f;
           mask[o] = m;
           out[o] = in[o] * m;
         }

@@ -111,6 +111,9 @@ bool dropout_keep(std::uint64_t seed, std::int64_t iteration, std::int64_t layer
 struct DropoutLayout {
   bool channel_major = false;   ///< (C, N, HW) if true, else (N, C·HW)
   std::int64_t channels = 0, hw = 1;
+  /** Channel (or fc neuron) of the layer that local channel 0 is, for a model-parallel slice:
+   *  the keep decision uses the layer's unit (first_channel + c)·HW + s. */
+  std::int64_t first_channel = 0;
 };
 void dropout_forward(const DropoutLayout& layout, std::int64_t images, std::int64_t first_image,
                      std::uint64_t seed, std::int64_t iteration, std::int64_t layer, double ratio,

@@ -28,17 +28,61 @@ double normal(std::uint64_t seed, std::int64_t layer, std::int64_t index) {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
 }
 
+
+// A region of a layer's output tensor (model/partition.hpp) in its memory layout:
+// channel-major (units, images, spatial) or row-major (images, units, spatial).
+struct Region {
+  Range batch, units;
+  std::int64_t spatial = 1;
+  bool channel_major = false;
+  std::int64_t elements() const { return batch.count * units.count * spatial; }
+  std::int64_t offset(std::int64_t image, std::int64_t unit) const {
+    return channel_major ? ((unit - units.begin) * batch.count + (image - batch.begin)) * spatial
+                         : ((image - batch.begin) * units.count + (unit - units.begin)) * spatial;
+  }
+};
+
+Range intersect(const Range& a, const Range& b) {
+  const std::int64_t begin = std::max(a.begin, b.begin), end = std::min(a.end(), b.end());
+  return {begin, std::max<std::int64_t>(0, end - begin)};
+}
+
+// Copies the elements both regions hold from `src` (laid out as `from`) to `dst` (`to`).
+void copy_region(const Region& from, const float* src, const Region& to, float* dst) {
+  CNNPAR_ASSERT(from.spatial == to.spatial && from.channel_major == to.channel_major, "regions of different tensors");
+  const Range b = intersect(from.batch, to.batch), u = intersect(from.units, to.units);
+  if (b.count == 0 || u.count == 0) return;
+  const std::size_t row_bytes = sizeof(float) * std::size_t(from.spatial);
+  if (from.channel_major) {
+    for (std::int64_t unit = u.begin; unit < u.end(); ++unit)
+      std::memcpy(dst + to.offset(b.begin, unit), src + from.offset(b.begin, unit), row_bytes * std::size_t(b.count));
+  } else {
+    for (std::int64_t image = b.begin; image < b.end(); ++image)
+      std::memcpy(dst + to.offset(image, u.begin), src + from.offset(image, u.begin), row_bytes * std::size_t(u.count));
+  }
+}
+
 }  // namespace
 
 struct Runtime::Impl {
+  // Where a layer's input comes from and where its backward-data output goes.
+  enum class Input { previous, extract, gathered };            // previous layer's output / local slice / allgather
+  enum class Errors { previous, extract, exchanged };          // into its errors / local slice / a collective
   struct LayerState {
     const Layer* layer = nullptr;
     int index = 0;
     bool in_cm = false, out_cm = false;  // channel-major (C, n, H, W) input / output
+    LayerPartition held;                 // this rank's region of the output (and its errors)
+    std::int64_t n = 0;                  // images this layer computes (held.batch.count)
+    Region out_region, in_region;        // held output; input this layer needs (over the previous output)
+    Input input = Input::previous;
+    Errors errors = Errors::previous;
+    std::vector<float> xin, din;         // input and input errors over in_region (when not the previous layer's)
     ConvGeometry geo;                    // conv/pool, batch = n
     std::int64_t weights = 0, biases = 0;
     std::int64_t offset = 0;             // into weights_/grads_/momentum_ (internal order)
-    std::vector<float> out, err;         // activations and errors of the output, n × out.elements()
+    std::int64_t row_floats = 0;         // weights per output unit (C·KH·KW or K_b)
+    std::vector<float> out, err;         // activations and errors over out_region
     std::vector<float> cols;             // conv: (C·KH·KW, n·OH·OW) kept for backward_weight
                                          // (empty when the columns are shared, see keep_columns)
     std::vector<float> rows_in;          // fc with channel-major input: (n, K_b)
@@ -46,17 +90,23 @@ struct Runtime::Impl {
     std::vector<std::int32_t> argmax;    // max pool, like out
     std::vector<float> aux;              // lrn: scale; dropout: mask (like out)
     bool im2col_op = false, bias_op = false, col2im_op = false, softmax_bwd_op = false;
-    // Lee replicated fc: gathered (N, K_b) inputs and (N, K_c) errors by iteration parity.
+    // Replicated with batch-sliced activations (Lee): gathered (N, K_b) inputs and (N, K_c)
+    // errors by iteration parity.
     bool replicated = false;
     std::vector<float> gathered_in[2], gathered_err[2], stage_in[2], stage_err[2];
     int in_ready[2] = {-1, -1}, err_ready[2] = {-1, -1};  // iteration completed into the slot
+    // The units of the weight rows this rank owns: all, or a model-parallel slice.
+    float* w(std::vector<float>& a) const { return a.data() + offset + held.units.begin * row_floats; }
+    float* b(std::vector<float>& a) const { return a.data() + offset + weights + held.units.begin; }
+    bool model() const { return held.kind == PartitionKind::model && layer->has_parameters(); }
   };
 
   const Network net;  // own copy: the layers are pointed to below
   int rank = 0, ranks = 1;
-  std::int64_t n = 0, N = 0;  // local and global batch (images)
-  std::int64_t first_image = 0;  // index in the global batch of this rank's first image
-  std::vector<std::int64_t> rank_batches;  // n_r of every rank
+  std::int64_t n = 0, N = 0;  // images of the input this rank reads, and the global batch
+  std::int64_t first_image = 0;  // index in the global batch of this rank's first input image
+  std::vector<std::int64_t> rank_batches;  // input images of every rank
+  std::vector<std::vector<LayerPartition>> partitions;  // [rank][layer]
   int schedule_iterations = 0;
   std::uint64_t seed = 0;
   SgdConfig sgd;
@@ -66,7 +116,8 @@ struct Runtime::Impl {
   std::vector<LayerState> layers;
   bool input_cm = false;
   std::vector<float> input;   // (C, n, H, W) or (n, C·H·W)
-  std::vector<int> labels;    // n
+  std::vector<int> labels;    // images of the softmax layer's region
+  Range label_range;          // which images `labels` covers
   std::vector<float> dcols;   // shared conv backward-data columns
   // Lee: keep each conv layer's im2col columns for the weight gradient "if memory space is
   // sufficiently large"; above kKeepColumnsLimitBytes one buffer is shared and the
@@ -94,13 +145,48 @@ struct Runtime::Impl {
   std::int64_t params = 0;
   double loss_sum = 0;
   std::int64_t correct = 0;
+  bool loss_replicated = false;  // every rank computes the loss over the whole batch
   std::map<int, std::vector<float>> staging;  // collective id -> packed buffer
+  std::map<int, std::vector<float>> staging_recv;
 
   Impl(const Network& network) : net(network) {}
 
-  const float* in_of(int l) const { return l == 0 ? input.data() : layers[std::size_t(l - 1)].out.data(); }
-  float* err_in(int l) { return l == 0 ? nullptr : layers[std::size_t(l - 1)].err.data(); }
+  const float* in_of(int l) const {
+    const LayerState& x = layers[std::size_t(l)];
+    if (x.input != Input::previous) return x.xin.data();
+    return l == 0 ? input.data() : layers[std::size_t(l - 1)].out.data();
+  }
+  float* err_in(int l) {
+    LayerState& x = layers[std::size_t(l)];
+    if (x.errors != Errors::previous) return x.din.data();
+    return l == 0 ? nullptr : layers[std::size_t(l - 1)].err.data();
+  }
+  // Once a layer's input errors are complete: hand the previous layer its share when local.
+  void finish_errors(LayerState& x) {
+    if (x.errors != Errors::extract) return;
+    LayerState& before = layers[std::size_t(x.index - 1)];
+    copy_region(x.in_region, x.din.data(), before.out_region, before.err.data());
+  }
+  // Before a layer's first forward op reads its input: cut the local slice when needed.
+  void prepare_input(LayerState& x) {
+    if (x.input != Input::extract) return;
+    const LayerState& before = layers[std::size_t(x.index - 1)];
+    copy_region(before.out_region, before.out.data(), x.in_region, x.xin.data());
+  }
   std::int64_t global_iteration(int it) const { return iteration_base + it; }
+
+  // Region of layer l's output that rank r holds, and the input region layer l needs on rank r.
+  Region held_region(int r, int l) const {
+    const Layer& ly = net.layers[std::size_t(l)];
+    const LayerPartition& p = partitions[std::size_t(r)][std::size_t(l)];
+    return {p.batch, p.units, ly.out.h * ly.out.w, layers[std::size_t(l)].out_cm};
+  }
+  Region input_region(int r, int l) const {
+    const Layer& ly = net.layers[std::size_t(l)];
+    const LayerPartition& p = partitions[std::size_t(r)][std::size_t(l)];
+    const bool all_units = ly.has_parameters() || ly.spec.kind == LayerKind::lrn || ly.spec.kind == LayerKind::softmax;
+    return {p.batch, all_units ? Range{0, ly.in.c} : p.units, ly.in.h * ly.in.w, layers[std::size_t(l)].in_cm};
+  }
 
   // Spans [offset, count) of the gradient/weight arrays for the given layers, sorted by offset.
   std::vector<std::pair<std::int64_t, std::int64_t>> spans(const std::vector<int>& ls) const {
@@ -119,6 +205,8 @@ struct Runtime::Impl {
   void backward_data(LayerState& x, const Op& op, const Tiling& t);
   void backward_weight(LayerState& x, const Op& op, const Tiling& t);
   void update(LayerState& x);
+  CollectiveBuffers prepare_exchange(const Collective& c);
+  void complete_exchange(const Collective& c);
 };
 
 void Runtime::Impl::init(const Schedule& schedule) {
@@ -132,29 +220,46 @@ void Runtime::Impl::init(const Schedule& schedule) {
   if (net.layers.back().spec.kind != LayerKind::softmax)
     throw InputError("<network " + net.name + ">", fmt::format("/layers/{}", L - 1),
                      to_string(net.layers.back().spec.kind), "the real executor needs a softmax last layer");
+  CNNPAR_ASSERT(N > 0, "empty batch");
   layers.resize(std::size_t(L));
 
-  // Replicated fc layers: named by an activations/errors allgather this rank takes part in.
-  std::set<int> replicated;
-  for (const Collective& c : schedule.collectives) {
-    if (c.payload != Payload::activations && c.payload != Payload::errors) continue;
-    if (!std::binary_search(c.group.begin(), c.group.end(), rank)) continue;
-    CNNPAR_ASSERT(c.kind == CollectiveKind::allgather && c.layers.size() == 1,
-                  "activations/errors collectives must be single-layer allgathers (Lee replicated fc): " + c.label);
-    const int l = c.layers.front();
-    CNNPAR_ASSERT(l >= 0 && l < L && net.layers[std::size_t(l)].spec.kind == LayerKind::fc,
-                  "replicated gradient calculation needs an fc layer: " + c.label);
-    replicated.insert(l);
+  // Every tensor is allocated from the partitions (a schedule without them is data parallel
+  // over the batch split of its forward ops, as written before partitions existed).
+  partitions.assign(std::size_t(ranks), {});
+  for (int r = 0; r < ranks; ++r) {
+    const Program& program = schedule.programs[std::size_t(r)];
+    if (!program.partitions.empty()) {
+      CNNPAR_ASSERT(int(program.partitions.size()) == L, "one partition per layer");
+      partitions[std::size_t(r)] = program.partitions;
+      continue;
+    }
+    std::int64_t nr = 0;
+    for (const Op& op : program.ops)
+      if (op.kind == OpKind::compute && op.layer >= 0 && op.phase == Phase::forward) { nr = op.batch; break; }
+    if (nr == 0) nr = N / ranks;
+    std::int64_t first = 0;
+    for (int q = 0; q < r; ++q) first += partitions[std::size_t(q)].empty() ? 0 : partitions[std::size_t(q)].front().batch.count;
+    for (int l = 0; l < L; ++l)
+      partitions[std::size_t(r)].push_back({PartitionKind::data, {first, nr}, {0, layer_units(net.layers[std::size_t(l)])}});
+  }
+  for (int l = 0; l < L; ++l) {
+    const Layer& ly = net.layers[std::size_t(l)];
+    LayerState& x = layers[std::size_t(l)];
+    x.layer = &ly;
+    x.index = l;
+    x.held = partitions[std::size_t(rank)][std::size_t(l)];
+    x.n = x.held.batch.count;
+    // Lee's replicated gradient calculation: whole weights, batch-sliced activations (on one
+    // rank every region is whole, and a replicated layer after the first gathers from itself).
+    x.replicated = x.held.kind == PartitionKind::replicated && ly.has_parameters() &&
+                   (x.held.batch.count < N || (ranks == 1 && l > 0));
   }
 
-  // Sub-batch: batch of the forward ops (all equal); N / P when the program has none.
-  n = 0;
   for (const Op& op : prog.ops) {
     if (op.kind != OpKind::compute || op.layer < 0) continue;
     CNNPAR_ASSERT(op.layer < L, "compute op names a layer outside the network: " + op.label);
     auto& x = layers[std::size_t(op.layer)];
     const LayerKind kind = net.layers[std::size_t(op.layer)].spec.kind;
-    if (n == 0 && op.phase == Phase::forward && !replicated.count(op.layer)) n = op.batch;
     if (op.phase == Phase::forward && op.kernel == KernelClass::im2col) x.im2col_op = true;
     if (op.phase == Phase::forward && op.kernel == KernelClass::eltwise &&
         (kind == LayerKind::conv || kind == LayerKind::fc))
@@ -162,27 +267,19 @@ void Runtime::Impl::init(const Schedule& schedule) {
     if (op.phase == Phase::backward_data && op.kernel == KernelClass::col2im) x.col2im_op = true;
     if (op.phase == Phase::backward_data && kind == LayerKind::softmax) x.softmax_bwd_op = true;
   }
-  if (n == 0) n = N / ranks;
-  CNNPAR_ASSERT(n > 0 && N > 0, "empty batch");
-  // First image of this rank in the global batch: the sub-batches of the ranks before it
-  // (ranks may differ by one image when the builder split N unevenly).
+  // The input this rank reads: the region of images the first layer needs.
+  const Range input_batch = layers.front().held.batch;
+  n = input_batch.count;
+  first_image = input_batch.begin;
   rank_batches.clear();
-  for (int r = 0; r < ranks; ++r) {
-    std::int64_t nr = 0;
-    for (const Op& op : schedule.programs[std::size_t(r)].ops)
-      if (op.kind == OpKind::compute && op.layer >= 0 && op.phase == Phase::forward && !replicated.count(op.layer)) {
-        nr = op.batch;
-        break;
-      }
-    rank_batches.push_back(nr > 0 ? nr : N / ranks);
-  }
-  first_image = 0;
-  for (int r = 0; r < rank; ++r) first_image += rank_batches[std::size_t(r)];
+  for (int r = 0; r < ranks; ++r) rank_batches.push_back(partitions[std::size_t(r)].front().batch.count);
   CNNPAR_ASSERT(first_image + n <= N, "sub-batches exceed the global batch");
 
   input_cm = net.layers.front().spec.kind != LayerKind::fc;
   input.assign(std::size_t(n * net.input.elements()), 0.0f);
-  labels.assign(std::size_t(n), 0);
+  label_range = layers.back().held.batch;
+  labels.assign(std::size_t(label_range.count), 0);
+  loss_replicated = ranks > 1 && label_range.count == N;
 
   // Parameter offsets: non-replicated layers first, then replicated ones, each in layer order,
   // so gradient chunks of adjacent layers are contiguous (in-place allreduce).
@@ -191,13 +288,15 @@ void Runtime::Impl::init(const Schedule& schedule) {
   for (int pass = 0; pass < 2; ++pass)
     for (int l = 0; l < L; ++l) {
       const Layer& ly = net.layers[std::size_t(l)];
-      if (!ly.has_parameters() || (replicated.count(l) != 0) != (pass == 1)) continue;
       LayerState& x = layers[std::size_t(l)];
+      if (!ly.has_parameters() || x.replicated != (pass == 1)) continue;
       if (ly.spec.kind == LayerKind::conv) {
-        x.weights = ly.out.c * ly.in.c * ly.spec.kernel_h * ly.spec.kernel_w;
+        x.row_floats = ly.in.c * ly.spec.kernel_h * ly.spec.kernel_w;
+        x.weights = ly.out.c * x.row_floats;
         x.biases = ly.out.c;
       } else {
-        x.weights = ly.out.elements() * ly.in.elements();
+        x.row_floats = ly.in.elements();
+        x.weights = ly.out.elements() * x.row_floats;
         x.biases = ly.out.elements();
       }
       x.offset = off;
@@ -208,31 +307,31 @@ void Runtime::Impl::init(const Schedule& schedule) {
   for (int l = 0; l < L; ++l) {
     LayerState& x = layers[std::size_t(l)];
     const Layer& ly = net.layers[std::size_t(l)];
-    x.layer = &ly;
-    x.index = l;
+    const std::int64_t n_l = x.n;
+    const std::int64_t units = x.held.units.count;
     x.in_cm = l == 0 ? input_cm : layers[std::size_t(l - 1)].out_cm;
-    x.replicated = replicated.count(l) != 0;
     switch (ly.spec.kind) {
       case LayerKind::conv:
       case LayerKind::pool:
         CNNPAR_ASSERT(x.in_cm, "conv/pool after an fc layer is not supported: " + ly.spec.name);
         x.out_cm = true;
-        x.geo = ConvGeometry{ly.in.c, n, ly.in.h, ly.in.w, ly.spec.kernel_h, ly.spec.kernel_w,
-                             ly.spec.stride, ly.spec.pad};
+        // A pool layer works on the maps it holds; a conv layer reads every input map.
+        x.geo = ConvGeometry{ly.spec.kind == LayerKind::pool ? units : ly.in.c, n_l, ly.in.h, ly.in.w,
+                             ly.spec.kernel_h, ly.spec.kernel_w, ly.spec.stride, ly.spec.pad};
         CNNPAR_ASSERT(x.geo.out_h() == ly.out.h && x.geo.out_w() == ly.out.w,
                       "inferred output shape differs from the kernel geometry: " + ly.spec.name);
         if (ly.spec.kind == LayerKind::conv) {
           total_cols += x.geo.column_rows() * x.geo.column_cols();
           max_dcols = std::max(max_dcols, x.geo.column_rows() * x.geo.column_cols());
         } else if (ly.spec.pool_mode == PoolMode::max) {
-          x.argmax.assign(std::size_t(n * ly.out.elements()), 0);
+          x.argmax.assign(std::size_t(n_l * units * ly.out.h * ly.out.w), 0);
         }
         break;
       case LayerKind::fc:
         x.out_cm = false;
         if (x.in_cm) {
-          x.rows_in.assign(std::size_t(n * ly.in.elements()), 0.0f);
-          x.rows_dx.assign(std::size_t(n * ly.in.elements()), 0.0f);
+          x.rows_in.assign(std::size_t(n_l * ly.in.elements()), 0.0f);
+          x.rows_dx.assign(std::size_t(n_l * ly.in.elements()), 0.0f);
         }
         break;
       case LayerKind::softmax:
@@ -243,17 +342,33 @@ void Runtime::Impl::init(const Schedule& schedule) {
       case LayerKind::dropout:
       case LayerKind::lrn:
         x.out_cm = x.in_cm;
-        if (ly.spec.kind != LayerKind::relu) x.aux.assign(std::size_t(n * ly.out.elements()), 0.0f);
+        if (ly.spec.kind != LayerKind::relu) x.aux.assign(std::size_t(n_l * units * ly.out.h * ly.out.w), 0.0f);
         break;
     }
-    x.out.assign(std::size_t(n * ly.out.elements()), 0.0f);
-    x.err.assign(std::size_t(n * ly.out.elements()), 0.0f);
+    x.out_region = held_region(rank, l);
+    x.out.assign(std::size_t(x.out_region.elements()), 0.0f);
+    x.err.assign(std::size_t(x.out_region.elements()), 0.0f);
+    x.in_region = input_region(rank, l);
+    if (l > 0) {
+      const LayerState& before = layers[std::size_t(l - 1)];
+      const Region& have = before.out_region;
+      const Region& need = x.in_region;
+      const bool same = have.batch == need.batch && have.units == need.units;
+      const bool inside = have.batch.contains(need.batch) && have.units.contains(need.units);
+      x.input = same ? Input::previous : inside ? Input::extract : Input::gathered;
+      const bool covers = need.batch.contains(have.batch) && need.units.contains(have.units);
+      // A model layer's input errors are partial sums over its units (complete on one rank).
+      const bool partial = x.model() && ranks > 1;
+      x.errors = partial || !covers ? Errors::exchanged : same ? Errors::previous : Errors::extract;
+      if (x.input != Input::previous) x.xin.assign(std::size_t(need.elements()), 0.0f);
+      if (x.errors != Errors::previous) x.din.assign(std::size_t(need.elements()), 0.0f);
+    }
     if (x.replicated)
       for (int p = 0; p < 2; ++p) {
         x.gathered_in[p].assign(std::size_t(N * ly.in.elements()), 0.0f);
         x.gathered_err[p].assign(std::size_t(N * ly.out.elements()), 0.0f);
-        x.stage_in[p].assign(std::size_t(n * ly.in.elements()), 0.0f);
-        x.stage_err[p].assign(std::size_t(n * ly.out.elements()), 0.0f);
+        x.stage_in[p].assign(std::size_t(n_l * ly.in.elements()), 0.0f);
+        x.stage_err[p].assign(std::size_t(n_l * ly.out.elements()), 0.0f);
       }
   }
   dcols.assign(std::size_t(max_dcols), 0.0f);
@@ -271,6 +386,7 @@ void Runtime::Impl::init(const Schedule& schedule) {
     const double fan_in = double(x.weights) / double(x.biases);  // C·KH·KW or K_b
     // He et al. for layers followed by relu; the classifier gets variance 1/fan_in scaled by
     // 1/16 so that the initial logits are small and the first loss is near ln(classes).
+    // Every rank draws every weight, so a model-parallel slice equals one process's rows.
     const double stddev = x.index == classifier ? std::sqrt(1.0 / fan_in) / 4.0 : std::sqrt(2.0 / fan_in);
     for (std::int64_t i = 0; i < x.weights; ++i)
       weights[std::size_t(x.offset + i)] = float(stddev * normal(seed, x.index, i));
@@ -280,33 +396,40 @@ void Runtime::Impl::init(const Schedule& schedule) {
 void Runtime::Impl::forward(LayerState& x, const Op& op, int it, const Tiling& t) {
   const Layer& ly = *x.layer;
   const int l = x.index;
+  const std::int64_t n = x.n;
+  const std::int64_t units = x.held.units.count;
+  // The op that first reads the input cuts the local slice (a conv's bias op and the gemm
+  // after an im2col op read the columns instead).
+  const bool reads_input = !(op.kernel == KernelClass::eltwise && ly.has_parameters()) &&
+                           !(ly.spec.kind == LayerKind::conv && op.kernel == KernelClass::gemm && x.im2col_op);
+  if (l > 0 && reads_input) prepare_input(x);
   const float* in = in_of(l);
   switch (ly.spec.kind) {
     case LayerKind::conv: {
-      float* w = weights.data() + x.offset;
+      float* w = x.w(weights);
+      float* b = x.b(weights);
       if (op.kernel == KernelClass::im2col) {
         im2col(x.geo, in, columns(x));
       } else if (op.kernel == KernelClass::gemm) {
         if (!x.im2col_op) im2col(x.geo, in, columns(x));
-        conv_forward_gemm(x.geo, ly.out.c, w, x.bias_op ? nullptr : w + x.weights, columns(x),
-                          x.out.data(), t);
+        conv_forward_gemm(x.geo, units, w, x.bias_op ? nullptr : b, columns(x), x.out.data(), t);
       } else if (op.kernel == KernelClass::eltwise) {
-        add_row_bias(ly.out.c, x.geo.column_cols(), w + x.weights, x.out.data());
+        add_row_bias(units, x.geo.column_cols(), b, x.out.data());
       } else {
         CNNPAR_ASSERT(false, "unexpected conv forward op: " + op.label);
       }
       return;
     }
     case LayerKind::fc: {
-      const float* w = weights.data() + x.offset;
-      const std::int64_t kb = ly.in.elements(), kc = ly.out.elements();
+      const float* w = x.w(weights);
+      const float* b = x.b(weights);
+      const std::int64_t kb = ly.in.elements(), kc = units;
       if (op.kernel == KernelClass::gemm) {
         if (x.in_cm) channel_major_to_rows(ly.in.c, n, ly.in.h * ly.in.w, in, x.rows_in.data());
-        fc_forward(n, kb, kc, x.in_cm ? x.rows_in.data() : in, w, x.bias_op ? nullptr : w + x.weights,
-                   x.out.data(), t);
+        fc_forward(n, kb, kc, x.in_cm ? x.rows_in.data() : in, w, x.bias_op ? nullptr : b, x.out.data(), t);
       } else if (op.kernel == KernelClass::eltwise) {
         for (std::int64_t i = 0; i < n; ++i)
-          for (std::int64_t o = 0; o < kc; ++o) x.out[std::size_t(i * kc + o)] += w[x.weights + o];
+          for (std::int64_t o = 0; o < kc; ++o) x.out[std::size_t(i * kc + o)] += b[o];
       } else {
         CNNPAR_ASSERT(false, "unexpected fc forward op: " + op.label);
       }
@@ -331,16 +454,20 @@ void Runtime::Impl::forward(LayerState& x, const Op& op, int it, const Tiling& t
       return;
     }
     case LayerKind::dropout: {
-      const DropoutLayout dl{x.in_cm, x.in_cm ? ly.in.c : ly.in.elements(), x.in_cm ? ly.in.h * ly.in.w : 1};
-      dropout_forward(dl, n, first_image, seed, global_iteration(it), l,
-                      ly.spec.dropout_ratio, in, x.out.data(), x.aux.data());
+      const std::int64_t hw = x.in_cm ? ly.in.h * ly.in.w : 1;
+      const std::int64_t channels = x.in_cm ? units : units * ly.out.h * ly.out.w;
+      const DropoutLayout dl{x.in_cm, channels, hw, x.held.units.begin * (x.in_cm ? 1 : ly.out.h * ly.out.w)};
+      dropout_forward(dl, n, x.held.batch.begin, seed, global_iteration(it), l, ly.spec.dropout_ratio, in,
+                      x.out.data(), x.aux.data());
       return;
     }
     case LayerKind::softmax: {
       const std::int64_t k = ly.in.elements();
       loss_sum = softmax_forward(n, k, in, labels.data(), x.out.data(), &correct);
-      if (!x.softmax_bwd_op && l > 0)
+      if (!x.softmax_bwd_op && l > 0) {
         softmax_cross_entropy_backward(n, k, x.out.data(), labels.data(), double(N), err_in(l));
+        finish_errors(x);
+      }
       return;
     }
   }
@@ -349,6 +476,8 @@ void Runtime::Impl::forward(LayerState& x, const Op& op, int it, const Tiling& t
 void Runtime::Impl::backward_data(LayerState& x, const Op& op, const Tiling& t) {
   const Layer& ly = *x.layer;
   const int l = x.index;
+  const std::int64_t n = x.n;
+  const std::int64_t units = x.held.units.count;
   CNNPAR_ASSERT(l > 0, "backward_data op on the first layer: " + op.label);
   float* din = err_in(l);
   const float* in = in_of(l);
@@ -356,23 +485,26 @@ void Runtime::Impl::backward_data(LayerState& x, const Op& op, const Tiling& t) 
     case LayerKind::conv: {
       const std::size_t cnt = std::size_t(x.geo.channels * n * x.geo.in_h * x.geo.in_w);
       if (op.kernel == KernelClass::gemm) {
-        conv_backward_data_gemm(x.geo, ly.out.c, weights.data() + x.offset, x.err.data(), dcols.data(), t);
+        conv_backward_data_gemm(x.geo, units, x.w(weights), x.err.data(), dcols.data(), t);
         if (!x.col2im_op) {
           std::memset(din, 0, sizeof(float) * cnt);
           col2im_add(x.geo, dcols.data(), din);
+          finish_errors(x);
         }
       } else if (op.kernel == KernelClass::col2im) {
         std::memset(din, 0, sizeof(float) * cnt);
         col2im_add(x.geo, dcols.data(), din);
+        finish_errors(x);
       } else {
         CNNPAR_ASSERT(false, "unexpected conv backward_data op: " + op.label);
       }
       return;
     }
     case LayerKind::fc: {
-      const std::int64_t kb = ly.in.elements(), kc = ly.out.elements();
-      fc_backward_data(n, kb, kc, x.err.data(), weights.data() + x.offset, x.in_cm ? x.rows_dx.data() : din, t);
+      const std::int64_t kb = ly.in.elements(), kc = units;
+      fc_backward_data(n, kb, kc, x.err.data(), x.w(weights), x.in_cm ? x.rows_dx.data() : din, t);
       if (x.in_cm) rows_to_channel_major(ly.in.c, n, ly.in.h * ly.in.w, x.rows_dx.data(), din);
+      finish_errors(x);
       return;
     }
     case LayerKind::pool:
@@ -380,10 +512,10 @@ void Runtime::Impl::backward_data(LayerState& x, const Op& op, const Tiling& t) 
         max_pool_backward(x.geo, x.err.data(), x.argmax.data(), din);
       else
         avg_pool_backward(x.geo, x.err.data(), din);
-      return;
+      break;
     case LayerKind::relu:
       relu_backward(std::int64_t(x.out.size()), x.out.data(), x.err.data(), din);
-      return;
+      break;
     case LayerKind::lrn: {
       const LrnParams p{ly.spec.lrn_size, ly.spec.lrn_alpha, ly.spec.lrn_beta, ly.spec.lrn_k};
       const std::int64_t hw = ly.in.h * ly.in.w;
@@ -392,20 +524,23 @@ void Runtime::Impl::backward_data(LayerState& x, const Op& op, const Tiling& t) 
       else
         lrn_backward(p, ly.in.elements(), n, 1, ly.in.elements(), in, x.out.data(), x.aux.data(),
                      x.err.data(), din);
-      return;
+      break;
     }
     case LayerKind::dropout:
       dropout_backward(std::int64_t(x.out.size()), x.aux.data(), x.err.data(), din);
-      return;
+      break;
     case LayerKind::softmax:
       softmax_cross_entropy_backward(n, ly.in.elements(), x.out.data(), labels.data(), double(N), din);
-      return;
+      break;
   }
+  finish_errors(x);
 }
 
 void Runtime::Impl::backward_weight(LayerState& x, const Op& op, const Tiling& t) {
   const Layer& ly = *x.layer;
-  float* gw = grads.data() + x.offset;
+  float* gw = x.w(grads);
+  float* gb = x.b(grads);
+  const std::int64_t units = x.held.units.count;
   if (ly.spec.kind == LayerKind::conv) {
     if (op.kernel == KernelClass::im2col) {  // recomputation instead of keeping the columns
       im2col(x.geo, in_of(x.index), columns(x));
@@ -413,15 +548,15 @@ void Runtime::Impl::backward_weight(LayerState& x, const Op& op, const Tiling& t
     }
     CNNPAR_ASSERT(op.kernel == KernelClass::gemm, "unexpected conv backward_weight op: " + op.label);
     if (!keep_columns) im2col(x.geo, in_of(x.index), columns(x));  // the shared buffer holds another layer's
-    conv_backward_weight_gemm(x.geo, ly.out.c, x.err.data(), columns(x), gw, gw + x.weights, t);
+    conv_backward_weight_gemm(x.geo, units, x.err.data(), columns(x), gw, gb, t);
     return;
   }
   CNNPAR_ASSERT(ly.spec.kind == LayerKind::fc && op.kernel == KernelClass::gemm,
                 "backward_weight op on a layer without parameters: " + op.label);
-  const std::int64_t kb = ly.in.elements(), kc = ly.out.elements();
+  const std::int64_t kb = ly.in.elements(), kc = units;
   if (!x.replicated) {
     const float* xin = x.in_cm ? x.rows_in.data() : in_of(x.index);
-    fc_backward_weight(n, kb, kc, x.err.data(), xin, gw, gw + x.weights, t);
+    fc_backward_weight(x.n, kb, kc, x.err.data(), xin, gw, gb, t);
     return;
   }
   // Lee's replicated layer: the full-batch gradient from the oldest complete gathered pair.
@@ -432,18 +567,102 @@ void Runtime::Impl::backward_weight(LayerState& x, const Op& op, const Tiling& t
       slot = p;
   CNNPAR_ASSERT(slot >= 0, "replicated fc gradient before its activations and errors were gathered: " + op.label);
   const std::int64_t rows = std::int64_t(x.gathered_in[slot].size()) / kb;
-  fc_backward_weight(rows, kb, kc, x.gathered_err[slot].data(), x.gathered_in[slot].data(), gw,
-                     gw + x.weights, t);
+  fc_backward_weight(rows, kb, kc, x.gathered_err[slot].data(), x.gathered_in[slot].data(), gw, gb, t);
   x.in_ready[slot] = x.err_ready[slot] = -1;
 }
 
 void Runtime::Impl::update(LayerState& x) {
   CNNPAR_ASSERT(x.weights > 0, "update of a layer without parameters");
-  float* w = weights.data() + x.offset;
-  float* g = grads.data() + x.offset;
-  float* v = momentum.data() + x.offset;
-  sgd_update(x.weights, sgd.learning_rate, sgd.momentum, sgd.weight_decay, g, w, v);
-  sgd_update(x.biases, sgd.learning_rate, sgd.momentum, 0.0f, g + x.weights, w + x.weights, v + x.weights);
+  const std::int64_t units = x.held.units.count;
+  sgd_update(units * x.row_floats, sgd.learning_rate, sgd.momentum, sgd.weight_decay, x.w(grads), x.w(weights),
+             x.w(momentum));
+  sgd_update(units, sgd.learning_rate, sgd.momentum, 0.0f, x.b(grads), x.b(weights), x.b(momentum));
+}
+
+// Transitions between partitions (model/strategies/per_layer.cpp): member r's block is its
+// region of the tensor, packed in the tensor's layout and padded to the largest block.
+CollectiveBuffers Runtime::Impl::prepare_exchange(const Collective& c) {
+  CNNPAR_ASSERT(int(c.group.size()) == ranks, "partition transitions span every rank: " + c.label);
+  const int target = c.layers.front();
+  const auto capacity_of = [&](auto region_of) {
+    std::int64_t capacity = 0;
+    for (int r = 0; r < ranks; ++r) capacity = std::max(capacity, region_of(r).elements());
+    return capacity;
+  };
+  std::vector<float>& send = staging[c.id];
+  std::vector<float>& recv = staging_recv[c.id];
+  CollectiveBuffers b;
+  if (c.payload == Payload::activations) {
+    // The input of `target`: the previous layer's output, gathered.
+    CNNPAR_ASSERT(c.kind == CollectiveKind::allgather && target > 0, "activations transitions are allgathers: " + c.label);
+    const LayerState& before = layers[std::size_t(target - 1)];
+    const std::int64_t capacity = capacity_of([&](int r) { return held_region(r, target - 1); });
+    send.assign(std::size_t(capacity), 0.0f);
+    std::copy(before.out.begin(), before.out.end(), send.begin());
+    recv.assign(std::size_t(capacity * ranks), 0.0f);
+    b = {send.data(), recv.data(), capacity, capacity * ranks};
+  } else {
+    // The errors of `target`, from the input errors of the layer after it.
+    CNNPAR_ASSERT(target + 1 < int(layers.size()), "errors transition of the last layer: " + c.label);
+    const LayerState& consumer = layers[std::size_t(target + 1)];
+    switch (c.kind) {
+      case CollectiveKind::allgather: {
+        const std::int64_t capacity = capacity_of([&](int r) { return input_region(r, target + 1); });
+        send.assign(std::size_t(capacity), 0.0f);
+        std::copy(consumer.din.begin(), consumer.din.end(), send.begin());
+        recv.assign(std::size_t(capacity * ranks), 0.0f);
+        b = {send.data(), recv.data(), capacity, capacity * ranks};
+        break;
+      }
+      case CollectiveKind::reduce_scatter: {
+        const std::int64_t capacity = capacity_of([&](int r) { return held_region(r, target); });
+        send.assign(std::size_t(capacity * ranks), 0.0f);
+        for (int r = 0; r < ranks; ++r) {
+          Region block = held_region(r, target);
+          copy_region(consumer.in_region, consumer.din.data(), block, send.data() + r * capacity);
+        }
+        recv.assign(std::size_t(capacity), 0.0f);
+        b = {send.data(), recv.data(), capacity * ranks, capacity};
+        break;
+      }
+      case CollectiveKind::allreduce:
+        send = consumer.din;
+        b = {send.data(), send.data(), std::int64_t(send.size()), std::int64_t(send.size())};
+        break;
+      default:
+        CNNPAR_ASSERT(false, "errors transitions are allgather, reduce_scatter or allreduce: " + c.label);
+    }
+  }
+  const double stated = c.kind == CollectiveKind::allgather ? 4.0 * double(b.send_count) : 4.0 * double(std::max(b.send_count, b.recv_count));
+  CNNPAR_ASSERT(std::abs(stated - c.bytes) < 0.5,
+                fmt::format("collective {} states {} bytes, the partitions give {}", c.label, c.bytes, stated));
+  return b;
+}
+
+void Runtime::Impl::complete_exchange(const Collective& c) {
+  const int target = c.layers.front();
+  const std::vector<float>& send = staging[c.id];
+  const std::vector<float>& recv = staging_recv[c.id];
+  if (c.payload == Payload::activations) {
+    LayerState& x = layers[std::size_t(target)];
+    const std::int64_t capacity = std::int64_t(send.size());
+    for (int r = 0; r < ranks; ++r)
+      copy_region(held_region(r, target - 1), recv.data() + r * capacity, x.in_region, x.xin.data());
+  } else {
+    LayerState& x = layers[std::size_t(target)];
+    const LayerState& consumer = layers[std::size_t(target + 1)];
+    if (c.kind == CollectiveKind::allgather) {
+      const std::int64_t capacity = std::int64_t(send.size());
+      for (int r = 0; r < ranks; ++r)
+        copy_region(input_region(r, target + 1), recv.data() + r * capacity, x.out_region, x.err.data());
+    } else if (c.kind == CollectiveKind::reduce_scatter) {
+      copy_region(held_region(rank, target), recv.data(), x.out_region, x.err.data());
+    } else {
+      copy_region(consumer.in_region, send.data(), x.out_region, x.err.data());
+    }
+  }
+  staging.erase(c.id);
+  staging_recv.erase(c.id);
 }
 
 Runtime::Runtime(const Network& network, const Schedule& schedule, int rank, std::uint64_t seed,
@@ -477,11 +696,10 @@ void Runtime::load_batch(int iteration, const Dataset& data) {
   const Shape sh = s.net.input;
   const std::int64_t hw = sh.h * sh.w, e = sh.elements();
   std::vector<float> img(static_cast<std::size_t>(e));
-  const std::int64_t first = s.global_iteration(iteration) * s.N + s.first_image;
+  const std::int64_t batch_start = s.global_iteration(iteration) * s.N;
   for (std::int64_t i = 0; i < s.n; ++i) {
-    const std::int64_t index = (first + i) % data.size();
+    const std::int64_t index = (batch_start + s.first_image + i) % data.size();
     data.image(index, img.data());
-    s.labels[std::size_t(i)] = data.label(index);
     if (s.input_cm) {
       for (std::int64_t c = 0; c < sh.c; ++c)
         std::memcpy(s.input.data() + (c * s.n + i) * hw, img.data() + c * hw, sizeof(float) * std::size_t(hw));
@@ -489,6 +707,9 @@ void Runtime::load_batch(int iteration, const Dataset& data) {
       std::memcpy(s.input.data() + i * e, img.data(), sizeof(float) * std::size_t(e));
     }
   }
+  // The loss layer's images: the same as the input's unless it holds another region.
+  for (std::int64_t i = 0; i < s.label_range.count; ++i)
+    s.labels[std::size_t(i)] = data.label((batch_start + s.label_range.begin + i) % data.size());
 }
 
 void Runtime::run_compute(const Op& op, int iteration, const std::function<void()>& between_tiles) {
@@ -551,15 +772,17 @@ CollectiveBuffers Runtime::prepare(const Collective& c) {
   }
   CNNPAR_ASSERT(c.payload == Payload::activations || c.payload == Payload::errors,
                 "collective without a payload the runtime knows: " + c.label);
-  CNNPAR_ASSERT(c.kind == CollectiveKind::allgather && c.layers.size() == 1, "expected an allgather: " + c.label);
+  CNNPAR_ASSERT(c.layers.size() == 1, "activations/errors collectives name one layer: " + c.label);
   auto& x = s.layers.at(std::size_t(c.layers.front()));
-  CNNPAR_ASSERT(x.replicated, "activations/errors allgather of a layer that is not replicated");
+  if (!x.replicated) return s.prepare_exchange(c);
+  // Lee's gathers of a replicated layer's input activations and output errors.
+  CNNPAR_ASSERT(c.kind == CollectiveKind::allgather, "expected an allgather: " + c.label);
   const int p = c.iteration & 1;
   const Layer& ly = *x.layer;
   if (c.payload == Payload::activations) {
     const float* in = s.in_of(x.index);
     if (x.in_cm)
-      channel_major_to_rows(ly.in.c, s.n, ly.in.h * ly.in.w, in, x.stage_in[p].data());
+      channel_major_to_rows(ly.in.c, x.n, ly.in.h * ly.in.w, in, x.stage_in[p].data());
     else
       std::memcpy(x.stage_in[p].data(), in, sizeof(float) * x.stage_in[p].size());
     b.send = x.stage_in[p].data();
@@ -598,6 +821,10 @@ void Runtime::complete(const Collective& c) {
     return;
   }
   auto& x = s.layers.at(std::size_t(c.layers.front()));
+  if (!x.replicated) {
+    s.complete_exchange(c);
+    return;
+  }
   const int p = c.iteration & 1;
   if (c.payload == Payload::activations)
     x.in_ready[p] = c.iteration;
@@ -614,9 +841,15 @@ void Runtime::finish_schedule() {
   s.iteration_base += s.schedule_iterations;
 }
 
-double Runtime::last_loss() const { return impl_->loss_sum / double(impl_->n); }
-double Runtime::last_loss_sum() const { return impl_->loss_sum; }
-std::int64_t Runtime::last_correct() const { return impl_->correct; }
+double Runtime::last_loss() const { return impl_->loss_sum / double(impl_->label_range.count); }
+// A loss computed over the whole batch on every rank counts 1/P on each, so that the sum
+// over ranks is the loss over the global batch as with data parallelism.
+double Runtime::last_loss_sum() const {
+  return impl_->loss_replicated ? impl_->loss_sum / double(impl_->ranks) : impl_->loss_sum;
+}
+std::int64_t Runtime::last_correct() const {
+  return impl_->loss_replicated && impl_->rank != 0 ? 0 : impl_->correct;
+}
 std::int64_t Runtime::parameter_count() const { return impl_->params; }
 
 std::vector<float> Runtime::flat_weights() const {
@@ -642,6 +875,31 @@ RuntimeState Runtime::state() const {
   for (const auto& x : impl_->layers)
     st.momentum.insert(st.momentum.end(), impl_->momentum.begin() + x.offset,
                        impl_->momentum.begin() + x.offset + x.weights + x.biases);
+  return st;
+}
+
+bool Runtime::model_parallel() const {
+  for (const auto& x : impl_->layers)
+    if (x.model()) return true;
+  return false;
+}
+
+RuntimeState Runtime::owned_state() const {
+  RuntimeState st = state();
+  std::int64_t o = 0;
+  for (const auto& x : impl_->layers) {
+    const std::int64_t cnt = x.weights + x.biases;
+    if (cnt == 0) continue;
+    for (std::int64_t i = 0; i < cnt; ++i) {
+      bool owned = impl_->rank == 0;
+      if (x.model()) {
+        const std::int64_t unit = i < x.weights ? i / x.row_floats : i - x.weights;
+        owned = x.held.units.begin <= unit && unit < x.held.units.end();
+      }
+      if (!owned) st.weights[std::size_t(o + i)] = st.momentum[std::size_t(o + i)] = 0.0f;
+    }
+    o += cnt;
+  }
   return st;
 }
 

@@ -178,6 +178,13 @@ class Runtime {
   std::int64_t parameter_count() const;
 
   RuntimeState state() const;
+  /** True when some layer's weights are split over the ranks (model parallelism): each rank
+   *  then holds only its rows of those layers, and one model is assembled from all ranks. */
+  bool model_parallel() const;
+  /** state() with every entry this rank does not own set to 0: the rows of its model-parallel
+   *  slices, and (on rank 0 only) every other layer. The element-wise sum over the ranks of
+   *  these vectors is the whole model, exactly (adding zeros rounds nothing). */
+  RuntimeState owned_state() const;
   /** @throws InputError (file "<checkpoint>") when the sizes do not match this network. */
   void restore(const RuntimeState& state);
   /** Global iterations completed (restored value + finished schedules). */

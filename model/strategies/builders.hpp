@@ -16,5 +16,9 @@ Schedule build_dp_layerwise(const Network& network, const Platform& platform, co
 Schedule build_dp_buckets(const Network& network, const Platform& platform, const StrategyOptions& options);
 /** Lee et al. Algorithm 2: two gradient chunks (k) and f replicated fc layers. */
 Schedule build_lee(const Network& network, const Platform& platform, const StrategyOptions& options);
+/** Any layer -> data | model | replicated assignment (options.assign), transitions inserted. */
+Schedule build_per_layer(const Network& network, const Platform& platform, const StrategyOptions& options);
+/** Data-parallel conv, model-parallel fc layers (Krizhevsky; Intel note): a per_layer preset. */
+Schedule build_hybrid(const Network& network, const Platform& platform, const StrategyOptions& options);
 
 }  // namespace cnnpar::strategies

@@ -63,6 +63,7 @@ Schedule build_dp(const Network& network, const Platform& platform, const Strate
     program.push_back(Op::mark_op(m));
   }
   replicate_program(schedule, options, LayerOps(network, smaller_batch(options), options.global_batch));
+  set_data_partitions(schedule, network);
   return schedule;
 }
 
@@ -92,6 +93,7 @@ Schedule build_dp_layerwise(const Network& network, const Platform& platform, co
     program.push_back(Op::mark_op(m));
   }
   replicate_program(schedule, options, LayerOps(network, smaller_batch(options), options.global_batch));
+  set_data_partitions(schedule, network);
   return schedule;
 }
 
@@ -129,6 +131,7 @@ Schedule build_dp_buckets(const Network& network, const Platform& platform, cons
     program.push_back(Op::mark_op(m));
   }
   replicate_program(schedule, options, LayerOps(network, smaller_batch(options), options.global_batch));
+  set_data_partitions(schedule, network);
   return schedule;
 }
 

@@ -29,8 +29,12 @@ KernelClass eltwise_class(LayerKind kind) {
 
 }  // namespace
 
-LayerOps::LayerOps(const Network& network, std::int64_t batch, std::int64_t full_batch) {
+LayerOps::LayerOps(const Network& network, std::int64_t batch, std::int64_t full_batch)
+    : LayerOps(network, std::vector<LayerSlice>(network.layers.size(), LayerSlice{batch, 0}), full_batch) {}
+
+LayerOps::LayerOps(const Network& network, const std::vector<LayerSlice>& slices, std::int64_t full_batch) {
   const std::size_t count = network.layers.size();
+  CNNPAR_ASSERT(slices.size() == count, "one slice per layer");
   layer_count_ = count;
   ranges_.assign(kSteps * count, {0, 0});
   all_.reserve(8 * count);
@@ -39,62 +43,71 @@ LayerOps::LayerOps(const Network& network, std::int64_t batch, std::int64_t full
   for (std::size_t i = 0; i < count; ++i)
     if (network.layers[i].has_parameters()) { first_parameter_layer = int(i); break; }
 
-  const double n = double(batch);
   for (std::size_t i = 0; i < count; ++i) {
     const Layer& layer = network.layers[i];
     const LayerCost cost = layer_cost(layer);
     const int index = int(i);
     const std::string& name = layer.spec.name;
-    const double in_bytes = kFloatBytes * double(cost.input_elements) * n;
-    const double out_bytes = kFloatBytes * double(cost.output_elements) * n;
+    const std::int64_t batch = slices[i].batch;
+    const std::int64_t units = slices[i].units == layer.out.c ? 0 : slices[i].units;
+    const double n = double(batch);
+    // Share of the output units: element-wise work, output bytes and parameters scale with it;
+    // a model-parallel layer still reads its whole input.
+    const double unit_share = units > 0 ? double(units) / double(layer.out.c) : 1.0;
+    const double in_bytes = kFloatBytes * double(cost.input_elements) * n * (layer.has_parameters() ? 1.0 : unit_share);
+    const double out_bytes = kFloatBytes * double(cost.output_elements) * n * unit_share;
     const bool needs_errors_below = index > first_parameter_layer;
+    const auto add_op = [&](Step step, Op op) {
+      op.units = units;
+      add(step, index, std::move(op));
+    };
 
     if (layer.spec.kind == LayerKind::conv) {
       // Lee Eq. 4-5: im2col, then one GEMM for the whole sub-batch.
-      const GemmShape fwd = forward_gemm(layer, batch);
+      const GemmShape fwd = forward_gemm(layer, batch, units);
       const double columns_bytes = kFloatBytes * double(fwd.k) * double(fwd.n);
-      add(Step::forward, index, Op::compute_op(name + ".im2col", index, Phase::forward, KernelClass::im2col, 0,
+      add_op(Step::forward, Op::compute_op(name + ".im2col", index, Phase::forward, KernelClass::im2col, 0,
                                            in_bytes + columns_bytes, batch));
-      add(Step::forward, index, Op::compute_op(name + ".fwd", index, Phase::forward, KernelClass::gemm, fwd.flops(),
+      add_op(Step::forward, Op::compute_op(name + ".fwd", index, Phase::forward, KernelClass::gemm, fwd.flops(),
                                            gemm_bytes(fwd), batch, fwd));
       if (needs_errors_below) {
         // Lee Eq. 6-7: W^T E, then col2im (accumulating adds).
-        const GemmShape bwd = backward_data_gemm(layer, batch);
-        add(Step::backward_data, index, Op::compute_op(name + ".bwd_d", index, Phase::backward_data, KernelClass::gemm,
+        const GemmShape bwd = backward_data_gemm(layer, batch, units);
+        add_op(Step::backward_data, Op::compute_op(name + ".bwd_d", index, Phase::backward_data, KernelClass::gemm,
                                                    bwd.flops(), gemm_bytes(bwd), batch, bwd));
-        add(Step::backward_data, index, Op::compute_op(name + ".col2im", index, Phase::backward_data, KernelClass::col2im,
+        add_op(Step::backward_data, Op::compute_op(name + ".col2im", index, Phase::backward_data, KernelClass::col2im,
                                                    double(bwd.m) * double(bwd.n), columns_bytes + in_bytes, batch));
       }
     } else if (layer.spec.kind == LayerKind::fc) {
-      const GemmShape fwd = forward_gemm(layer, batch);
-      add(Step::forward, index, Op::compute_op(name + ".fwd", index, Phase::forward, KernelClass::gemm, fwd.flops(),
+      const GemmShape fwd = forward_gemm(layer, batch, units);
+      add_op(Step::forward, Op::compute_op(name + ".fwd", index, Phase::forward, KernelClass::gemm, fwd.flops(),
                                            gemm_bytes(fwd), batch, fwd));
       if (needs_errors_below) {
-        const GemmShape bwd = backward_data_gemm(layer, batch);
-        add(Step::backward_data, index, Op::compute_op(name + ".bwd_d", index, Phase::backward_data, KernelClass::gemm,
+        const GemmShape bwd = backward_data_gemm(layer, batch, units);
+        add_op(Step::backward_data, Op::compute_op(name + ".bwd_d", index, Phase::backward_data, KernelClass::gemm,
                                                    bwd.flops(), gemm_bytes(bwd), batch, bwd));
       }
     } else {
       const KernelClass kernel = eltwise_class(layer.spec.kind);
-      add(Step::forward, index, Op::compute_op(name + ".fwd", index, Phase::forward, kernel, cost.forward_flops * n,
+      add_op(Step::forward, Op::compute_op(name + ".fwd", index, Phase::forward, kernel, cost.forward_flops * n * unit_share,
                                            in_bytes + out_bytes, batch));
       // The loss layer always produces the errors of the network's output.
       if (needs_errors_below || layer.spec.kind == LayerKind::softmax)
-        add(Step::backward_data, index, Op::compute_op(name + ".bwd_d", index, Phase::backward_data, kernel,
-                                                   cost.backward_data_flops * n, 2 * out_bytes + in_bytes, batch));
+        add_op(Step::backward_data, Op::compute_op(name + ".bwd_d", index, Phase::backward_data, kernel,
+                                                   cost.backward_data_flops * n * unit_share, 2 * out_bytes + in_bytes, batch));
     }
 
     if (layer.has_parameters()) {
       // Lee Eq. 8: E · C^T (conv columns kept from forward), plus bias row sums.
-      const GemmShape w = backward_weight_gemm(layer, batch);
-      add(Step::backward_weight, index, Op::compute_op(name + ".bwd_w", index, Phase::backward_weight, KernelClass::gemm,
+      const GemmShape w = backward_weight_gemm(layer, batch, units);
+      add_op(Step::backward_weight, Op::compute_op(name + ".bwd_w", index, Phase::backward_weight, KernelClass::gemm,
                                                    w.flops(), gemm_bytes(w), batch, w));
-      const GemmShape w_full = backward_weight_gemm(layer, full_batch);
-      add(Step::backward_weight_full, index, Op::compute_op(name + ".bwd_wf", index, Phase::backward_weight,
+      const GemmShape w_full = backward_weight_gemm(layer, full_batch, units);
+      add_op(Step::backward_weight_full, Op::compute_op(name + ".bwd_wf", index, Phase::backward_weight,
                                                         KernelClass::gemm, w_full.flops(), gemm_bytes(w_full),
                                                         full_batch, w_full));
-      const double parameters = double(cost.parameters());
-      add(Step::update, index, Op::compute_op(name + ".upd", index, Phase::update, KernelClass::update,
+      const double parameters = double(cost.parameters()) * unit_share;
+      add_op(Step::update, Op::compute_op(name + ".upd", index, Phase::update, KernelClass::update,
                                           kUpdateFlopsPerParameter * parameters,
                                           kUpdateBytesPerParameter * parameters, batch));
     }
@@ -168,6 +181,21 @@ void replicate_program(Schedule& schedule, const StrategyOptions& options, const
     schedule.programs[std::size_t(r)].rank = r;
     schedule.programs[std::size_t(r)].ops =
         rank_batch(options.global_batch, ranks, r) == larger ? schedule.programs[0].ops : smaller_program;
+  }
+}
+
+void set_data_partitions(Schedule& schedule, const Network& network, const std::vector<int>& replicated_layers) {
+  const int ranks = schedule.ranks();
+  for (int r = 0; r < ranks; ++r) {
+    std::vector<LayerPartition>& partitions = schedule.programs[std::size_t(r)].partitions;
+    partitions.clear();
+    const Range batch = even_slice(schedule.global_batch, ranks, r);
+    for (std::size_t l = 0; l < network.layers.size(); ++l) {
+      const bool replicated =
+          std::find(replicated_layers.begin(), replicated_layers.end(), int(l)) != replicated_layers.end();
+      partitions.push_back({replicated ? PartitionKind::replicated : PartitionKind::data, batch,
+                            {0, layer_units(network.layers[l])}});
+    }
   }
 }
 

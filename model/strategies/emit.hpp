@@ -17,11 +17,20 @@
 
 namespace cnnpar::strategies {
 
+/** What one rank computes of one layer: images and output units (0 = every unit). */
+struct LayerSlice {
+  std::int64_t batch = 0;
+  std::int64_t units = 0;
+};
+
 /** Ops of every layer and phase for one sub-batch size, built once and copied into programs. */
 class LayerOps {
  public:
   /** `batch` = images per rank per iteration (N/P); `full_batch` = N (replicated fc gradients). */
   LayerOps(const Network& network, std::int64_t batch, std::int64_t full_batch);
+  /** Per layer its own slice (model and hybrid parallelism); GEMM shapes, FLOPs and bytes
+   *  follow from it. `full_batch` = N for the weight gradients over the whole batch. */
+  LayerOps(const Network& network, const std::vector<LayerSlice>& slices, std::int64_t full_batch);
 
   std::span<const Op> forward(int layer) const { return ops(Step::forward, layer); }
   /** Errors to the layer below; empty for layers that need none (at or below the first
@@ -67,5 +76,10 @@ std::int64_t rank_batch(std::int64_t global_batch, int ranks, int rank);
  *  an uneven split, ranks that take floor(N/P) images get rank 0's program with its sub-batch
  *  ops swapped for `smaller_batch_ops`' (same labels); full-batch ops stay. */
 void replicate_program(Schedule& schedule, const StrategyOptions& options, const LayerOps& smaller_batch_ops);
+
+/** Every rank's partitions of a data-parallel schedule: each layer data over the rank's batch
+ *  slice, except `replicated_layers` (Lee's replicated gradient calculation: the same batch
+ *  slice of activations, the weight gradient over the whole batch). */
+void set_data_partitions(Schedule& schedule, const Network& network, const std::vector<int>& replicated_layers = {});
 
 }  // namespace cnnpar::strategies

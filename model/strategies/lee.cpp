@@ -122,6 +122,7 @@ Schedule build_lee(const Network& network, const Platform& platform, const Strat
   for (int l : replicated_layers) delayed_update(l);
 
   replicate_program(schedule, options, LayerOps(network, options.global_batch / ranks, options.global_batch));
+  set_data_partitions(schedule, network, replicated_layers);
   return schedule;
 }
 

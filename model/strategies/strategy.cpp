@@ -7,7 +7,7 @@
 
 namespace cnnpar {
 
-std::vector<std::string> strategy_names() { return {"dp", "dp_layerwise", "dp_buckets", "lee"}; }
+std::vector<std::string> strategy_names() { return {"dp", "dp_layerwise", "dp_buckets", "lee", "per_layer", "hybrid"}; }
 
 nlohmann::json to_json(const StrategyOptions& options) {
   nlohmann::json j = {{"strategy", options.name},
@@ -20,6 +20,11 @@ nlohmann::json to_json(const StrategyOptions& options) {
     j["f"] = options.lee_f;
   }
   if (options.name == "dp_buckets") j["bucket_bytes"] = options.bucket_bytes;
+  if (options.name == "per_layer") j["assign"] = options.assign;
+  if (options.name == "per_layer" || options.name == "hybrid") {
+    j["sync"] = options.sync;
+    if (options.sync == "chunks") j["k"] = options.lee_k;
+  }
   if (options.uneven_batch) j["uneven_batch"] = true;
   return j;
 }
@@ -33,7 +38,9 @@ void validate(const Network& network, const StrategyOptions& options) {
   };
   bool known = false;
   for (const std::string& name : strategy_names()) known = known || name == options.name;
-  if (!known) fail("/strategy", options.name, "unknown strategy (expected dp, dp_layerwise, dp_buckets or lee)");
+  if (!known)
+    fail("/strategy", options.name,
+         "unknown strategy (expected dp, dp_layerwise, dp_buckets, lee, per_layer or hybrid)");
   if (options.ranks < 1) fail("/nodes", std::to_string(options.ranks), "the number of ranks must be at least 1");
   if (options.global_batch < 1) fail("/batch", std::to_string(options.global_batch), "the batch must be at least 1");
   if (options.global_batch < options.ranks)
@@ -59,6 +66,14 @@ void validate(const Network& network, const StrategyOptions& options) {
       fail("/iterations", std::to_string(options.iterations),
            "lee with f > 0 delays fc updates into the next iteration: at least 2 iterations are needed");
   }
+  if (options.name == "per_layer" || options.name == "hybrid") {
+    if (options.sync != "end" && options.sync != "layerwise" && options.sync != "chunks")
+      fail("/sync", options.sync, "expected end, layerwise or chunks");
+    const int counted = int(network.counted_layers().size());
+    if (options.sync == "chunks" && (options.lee_k < 1 || options.lee_k > counted))
+      fail("/k", std::to_string(options.lee_k),
+           fmt::format("k must be in [1, {}] (the counted conv, pool and fc layers of {})", counted, network.name));
+  }
   if (options.name == "dp_buckets" && !(options.bucket_bytes > 0))
     fail("/bucket_bytes", fmt::format("{}", options.bucket_bytes), "the bucket size must be greater than zero");
 }
@@ -70,6 +85,8 @@ Schedule build_schedule(const Network& network, const Platform& platform, const 
   if (options.name == "dp") return strategies::build_dp(network, platform, options);
   if (options.name == "dp_layerwise") return strategies::build_dp_layerwise(network, platform, options);
   if (options.name == "dp_buckets") return strategies::build_dp_buckets(network, platform, options);
+  if (options.name == "per_layer") return strategies::build_per_layer(network, platform, options);
+  if (options.name == "hybrid") return strategies::build_hybrid(network, platform, options);
   return strategies::build_lee(network, platform, options);
 }
 
