@@ -80,7 +80,8 @@ LayerAssignment parse_assignment(const Network& network, const std::string& text
   const bool is_file = text.ends_with(".json") || (text.find('=') == std::string::npos && std::filesystem::exists(text));
   if (is_file) {
     // {"assign": {"conv*": "data", "fc6": "model", ...}}
-    const JsonNode root(read_json_file(text), text);
+    const nlohmann::json document = read_json_file(text);
+    const JsonNode root(document, text);
     root.check_keys({"assign", "network", "source"});
     const JsonNode entries = root.at("assign");
     for (const std::string& pattern : entries.keys())
@@ -88,7 +89,7 @@ LayerAssignment parse_assignment(const Network& network, const std::string& text
                 assignment);
     return assignment;
   }
-  if (text.empty()) throw InputError(origin, "", text, "empty assignment (expected e.g. \"conv*=data,fc6=model\")");
+  if (text.empty()) return assignment;  // every layer data-parallel
   std::size_t start = 0;
   while (start <= text.size()) {
     const std::size_t comma = std::min(text.find(',', start), text.size());

@@ -16,7 +16,7 @@ struct LayerAssignment {
 };
 
 /** Parses "conv*=data,fc6=model,fc8=replicated" (glob patterns over layer names; unnamed
- *  conv/fc layers are data) or, when `text` names a JSON file, {"assign": {PATTERN: KIND}}.
+ *  conv/fc layers are data, so "" is pure data parallelism) or, when `text` names a JSON file, {"assign": {PATTERN: KIND}}.
  *  @throws InputError (file = `origin` or the JSON file, the path, the value) for an unknown
  *  layer or kind, a layer assigned twice or a layer without parameters named explicitly. */
 LayerAssignment parse_assignment(const Network& network, const std::string& text, const std::string& origin);

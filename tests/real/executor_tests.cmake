@@ -86,6 +86,35 @@ cnnpar_mpi_check(real_weights_tiny real_tiny_runs $<TARGET_FILE:cnnpar_weights_c
 cnnpar_mpi_check(real_trace_tiny_thread real_tiny_runs $<TARGET_FILE:cnnpar_trace_check>
                  ${run_out}/tiny_thread_np2.json 2 --weights-identical --progress thread)
 
+# Model and hybrid parallelism (per_layer, hybrid): the same seed and global batch on 1, 2 and 4
+# ranks train as one process of plain dp. Every rank holds only its slice of a model-parallel
+# layer; cnnpar-run assembles the whole model for --weights-out. Tiny's fc1/fc2/fc3 play
+# VGG's fc6/fc7/fc8: (a) every fc layer model-parallel, (b) conv data, fc1/fc2 model, fc3
+# replicated over the whole batch, (c) Lee's replicated fc layers as a per_layer assignment,
+# (d) a model-parallel conv layer (maps split through relu and avg pool), (e) the hybrid preset.
+# The learning rate stays small: at 0.02 a max-pool tie flips between summation orders and
+# even plain dp on 2 ranks drifts 5e-4 from 1 rank; the loss must still fall by 5 %.
+set(mp_common --network ${tiny} --batch 32 --iterations 20 --warmup 1 --seed 11 --lr 0.005)
+cnnpar_mpi_run(real_run_mp_dp_np1 1 real_mp_runs ${mp_common} --strategy dp --weights-out ${run_out}/mp_dp_np1.bin)
+set(mp_cases all_fc_model hybrid_fc3_replicated lee_as_per_layer conv2_model hybrid)
+set(mp_args_all_fc_model --strategy per_layer --assign "fc*=model")
+set(mp_args_hybrid_fc3_replicated --strategy per_layer --assign "conv*=data,fc1=model,fc2=model,fc3=replicated")
+set(mp_args_lee_as_per_layer --strategy per_layer --assign "fc1=replicated,fc2=replicated" --sync chunks --k 3)
+set(mp_args_conv2_model --strategy per_layer --assign "conv2=model")
+set(mp_args_hybrid --strategy hybrid)
+foreach(case ${mp_cases})
+  set(files)
+  foreach(np 1 2 4)
+    cnnpar_mpi_run(real_run_mp_${case}_np${np} ${np} real_mp_runs ${mp_common} ${mp_args_${case}}
+                   --trace ${run_out}/mp_${case}_np${np}.json --weights-out ${run_out}/mp_${case}_np${np}.bin)
+    list(APPEND files ${run_out}/mp_${case}_np${np}.bin)
+  endforeach()
+  cnnpar_mpi_check(real_weights_mp_${case} real_mp_runs $<TARGET_FILE:cnnpar_weights_compare> 1e-4
+                   ${run_out}/mp_dp_np1.bin ${files})
+  cnnpar_mpi_check(real_trace_mp_${case}_np4 real_mp_runs $<TARGET_FILE:cnnpar_trace_check>
+                   ${run_out}/mp_${case}_np4.json 4 --loss-drop 0.05 --weights-identical --compute real)
+endforeach()
+
 # Checkpoint + resume: 2 + 2 iterations equal 4 straight ones (same data order, momentum).
 set(ckpt_common --network ${tiny} --batch 16 --warmup 0 --seed 5 --strategy dp)
 cnnpar_mpi_run(real_run_ckpt_straight 2 real_ckpt_runs ${ckpt_common} --iterations 4
