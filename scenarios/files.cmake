@@ -28,6 +28,9 @@ set(CNNPAR_SCENARIO_FILES
   platforms/local.json
   platforms/marques-lab.json
   platforms/marques-sim.json
+  studies/hybrid-cori.json
+  studies/hybrid-xeon-10gbe.json
+  studies/hybrid-xeon-fdr.json
   studies/lee2017-fig10-f.json
   studies/lee2017-fig11-k.json
   studies/lee2017-fig6-vgg-a.json

@@ -217,3 +217,37 @@ TEST_CASE("help, balance, trace and compare run", "[cli]") {
   CHECK(bad.err.find(broken.string()) != std::string::npos);
   CHECK(run(dir, "predict --no-such-option").status == 2);
 }
+
+TEST_CASE("per_layer assignments that cannot be built", "[cli]") {
+  TempDir dir;
+  const std::string base = "predict --network vgg-a --strategy per_layer --nodes 1,8 ";
+  // An unknown layer, a layer assigned twice, an unknown partition, a layer without weights.
+  expect_bad_input(dir, base + "--assign fc9=model", {"--assign", "/fc9", "fc9", "no conv or fc layer"});
+  expect_bad_input(dir, base + "--assign 'fc6=model,fc*=data'", {"--assign", "/fc*", "assigned twice"});
+  expect_bad_input(dir, base + "--assign fc6=sideways", {"--assign", "/fc6", "sideways"});
+  expect_bad_input(dir, base + "--assign relu6=model", {"--assign", "/relu6", "no parameters"});
+  // A model split over more ranks than the layer has output units (fc2: 10 classes).
+  expect_bad_input(dir, "predict --network veeriah-cifar10 --strategy per_layer --assign fc2=model --batch 64 --nodes 16",
+                   {"--assign", "/fc2", "fc2=model", "10 output units"});
+  // An assignment that cannot be made consistent: a replicated layer between batch-sliced
+  // layers delays its update into the next iteration, which one iteration does not have.
+  expect_bad_input(dir, "predict --network vgg-a --strategy per_layer --assign fc6=replicated --nodes 4 --iterations 1 "
+                        "--warmup 0",
+                   {"--assign", "/fc6", "fc6=replicated", "at least 2 iterations"});
+  // The same checks for an assignment file name the file and the JSON path.
+  const fs::path file = dir.write("assign.json", R"({"assign": {"fc6": "model", "fc99": "data"}})");
+  expect_bad_input(dir, base + "--assign " + file.string(), {file.string(), "/assign/fc99", "fc99"});
+}
+
+TEST_CASE("hybrid and per_layer predict", "[cli]") {
+  TempDir dir;
+  const fs::path assign = dir.write("assign.json", R"({"assign": {"conv*": "data", "fc6": "model", "fc7": "model", "fc8": "replicated"}})");
+  for (const std::string& args : {std::string("--strategy hybrid"), "--strategy per_layer --assign " + assign.string()}) {
+    const fs::path csv = dir.path() / "out.csv";
+    const Result r = run(dir, "predict --network vgg-a " + args + " --nodes 1-128 --csv " + csv.string());
+    INFO(args << "\n" << r.err);
+    CHECK(r.status == 0);
+    CHECK(slurp(csv).find("\n128,") != std::string::npos);
+    fs::remove(csv);
+  }
+}

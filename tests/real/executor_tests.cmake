@@ -161,8 +161,11 @@ add_test(NAME real_fail_bad_progress
 add_test(NAME real_fail_bad_trace_path
          COMMAND ${expect_fail} 30 2 "no-such-dir" 1 --
                  ${cnnpar_mpiexec} -n 2 ${run} --network ${tiny} --batch 16 --trace ${run_out}/no-such-dir/t.json)
+add_test(NAME real_fail_bad_assign
+         COMMAND ${expect_fail} 30 2 "fc9" 1 --
+                 ${cnnpar_mpiexec} -n 2 ${run} --network ${tiny} --batch 16 --strategy per_layer --assign fc9=model)
 set_tests_properties(real_fail_stalled_rank real_fail_dead_rank real_fail_bad_network real_fail_bad_batch
-                     real_fail_bad_progress real_fail_bad_trace_path
+                     real_fail_bad_progress real_fail_bad_trace_path real_fail_bad_assign
                      PROPERTIES LABELS "real;mpi" TIMEOUT 120 ENVIRONMENT "${cnnpar_mpi_env}")
 
 # Not a test: the compute-efficiency figure (GEMM rate in the executor vs calibrated sgemm).
