@@ -96,8 +96,8 @@ LayerAssignment parse_assignment(const Network& network, const std::string& text
     const std::string item = text.substr(start, comma - start);
     const std::size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
-      throw InputError(origin, "/" + item, item, "expected LAYER=data|model|replicated (LAYER may use * and ?)");
-    add_entry(network, origin, "/" + item.substr(0, eq), item.substr(0, eq), item.substr(eq + 1), given_by, assignment);
+      throw InputError(origin, fmt::format("/{}", item), item, "expected LAYER=data|model|replicated (LAYER may use * and ?)");
+    add_entry(network, origin, fmt::format("/{}", item.substr(0, eq)), item.substr(0, eq), item.substr(eq + 1), given_by, assignment);
     start = comma + 1;
   }
   return assignment;
@@ -249,11 +249,11 @@ Schedule build_per_layer_assignment(const Network& network, const Platform& plat
   for (int l = 0; l < L; ++l) {
     const Layer& layer = network.layers[std::size_t(l)];
     if (plan[std::size_t(l)].kind == PartitionKind::model && layer.has_parameters() && layer_units(layer) < P)
-      throw InputError(origin, "/" + layer.spec.name, fmt::format("{}=model", layer.spec.name),
+      throw InputError(origin, fmt::format("/{}", layer.spec.name), fmt::format("{}=model", layer.spec.name),
                        fmt::format("layer {} has {} output units and cannot be split over {} ranks "
                                    "(assign it data or replicated)", layer.spec.name, layer_units(layer), P));
     if (plan[std::size_t(l)].lee && options.iterations < 2)
-      throw InputError(origin, "/" + layer.spec.name, fmt::format("{}=replicated", layer.spec.name),
+      throw InputError(origin, fmt::format("/{}", layer.spec.name), fmt::format("{}=replicated", layer.spec.name),
                        "a replicated layer between batch-sliced layers delays its update into the next "
                        "iteration (Lee et al.): at least 2 iterations are needed");
   }
