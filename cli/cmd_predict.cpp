@@ -12,6 +12,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "model/error.hpp"
+#include "model/strategies/registry.hpp"
 #include "model/strategies/strategy.hpp"
 #include "sim/analytic/analytic_engine.hpp"
 #ifdef CNNPAR_HAVE_SIMGRID
@@ -110,7 +111,10 @@ int run_predict(const PredictOptions& o, bool simulate_command) {
   if (!o.csv_out.empty()) write_output(o.csv_out, sweep_csv(rows));
   if (!o.quiet) {
     std::printf("%s on %s, %s", s.network.name.c_str(), s.platform.name.c_str(), s.strategy.name.c_str());
-    if (s.strategy.name == "lee") std::printf(" (k %d, f %d)", s.strategy.lee_k, s.strategy.lee_f);
+    const nlohmann::json options = to_json(s.strategy);
+    for (const auto& [key, value] : options.items())
+      if (strategy_spec(s.strategy.name).option(key) != nullptr && value != "")
+        std::printf(" %s %s", key.c_str(), value.is_string() ? value.get<std::string>().c_str() : value.dump().c_str());
     std::printf(", batch %lld, engine %s\n%s", static_cast<long long>(s.strategy.global_batch), o.engine.c_str(),
                 format_sweep_table(rows).c_str());
   }

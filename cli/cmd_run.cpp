@@ -1,8 +1,10 @@
 // `cnnpar run`: measures a configuration with the MPI executor (mpiexec -n P cnnpar-run),
 // predicts the same Schedule with the analytic engine, and prints both side by side.
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "cli/mpi_launch.hpp"
 #include "model/error.hpp"
 #include "model/json_node.hpp"
+#include "model/run_spec.hpp"
 #include "model/scenarios.hpp"
 #include "model/strategies/strategy.hpp"
 #include "model/trace.hpp"
@@ -28,16 +31,13 @@ namespace {
 struct RunOptions {
   std::string network;
   std::string platform = "local";
-  std::string strategy = "dp";
+  StrategyFlags strategy;
   int ranks = 2;
-  int lee_k = 9;
-  int lee_f = 2;
-  double bucket_bytes = 25.0 * 1024 * 1024;
   std::int64_t batch = 64;
   int iterations = 3;
   int warmup = 1;
   std::uint64_t seed = 1;
-  std::string lr, momentum, weight_decay;  // passed through verbatim when given
+  std::string lr, momentum, weight_decay;  // "" = cnnpar-run's defaults
   std::string dataset = "synthetic";
   std::string compute = "real";
   std::string progress = "poll";
@@ -56,6 +56,20 @@ Trace read_trace(const std::string& path) {
   return trace_from_json(read_json_file(path), path);
 }
 
+// A number given on the command line, or nothing when the flag was not given.
+std::optional<double> optional_number(const std::string& text, const char* path) {
+  if (text.empty()) return std::nullopt;
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !std::isfinite(value)) throw InputError("command line", path, text, "expected a number");
+  return value;
+}
+
 void print_metrics(const char* title, const TraceMetrics& m) {
   std::printf("%-10s iteration %.4f s  compute(max) %.4f s  comm %.4f s  exposed %.4f s  overlap %.1f %%\n", title,
               m.iteration_s, m.compute_max_s, m.comm_s, m.exposed_comm_s, m.overlap_ratio_percent);
@@ -65,47 +79,37 @@ int run(const RunOptions& o) {
   // Validate the configuration here first, so bad input is reported before mpiexec starts.
   const Network network = load_network(o.network);
   const Platform platform = load_platform(o.platform);
-  StrategyOptions strategy;
-  strategy.name = o.strategy;
+  RunSpec spec;
+  spec.network = o.network;
+  spec.platform = o.platform;
+  StrategyOptions& strategy = spec.strategy;
+  strategy.name = o.strategy.strategy();
   strategy.global_batch = o.batch;
   strategy.ranks = o.ranks;
   strategy.iterations = o.iterations;
   strategy.warmup_iterations = o.warmup;
-  strategy.lee_k = o.lee_k;
-  strategy.lee_f = o.lee_f;
-  strategy.bucket_bytes = o.bucket_bytes;
   strategy.origin = "command line";
+  strategy.values = o.strategy.values();
   if (o.ranks < 1) throw InputError("command line", "/ranks", std::to_string(o.ranks), "must be >= 1");
   const Schedule schedule = build_schedule(network, platform, strategy);
-  verify_or_throw(schedule, "<schedule " + o.strategy + ">", &network);
+  verify_or_throw(schedule, "<schedule " + strategy.name + ">", &network);
 
   mpi_launch::TemporaryPath temporary("cnnpar-run-trace");
-  const std::string trace_path = o.trace_out.empty() ? temporary.path() : o.trace_out;
-  std::vector<std::string> args = {"--network", o.network,
-                                   "--platform", o.platform,
-                                   "--strategy", o.strategy,
-                                   "--k", std::to_string(o.lee_k),
-                                   "--f", std::to_string(o.lee_f),
-                                   "--bucket-bytes", fmt::format("{}", o.bucket_bytes),
-                                   "--batch", std::to_string(o.batch),
-                                   "--iterations", std::to_string(o.iterations),
-                                   "--warmup", std::to_string(o.warmup),
-                                   "--seed", std::to_string(o.seed),
-                                   "--dataset", o.dataset,
-                                   "--compute", o.compute,
-                                   "--progress", o.progress,
-                                   "--timeout-s", fmt::format("{}", o.timeout_s),
-                                   "--trace", trace_path};
-  const auto pass = [&](const char* flag, const std::string& value) {
-    if (value.empty()) return;
-    args.push_back(flag);
-    args.push_back(value);
-  };
-  pass("--lr", o.lr);
-  pass("--momentum", o.momentum);
-  pass("--weight-decay", o.weight_decay);
-  pass("--poll-interval-us", o.poll_interval_us);
-  pass("--weights-out", o.weights_out);
+  mpi_launch::TemporaryPath spec_file("cnnpar-run-spec");
+  spec.seed = o.seed;
+  spec.learning_rate = optional_number(o.lr, "/lr");
+  spec.momentum = optional_number(o.momentum, "/momentum");
+  spec.weight_decay = optional_number(o.weight_decay, "/weight-decay");
+  spec.dataset = o.dataset;
+  spec.compute = o.compute;
+  spec.progress = o.progress;
+  spec.poll_interval_us = optional_number(o.poll_interval_us, "/poll-interval-us");
+  spec.timeout_s = o.timeout_s;
+  spec.trace = o.trace_out.empty() ? temporary.path() : o.trace_out;
+  spec.weights_out = o.weights_out;
+  const std::string trace_path = spec.trace;
+  write_output(spec_file.path(), to_json(spec).dump(2) + "\n");
+  const std::vector<std::string> args = {"--spec", spec_file.path()};
 
   const std::vector<std::string> command =
       mpi_launch::command(o.mpiexec, o.mpiexec_args, o.ranks, mpi_launch::find_executor(), args);
@@ -152,11 +156,8 @@ Runner add_run_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("run", "measure a configuration with the MPI executor and compare with the analytic prediction");
   sub->add_option("--network", o.network, "network name or JSON path")->required();
   sub->add_option("--platform", o.platform, "platform for the prediction (and sleep-mode times)")->capture_default_str();
-  sub->add_option("--strategy", o.strategy, "dp | dp_layerwise | dp_buckets | lee")->capture_default_str();
+  o.strategy.add(*sub, "dp");
   sub->add_option("--ranks,-n", o.ranks, "MPI ranks P")->capture_default_str();
-  sub->add_option("--k", o.lee_k, "lee: counted layers in the first gradient chunk")->capture_default_str();
-  sub->add_option("--f", o.lee_f, "lee: replicated fc layers")->capture_default_str();
-  sub->add_option("--bucket-bytes", o.bucket_bytes, "dp_buckets: bucket size (bytes)")->capture_default_str();
   sub->add_option("--batch", o.batch, "global mini-batch N")->capture_default_str();
   sub->add_option("--iterations", o.iterations, "iterations, warm-up included")->capture_default_str();
   sub->add_option("--warmup", o.warmup, "warm-up iterations")->capture_default_str();

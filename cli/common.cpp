@@ -15,12 +15,7 @@ namespace cnnpar::cli {
 void add_scenario_options(CLI::App& sub, ScenarioOptions& o) {
   sub.add_option("--network", o.network, "network name (scenarios/networks) or JSON path")->capture_default_str();
   sub.add_option("--platform", o.platform, "platform name (scenarios/platforms) or JSON path")->capture_default_str();
-  sub.add_option("--strategy", o.strategy, "dp | dp_layerwise | dp_buckets | lee")->capture_default_str();
-  sub.add_option("--k", o.lee_k, "lee: counted layers in the first gradient chunk")->capture_default_str();
-  sub.add_option("--f", o.lee_f, "lee: fc layers that replicate the gradient calculation")->capture_default_str();
-  sub.add_option("--bucket-bytes", o.bucket_bytes, "dp_buckets: bucket size, e.g. 25MiB")->capture_default_str();
-  sub.add_option("--assign", o.assign, "per_layer: LAYER=data|model|replicated,... or a JSON file");
-  sub.add_option("--sync", o.sync, "per_layer, hybrid: gradient allreduce timing: end | layerwise | chunks")->capture_default_str();
+  o.strategy.add(sub, kDefaultStrategy);
   sub.add_option("--batch", o.batch, "global mini-batch N (images per iteration over all nodes)")->capture_default_str();
   sub.add_option("--iterations", o.iterations, "iterations, warm-up included")->capture_default_str();
   sub.add_option("--warmup", o.warmup, "leading iterations excluded from the metrics")->capture_default_str();
@@ -32,21 +27,13 @@ LoadedScenario load_scenario_options(const ScenarioOptions& o) {
   LoadedScenario s;
   s.network = load_network(o.network);
   s.platform = load_platform(o.platform);
-  s.strategy.name = o.strategy;
+  s.strategy.name = o.strategy.strategy();
   s.strategy.global_batch = o.batch;
   s.strategy.iterations = o.iterations;
   s.strategy.warmup_iterations = o.warmup;
-  s.strategy.lee_k = o.lee_k;
-  s.strategy.assign = o.assign;
-  s.strategy.sync = o.sync;
-  s.strategy.lee_f = o.lee_f;
   s.strategy.uneven_batch = o.uneven_batch;
   s.strategy.origin = "command line";
-  try {
-    s.strategy.bucket_bytes = parse_quantity(o.bucket_bytes, Unit::size_bytes, true);
-  } catch (const std::invalid_argument& e) {
-    throw InputError("command line", "--bucket-bytes", o.bucket_bytes, e.what());
-  }
+  s.strategy.values = o.strategy.values();
   return s;
 }
 

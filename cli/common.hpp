@@ -8,6 +8,7 @@
 
 #include "model/network.hpp"
 #include "model/platform.hpp"
+#include "cli/strategy_flags.hpp"
 #include "model/strategies/strategy.hpp"
 
 namespace cnnpar::cli {
@@ -23,12 +24,7 @@ inline constexpr const char* kDefaultNodes = "1-128";
 struct ScenarioOptions {
   std::string network = kDefaultNetwork;
   std::string platform = kDefaultPlatform;
-  std::string strategy = kDefaultStrategy;
-  int lee_k = 9;
-  int lee_f = 2;
-  std::string bucket_bytes = "25MiB";
-  std::string assign;
-  std::string sync = "layerwise";
+  StrategyFlags strategy;  ///< --strategy and the registered strategies' option flags
   std::int64_t batch = 256;
   int iterations = 3;
   int warmup = 1;

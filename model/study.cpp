@@ -1,10 +1,12 @@
 #include "model/study.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 #include <fmt/format.h>
 
 #include "model/error.hpp"
+#include "model/strategies/registry.hpp"
 #include "model/json_node.hpp"
 #include "model/scenarios.hpp"
 
@@ -54,7 +56,8 @@ Study parse_study(const nlohmann::json& document, const std::string& file) {
   const std::vector<JsonNode> series_nodes = root.at("series").items();
   if (series_nodes.empty()) root.at("series").fail("a study needs at least one series");
   for (const JsonNode& node : series_nodes) {
-    node.check_keys({"label", "strategy", "k", "f", "bucket_bytes", "network", "batch", "paper"});
+    // Besides these keys, a series takes its strategy's options by their schema keys.
+    static constexpr std::string_view kSeriesKeys[] = {"label", "strategy", "network", "batch", "paper"};
     StudySeries series;
     series.label = node.at("label").as_string();
     series.network = node.string_or("network", network);
@@ -65,9 +68,20 @@ Study parse_study(const nlohmann::json& document, const std::string& file) {
     options.global_batch = node.has("batch") ? node.at("batch").as_positive_int() : batch;
     options.iterations = iterations;
     options.warmup_iterations = warmup;
-    if (node.has("k")) options.lee_k = int(node.at("k").as_int());
-    if (node.has("f")) options.lee_f = int(node.at("f").as_int());
-    if (node.has("bucket_bytes")) options.bucket_bytes = node.at("bucket_bytes").as_quantity(Unit::size_bytes);
+    const StrategySpec& spec = [&]() -> const StrategySpec& {
+      try {
+        return strategy_spec(options.name, file);
+      } catch (const InputError& error) {
+        node.at("strategy").fail(error.what());
+      }
+    }();
+    for (const std::string& key : node.keys()) {
+      if (std::find(std::begin(kSeriesKeys), std::end(kSeriesKeys), key) != std::end(kSeriesKeys)) continue;
+      const JsonNode value = node.at(key);
+      const OptionSpec* option = spec.option(key);
+      if (option == nullptr) value.fail(fmt::format("strategy {} has no option {}", spec.name, key));
+      options.values[key] = option->parse_value(value.raw(), file, value.path());
+    }
     if (node.has("paper")) parse_paper(node.at("paper"), series);
     for (const StudySeries& other : study.series)
       if (other.label == series.label) node.at("label").fail("two series with the same label");

@@ -30,6 +30,9 @@
 #include "model/trace.hpp"
 #include "real/atomic_file.hpp"
 #include "real/calibrate.hpp"
+#include "cli/strategy_flags.hpp"
+#include "model/json_node.hpp"
+#include "model/run_spec.hpp"
 #include "real/checkpoint.hpp"
 #include "real/clock_sync.hpp"
 #include "real/dataset.hpp"
@@ -43,14 +46,11 @@ using namespace cnnpar;
 using namespace cnnpar::real;
 
 struct Options {
+  std::string spec;  // a run-spec JSON (from `cnnpar run`); flags given as well win
   std::string network;
   std::string platform = "local";
-  std::string strategy = "dp";
-  int lee_k = 9;
-  int lee_f = 2;
-  double bucket_bytes = 25.0 * 1024 * 1024;
-  std::string assign;
-  std::string sync = "layerwise";
+  cli::StrategyFlags strategy;
+  nlohmann::json spec_strategy_values = nlohmann::json::object();  // the run-spec's strategy options
   std::int64_t batch = 64;
   int iterations = 3;
   int warmup = 1;
@@ -80,15 +80,11 @@ struct Options {
 
 void add_options(CLI::App& app, Options& o) {
   app.description("cnnpar-run: the MPI executor of cnnpar (start it with mpiexec -n P)");
-  app.add_option("--network", o.network, "network name (scenarios/networks) or JSON path")->required();
+  app.add_option("--spec", o.spec, "run-spec JSON written by `cnnpar run` (flags given as well override it)");
+  app.add_option("--network", o.network, "network name (scenarios/networks) or JSON path (required without --spec)");
   app.add_option("--platform", o.platform, "platform name or JSON path (sleep-mode times, calibration base)")
       ->capture_default_str();
-  app.add_option("--strategy", o.strategy, "dp | dp_layerwise | dp_buckets | lee")->capture_default_str();
-  app.add_option("--k", o.lee_k, "lee: counted layers in the first gradient chunk")->capture_default_str();
-  app.add_option("--f", o.lee_f, "lee: fc layers that replicate the gradient calculation")->capture_default_str();
-  app.add_option("--bucket-bytes", o.bucket_bytes, "dp_buckets: bucket size (bytes)")->capture_default_str();
-  app.add_option("--assign", o.assign, "per_layer: LAYER=data|model|replicated,... or a JSON file");
-  app.add_option("--sync", o.sync, "per_layer, hybrid: gradient allreduce timing: end | layerwise | chunks")->capture_default_str();
+  o.strategy.add(app, "dp");
   app.add_option("--batch", o.batch, "global mini-batch N (images per iteration over all ranks)")
       ->capture_default_str();
   app.add_option("--iterations", o.iterations, "iterations to run, warm-up included")->capture_default_str();
@@ -120,6 +116,35 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--repeats", o.repeats, "calibration: timed repetitions per op (fastest kept)")->capture_default_str();
   app.add_option("--debug-stall-rank", o.debug_stall_rank)->group("");  // test hook: rank hangs mid-run
   app.add_option("--debug-exit-rank", o.debug_exit_rank)->group("");    // test hook: rank dies mid-run
+}
+
+/** Takes what the run-spec says for every option not given as a flag.
+ *  @throws InputError naming the spec file, the JSON path and the value. */
+void apply_run_spec(const CLI::App& app, Options& o) {
+  if (o.spec.empty()) {
+    if (o.network.empty()) throw InputError("command line", "/network", "", "give --network (or --spec FILE)");
+    return;
+  }
+  const RunSpec spec = run_spec_from_json(read_json_file(o.spec), o.spec);
+  const auto unset = [&](const char* flag) { return app.count(flag) == 0; };
+  if (unset("--network")) o.network = spec.network;
+  if (unset("--platform")) o.platform = spec.platform;
+  if (unset("--strategy")) o.strategy.set_strategy(spec.strategy.name);
+  o.spec_strategy_values = spec.strategy.values;
+  if (unset("--batch")) o.batch = spec.strategy.global_batch;
+  if (unset("--iterations")) o.iterations = spec.strategy.iterations;
+  if (unset("--warmup")) o.warmup = spec.strategy.warmup_iterations;
+  if (unset("--seed")) o.seed = spec.seed;
+  if (unset("--lr") && spec.learning_rate) o.lr = float(*spec.learning_rate);
+  if (unset("--momentum") && spec.momentum) o.momentum = float(*spec.momentum);
+  if (unset("--weight-decay") && spec.weight_decay) o.weight_decay = float(*spec.weight_decay);
+  if (unset("--dataset")) o.dataset = spec.dataset;
+  if (unset("--compute")) o.compute = spec.compute;
+  if (unset("--progress")) o.progress = spec.progress;
+  if (unset("--poll-interval-us") && spec.poll_interval_us) o.poll_interval_us = *spec.poll_interval_us;
+  if (unset("--timeout-s")) o.timeout_s = spec.timeout_s;
+  if (unset("--trace")) o.trace = spec.trace;
+  if (unset("--weights-out")) o.weights_out = spec.weights_out;
 }
 
 /** Exit status of an exception: 2 for bad input, 1 otherwise. */
@@ -282,19 +307,17 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
     check_output_path(o.weights_out, "/weights-out");
   }
 
-  s.strategy.name = o.strategy;
+  s.strategy.name = o.strategy.strategy();
   s.strategy.global_batch = o.batch;
   s.strategy.ranks = size;
   s.strategy.iterations = o.iterations;
   s.strategy.warmup_iterations = o.warmup;
-  s.strategy.lee_k = o.lee_k;
-  s.strategy.lee_f = o.lee_f;
-  s.strategy.bucket_bytes = o.bucket_bytes;
-  s.strategy.assign = o.assign;
-  s.strategy.sync = o.sync;
-  s.strategy.origin = "command line";
+  s.strategy.origin = o.spec.empty() ? "command line" : o.spec;
+  s.strategy.values = o.spec_strategy_values;
+  const nlohmann::json flag_values = o.strategy.values();
+  for (const auto& [key, value] : flag_values.items()) s.strategy.values[key] = value;
   s.schedule = build_schedule(s.network, s.platform, s.strategy);
-  verify_or_throw(s.schedule, "<schedule " + o.strategy + ">", &s.network);
+  verify_or_throw(s.schedule, "<schedule " + s.strategy.name + ">", &s.network);
   if (s.schedule.ranks() != size)
     throw InputError("command line", "/ranks", std::to_string(size),
                      fmt::format("the schedule has {} ranks, mpiexec started {}", s.schedule.ranks(), size));
@@ -560,6 +583,13 @@ int main(int argc, char** argv) {
     // Every rank sees the same arguments, so every rank stops here; rank 0 speaks.
     if (rank == 0) app.exit(e);
     return e.get_exit_code() == 0 ? 0 : 2;
+  }
+  try {
+    apply_run_spec(app, options);
+  } catch (const InputError& e) {
+    // Every rank reads the same spec and fails alike; rank 0 speaks.
+    if (rank == 0) std::fprintf(stderr, "cnnpar-run: %s\n", e.what());
+    return 2;
   }
 
   try {

@@ -1,8 +1,23 @@
 #pragma once
 // Individual strategy builders; build_schedule() validates options and dispatches here.
+#include "model/strategies/registry.hpp"
 #include "model/strategies/strategy.hpp"
 
 namespace cnnpar::strategies {
+
+/** The registered units (registry.cpp lists them): name, option schema, validate, build. */
+StrategySpec dp_strategy();
+StrategySpec dp_layerwise_strategy();
+StrategySpec dp_buckets_strategy();
+StrategySpec lee_strategy();
+StrategySpec per_layer_strategy();
+StrategySpec hybrid_strategy();
+
+/** Lee et al.'s `k` (counted layers in the first gradient chunk), shared by lee, per_layer and
+ *  hybrid; its range depends on the network, checked by check_chunk_k. */
+OptionSpec chunk_k_option();
+/** @throws InputError (options.origin, "/k") unless 1 <= k <= the network's counted layers. */
+void check_chunk_k(const Network& network, const StrategyOptions& options);
 
 /** Collective template for a gradient allreduce over all ranks. */
 Collective gradient_allreduce(const Network& network, const Platform& platform, int ranks, std::vector<int> layers,
@@ -12,7 +27,7 @@ Collective gradient_allreduce(const Network& network, const Platform& platform, 
 Schedule build_dp(const Network& network, const Platform& platform, const StrategyOptions& options);
 /** Lee "DP+Overlap" (Das et al.): each layer's allreduce posted when its gradient is ready. */
 Schedule build_dp_layerwise(const Network& network, const Platform& platform, const StrategyOptions& options);
-/** PyTorch DDP style: gradients grouped into buckets of options.bucket_bytes in backward order. */
+/** PyTorch DDP style: gradients grouped into buckets of `bucket_bytes` in backward order. */
 Schedule build_dp_buckets(const Network& network, const Platform& platform, const StrategyOptions& options);
 /** Lee et al. Algorithm 2: two gradient chunks (k) and f replicated fc layers. */
 Schedule build_lee(const Network& network, const Platform& platform, const StrategyOptions& options);

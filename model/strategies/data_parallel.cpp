@@ -1,6 +1,7 @@
 // Data-parallel builders: every rank runs N/P images and the same program.
 #include <fmt/format.h>
 
+#include "model/error.hpp"
 #include "model/strategies/builders.hpp"
 #include "model/strategies/emit.hpp"
 
@@ -72,8 +73,20 @@ Schedule build_dp_layerwise(const Network& network, const Platform& platform, co
   const LayerOps ops(network, local_batch(options), options.global_batch);
   std::vector<Op>& program = schedule.programs[0].ops.mutable_vector();
   const int layer_count = int(network.layers.size());
+  // Das et al.: the allreduces of the last `defer` gradients of the backward pass (the layers
+  // nearest the input) are waited for in the next iteration's forward pass, right before each
+  // layer's forward, so they overlap that pass instead of ending this iteration.
+  std::vector<int> deferred_id(std::size_t(layer_count), -1);
+  const auto deferred_update = [&](int l) {
+    program.push_back(Op::wait_op(deferred_id[std::size_t(l)]));
+    append(program, ops.update(l));
+    deferred_id[std::size_t(l)] = -1;
+  };
   for (int m = 0; m < options.iterations; ++m) {
-    for (int l = 0; l < layer_count; ++l) append(program, ops.forward(l));
+    for (int l = 0; l < layer_count; ++l) {
+      if (deferred_id[std::size_t(l)] >= 0) deferred_update(l);
+      append(program, ops.forward(l));
+    }
     std::vector<std::pair<int, int>> posted;  // (layer, collective)
     for (int l = layer_count - 1; l >= 0; --l) {
       // Weight gradient first so its allreduce starts as early as possible.
@@ -86,12 +99,21 @@ Schedule build_dp_layerwise(const Network& network, const Platform& platform, co
       }
       append(program, ops.backward_data(l));
     }
-    for (const auto& [layer, id] : posted) {
-      program.push_back(Op::wait_op(id));
-      append(program, ops.update(layer));
+    const std::size_t waited_now = posted.size() - std::min(posted.size(), std::size_t(options.integer("defer")));
+    for (std::size_t i = 0; i < posted.size(); ++i) {
+      const auto& [layer, id] = posted[i];
+      if (i < waited_now) {
+        program.push_back(Op::wait_op(id));
+        append(program, ops.update(layer));
+      } else {
+        deferred_id[std::size_t(layer)] = id;
+      }
     }
     program.push_back(Op::mark_op(m));
   }
+  // Flush: the last iteration's deferred updates, outside every measured iteration.
+  for (int l = 0; l < layer_count; ++l)
+    if (deferred_id[std::size_t(l)] >= 0) deferred_update(l);
   replicate_program(schedule, options, LayerOps(network, smaller_batch(options), options.global_batch));
   set_data_partitions(schedule, network);
   return schedule;
@@ -99,6 +121,7 @@ Schedule build_dp_layerwise(const Network& network, const Platform& platform, co
 
 Schedule build_dp_buckets(const Network& network, const Platform& platform, const StrategyOptions& options) {
   Schedule schedule = start_schedule(network, options);
+  const double bucket_bytes = options.number("bucket_bytes");
   const LayerOps ops(network, local_batch(options), options.global_batch);
   std::vector<Op>& program = schedule.programs[0].ops.mutable_vector();
   const int layer_count = int(network.layers.size());
@@ -119,7 +142,7 @@ Schedule build_dp_buckets(const Network& network, const Platform& platform, cons
       append(program, ops.backward_weight(l));
       if (network.layers[std::size_t(l)].has_parameters()) {
         filling.push_back(l);
-        if (gradient_bytes(network, filling) >= options.bucket_bytes) post_bucket();
+        if (gradient_bytes(network, filling) >= bucket_bytes) post_bucket();
       }
       append(program, ops.backward_data(l));
     }
@@ -133,6 +156,47 @@ Schedule build_dp_buckets(const Network& network, const Platform& platform, cons
   replicate_program(schedule, options, LayerOps(network, smaller_batch(options), options.global_batch));
   set_data_partitions(schedule, network);
   return schedule;
+}
+
+namespace {
+
+int parameterised_layers(const Network& network) {
+  int count = 0;
+  for (const Layer& layer : network.layers) count += layer.has_parameters() ? 1 : 0;
+  return count;
+}
+
+void validate_dp_layerwise(const Network& network, const StrategyOptions& options) {
+  const std::int64_t defer = options.integer("defer");
+  if (defer > parameterised_layers(network))
+    throw InputError(options.origin, "/defer", std::to_string(defer),
+                     fmt::format("defer must be in [0, {}] (the conv and fc layers of {})",
+                                 parameterised_layers(network), network.name));
+  if (defer > 0 && options.iterations < 2)
+    throw InputError(options.origin, "/iterations", std::to_string(options.iterations),
+                     "dp_layerwise with defer > 0 waits in the next iteration: at least 2 iterations are needed");
+}
+
+}  // namespace
+
+StrategySpec dp_strategy() {
+  return {"dp", "Lee et al. \"DP\": one allreduce per layer after the whole backward pass, then the updates",
+          {}, nullptr, build_dp};
+}
+
+StrategySpec dp_layerwise_strategy() {
+  return {"dp_layerwise",
+          "Das et al. \"DP+Overlap\" (Lee et al.): each layer's allreduce posted as soon as its gradient is ready",
+          {{"defer", OptionType::integer, "0", 0, 0, {}, "layers",
+            "allreduces of the last N gradients of backward (nearest the input) are waited for in "
+            "the next iteration's forward pass (Das et al.)"}},
+          validate_dp_layerwise, build_dp_layerwise};
+}
+
+StrategySpec dp_buckets_strategy() {
+  return {"dp_buckets", "PyTorch DDP style: gradients grouped into buckets in backward order, each posted when full",
+          {{"bucket_bytes", OptionType::bytes, "25MiB", 1, 0, {}, "bytes", "bucket size, e.g. 25MiB"}},
+          nullptr, build_dp_buckets};
 }
 
 }  // namespace cnnpar::strategies

@@ -5,9 +5,10 @@
 //   forward:  for a replicated fc layer l (m > 0): wait for iteration m-1's allgathers of
 //             A^{l-1} and E^l, compute l's weight gradient over the full batch N and update l
 //             (the update delayed from m-1); after the layer feeding l: post allgather A^{l-1}.
-//   backward: errors of every layer, weight gradients of the non-replicated ones; when the
-//             backward reaches the lowest of the top k counted layers, post the allreduce of
-//             chunk 1 (those layers' gradients); after the backward, post chunk 2 (the rest).
+//   backward: per layer, the weight gradient (non-replicated layers), then the errors of the
+//             layer below; right after the weight gradient of the lowest of the top k counted
+//             layers, post the allreduce of chunk 1 (those layers' gradients); after the
+//             backward, post chunk 2 (the rest).
 //   update:   wait chunk 1, update its layers; wait chunk 2, post allgather E^l of every
 //             replicated layer, update chunk 2's layers.
 // After the last iteration's mark, a flush applies the last delayed fc updates so that the
@@ -16,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "model/error.hpp"
 #include "model/strategies/builders.hpp"
 #include "model/strategies/emit.hpp"
 
@@ -39,10 +41,10 @@ Schedule build_lee(const Network& network, const Platform& platform, const Strat
 
   // k counts from the output end of the counted layers (conv, pool, fc).
   const std::vector<int> counted = network.counted_layers();
-  const int boundary = counted[counted.size() - std::size_t(options.lee_k)];
+  const int boundary = counted[counted.size() - std::size_t(options.integer("k"))];
   const std::vector<int> fc = network.fc_layers();
   std::vector<char> replicated(std::size_t(layer_count), 0);
-  for (int i = 0; i < options.lee_f; ++i) replicated[std::size_t(fc[std::size_t(i)])] = 1;
+  for (int i = 0; i < int(options.integer("f")); ++i) replicated[std::size_t(fc[std::size_t(i)])] = 1;
 
   std::vector<int> chunk1, chunk2;  // backward order
   for (int l : parameter_layers_backward(network)) {
@@ -94,12 +96,14 @@ Schedule build_lee(const Network& network, const Platform& platform, const Strat
     // Backpropagation (lines 13-20).
     int chunk1_id = -1, chunk2_id = -1;
     for (int l = layer_count - 1; l >= 0; --l) {
-      append(program, ops.backward_data(l));
+      // Algorithm 2 lines 13-19: at step l, E^l (our backward_data of layer l+1, emitted one
+      // step earlier), then ΔW^l, then the post when l is the boundary; E^{l-1} follows.
       if (!replicated[std::size_t(l)]) append(program, ops.backward_weight(l));
       if (l == boundary && !chunk1.empty()) {
         chunk1_id = schedule.add_collective(gradient_allreduce(network, platform, ranks, chunk1, m, "allreduce chunk1"));
         program.push_back(Op::post_op(chunk1_id));
       }
+      append(program, ops.backward_data(l));
     }
     if (!chunk2.empty()) {
       chunk2_id = schedule.add_collective(gradient_allreduce(network, platform, ranks, chunk2, m, "allreduce chunk2"));
@@ -124,6 +128,46 @@ Schedule build_lee(const Network& network, const Platform& platform, const Strat
   replicate_program(schedule, options, LayerOps(network, options.global_batch / ranks, options.global_batch));
   set_data_partitions(schedule, network, replicated_layers);
   return schedule;
+}
+
+OptionSpec chunk_k_option() {
+  return {"k", OptionType::integer, "9", 1, 0, {}, "counted layers",
+          "counted conv, pool and fc layers in the first gradient chunk, from the output end (per_layer and "
+          "hybrid: with --sync chunks)"};
+}
+
+void check_chunk_k(const Network& network, const StrategyOptions& options) {
+  const std::int64_t k = options.integer("k");
+  const int counted = int(network.counted_layers().size());
+  if (k < 1 || k > counted)
+    throw InputError(options.origin, "/k", std::to_string(k),
+                     fmt::format("k must be in [1, {}] (the counted conv, pool and fc layers of {})", counted, network.name));
+}
+
+namespace {
+
+void validate_lee(const Network& network, const StrategyOptions& options) {
+  check_chunk_k(network, options);
+  const std::int64_t f = options.integer("f");
+  const int fc = int(network.fc_layers().size());
+  if (f > fc)
+    throw InputError(options.origin, "/f", std::to_string(f),
+                     fmt::format("f must be in [0, {}] (the fc layers of {})", fc, network.name));
+  if (f > 0 && options.iterations < 2)
+    throw InputError(options.origin, "/iterations", std::to_string(options.iterations),
+                     "lee with f > 0 delays fc updates into the next iteration: at least 2 iterations are needed");
+}
+
+}  // namespace
+
+StrategySpec lee_strategy() {
+  return {"lee",
+          "Lee et al. Algorithm 2: two gradient chunks split by k, the first f fc layers replicate the gradient "
+          "calculation",
+          {chunk_k_option(),
+           {"f", OptionType::integer, "2", 0, 0, {}, "fc layers",
+            "the first f fc layers replicate the gradient calculation (allgathers of activations and errors)"}},
+          validate_lee, build_lee};
 }
 
 }  // namespace cnnpar::strategies

@@ -261,7 +261,7 @@ Schedule build_per_layer_assignment(const Network& network, const Platform& plat
   Schedule schedule;
   schedule.strategy = options.name;
   schedule.options = to_json(options);
-  schedule.options["assign"] = to_string(network, assignment);
+  schedule.options["assignment"] = to_string(network, assignment);
   schedule.network = network.name;
   schedule.global_batch = N;
   schedule.iterations = options.iterations;
@@ -295,9 +295,10 @@ Schedule build_per_layer_assignment(const Network& network, const Platform& plat
 
   // Chunk boundary (sync = chunks), counted as lee counts k.
   int boundary = -1;
-  if (options.sync == "chunks") {
+  const std::string sync = options.text("sync");
+  if (sync == "chunks") {
     const std::vector<int> counted = network.counted_layers();
-    boundary = counted[counted.size() - std::size_t(options.lee_k)];
+    boundary = counted[counted.size() - std::size_t(options.integer("k"))];
   }
   std::vector<int> data_layers, chunk1, chunk2, lee_layers, local_update_layers;  // backward order, lee: layer order
   for (int l : parameter_layers_backward(network)) {
@@ -355,7 +356,7 @@ Schedule build_per_layer_assignment(const Network& network, const Platform& plat
       const auto weight_gradient = [&] {
         if (!has_weights) return;
         emit(Step::Kind::backward_weight, l);
-        if (p.kind == PartitionKind::data && options.sync == "layerwise") {
+        if (p.kind == PartitionKind::data && sync == "layerwise") {
           const int id = schedule.add_collective(gradient_allreduce(network, platform, P, {l}, m, fmt::format("allreduce {}", name(l))));
           emit(Step::Kind::post, id);
           posted.emplace_back(l, id);
@@ -385,7 +386,7 @@ Schedule build_per_layer_assignment(const Network& network, const Platform& plat
         weight_gradient();
         chunk1_post();
         emit(Step::Kind::wait, errors_id);
-      } else if (options.sync == "end") {
+      } else if (sync == "end") {
         emit(Step::Kind::backward_data, l);  // errors first, as in Lee's Algorithm 1 (dp)
         weight_gradient();
       } else {
@@ -395,7 +396,7 @@ Schedule build_per_layer_assignment(const Network& network, const Platform& plat
       }
     }
     // Gradient exchange and updates.
-    if (options.sync == "end") {
+    if (sync == "end") {
       std::vector<int> ids;
       for (int l : data_layers) {
         ids.push_back(schedule.add_collective(gradient_allreduce(network, platform, P, {l}, m, fmt::format("allreduce {}", name(l)))));
@@ -404,7 +405,7 @@ Schedule build_per_layer_assignment(const Network& network, const Platform& plat
       for (int l : lee_layers) post_lee_gather(l, Payload::errors, m);
       for (int id : ids) emit(Step::Kind::wait, id);
       for (int l : data_layers) emit(Step::Kind::update, l);
-    } else if (options.sync == "layerwise") {
+    } else if (sync == "layerwise") {
       for (int l : lee_layers) post_lee_gather(l, Payload::errors, m);
       for (const auto& [layer, id] : posted) {
         emit(Step::Kind::wait, id);
@@ -468,13 +469,47 @@ Schedule build_per_layer_assignment(const Network& network, const Platform& plat
   return schedule;
 }
 
+// Flag or file that an assignment error names: the study file, or --assign on the command line.
+std::string assign_origin(const StrategyOptions& options) {
+  return options.origin == "command line" ? "--assign" : options.origin;
+}
+
 Schedule build_per_layer(const Network& network, const Platform& platform, const StrategyOptions& options) {
-  const LayerAssignment assignment = parse_assignment(network, options.assign, options.assign_origin);
-  return build_per_layer_assignment(network, platform, options, assignment, options.assign_origin);
+  const LayerAssignment assignment = parse_assignment(network, options.text("assign"), assign_origin(options));
+  return build_per_layer_assignment(network, platform, options, assignment, assign_origin(options));
 }
 
 Schedule build_hybrid(const Network& network, const Platform& platform, const StrategyOptions& options) {
   return build_per_layer_assignment(network, platform, options, hybrid_assignment(network, options.ranks), options.origin);
+}
+
+namespace {
+
+OptionSpec sync_option() {
+  return {"sync", OptionType::choice, "layerwise", 0, 0, {"end", "layerwise", "chunks"}, "",
+          "when data-parallel gradients are allreduced: end (after the whole backward, as dp), "
+          "layerwise (each when ready, as dp_layerwise) or chunks (lee's two chunks, see --k)"};
+}
+
+void validate_per_layer(const Network& network, const StrategyOptions& options) {
+  if (options.text("sync") == "chunks") check_chunk_k(network, options);
+  // The assignment itself is checked when it is built (it needs the rank count).
+}
+
+}  // namespace
+
+StrategySpec per_layer_strategy() {
+  return {"per_layer",
+          "any assignment of conv/fc layers to data, model or replicated; the transitions are inserted",
+          {{"assign", OptionType::text, "", 0, 0, {}, "",
+            "LAYER=data|model|replicated,... (globs allowed; unnamed layers: data) or a JSON file"},
+           sync_option(), chunk_k_option()},
+          validate_per_layer, build_per_layer};
+}
+
+StrategySpec hybrid_strategy() {
+  return {"hybrid", "Krizhevsky; Intel note: data-parallel conv layers, model-parallel fc layers",
+          {sync_option(), chunk_k_option()}, validate_per_layer, build_hybrid};
 }
 
 }  // namespace cnnpar::strategies

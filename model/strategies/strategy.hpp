@@ -1,5 +1,6 @@
 #pragma once
-// Strategy builders: (network, platform, global batch N, P, options) -> Schedule.
+// Strategy builders: (network, platform, global batch N, P, options) -> Schedule. Which
+// strategies exist and which options each takes is the registry's (registry.hpp).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -13,36 +14,41 @@
 namespace cnnpar {
 
 struct StrategyOptions {
-  std::string name = "dp";         ///< dp, dp_layerwise, dp_buckets, lee, per_layer, hybrid
+  std::string name = "dp";         ///< a registered strategy (strategy_names())
   std::int64_t global_batch = 256; ///< N: images per iteration over all ranks
   int ranks = 1;                   ///< P
   int iterations = 2;              ///< total iterations, warm-up included
   int warmup_iterations = 1;       ///< leading iterations excluded from metrics
-  int lee_k = 9;                   ///< lee: counted layers in the first gradient chunk
-  int lee_f = 2;                   ///< lee: fc layers that replicate the gradient calculation
-  double bucket_bytes = 25.0 * 1024 * 1024;  ///< dp_buckets: bucket size (bytes)
-  /** per_layer: layer -> data|model|replicated, "conv*=data,fc6=model" or a JSON file. */
-  std::string assign;
-  std::string assign_origin = "--assign";  ///< where `assign` came from (flag or study file)
-  /** per_layer, hybrid: when data-parallel gradients are allreduced: end (after the whole
-   *  backward, as dp), layerwise (as soon as each is ready, as dp_layerwise) or chunks (lee's
-   *  two chunks split by lee_k). */
-  std::string sync = "layerwise";
   /** Allow N not divisible by P: ranks 0..N%P-1 take ceil(N/P) images, the others floor(N/P);
    *  lee's allgathers are then sized for the larger share. Off: N % P != 0 is bad input. */
   bool uneven_batch = false;
   std::string origin = "<options>"; ///< where the options came from (file or "command line")
+  /** The strategy's own options by schema key ("k", "bucket_bytes", ...), typed as the schema
+   *  says; a key not given takes the schema's default. */
+  nlohmann::json values = nlohmann::json::object();
+
+  /** The value of option `key`, or its default. Asserts that the strategy has the option. */
+  nlohmann::json value(const std::string& key) const;
+  std::int64_t integer(const std::string& key) const;
+  double number(const std::string& key) const;  ///< integer and bytes options
+  std::string text(const std::string& key) const;
+  StrategyOptions& set(const std::string& key, nlohmann::json value);
 };
 
-/** Names of the builders available. */
+/** Names of the registered strategies, in registration order. */
 std::vector<std::string> strategy_names();
 
-/** Builds the Schedule of `options.name`.
- *  @throws InputError (file = options.origin, path = "/k", "/f", "/batch", ...) for options
- *  out of range, e.g. N not divisible by P, k or f out of range. */
+/** Checks the options against the strategy's schema and the network, without building.
+ *  @throws InputError (file = options.origin, path = "/batch", "/k", ...) naming the value:
+ *  an unknown strategy or option, a value of the wrong type or out of range, N not divisible
+ *  by P, k or f beyond the network's layers. */
+void validate_strategy_options(const Network& network, const StrategyOptions& options);
+
+/** Builds the Schedule of `options.name` after validate_strategy_options. */
 Schedule build_schedule(const Network& network, const Platform& platform, const StrategyOptions& options);
 
-/** JSON form of the options (stored in Schedule::options and Trace metadata). */
+/** JSON form of the options with every schema default filled in (Schedule::options, Trace
+ *  metadata, run-specs). */
 nlohmann::json to_json(const StrategyOptions& options);
 
 }  // namespace cnnpar

@@ -40,8 +40,7 @@ const Fixture& fixture() {
 StrategyOptions lee_options(int ranks) {
   StrategyOptions o;
   o.name = "lee";
-  o.lee_k = 9;
-  o.lee_f = 2;
+  o.set("k", 9).set("f", 2);
   o.ranks = ranks;
   o.global_batch = 256;
   o.uneven_batch = true;

@@ -47,8 +47,7 @@ int main(int argc, char** argv) {
   options.ranks = 128;
   options.iterations = 2;
   options.warmup_iterations = 1;
-  options.lee_k = 9;
-  options.lee_f = 2;
+  options.set("k", 9).set("f", 2);
   std::string network_name = "vgg-a", platform_name = "cori-haswell", topology = "crossbar";
   SimgridOptions sg;
   bool analytic = false;
@@ -64,8 +63,8 @@ int main(int argc, char** argv) {
       else if (arg == "--platform") platform_name = value();
       else if (arg == "--strategy") options.name = value();
       else if (arg == "--batch") options.global_batch = std::stoll(value());
-      else if (arg == "--k") options.lee_k = std::stoi(value());
-      else if (arg == "--f") options.lee_f = std::stoi(value());
+      else if (arg == "--k") options.set("k", std::stoi(value()));
+      else if (arg == "--f") options.set("f", std::stoi(value()));
       else if (arg == "--iterations") options.iterations = std::stoi(value());
       else if (arg == "--warmup") options.warmup_iterations = std::stoi(value());
       else if (arg == "--topology") topology = value();

@@ -251,3 +251,31 @@ TEST_CASE("hybrid and per_layer predict", "[cli]") {
     fs::remove(csv);
   }
 }
+
+TEST_CASE("every registered strategy option is a flag with its default in --help", "[cli]") {
+  TempDir dir;
+  for (const char* command : {"predict", "simulate", "trace", "run"}) {
+    const Result r = run(dir, std::string(command) + " --help");
+    INFO(command << "\n" << r.out);
+    CHECK(r.status == 0);
+    // One line per option: flag, type, unit and default, and the strategies that take it.
+    CHECK(r.out.find("--k INT") != std::string::npos);
+    CHECK(r.out.find("default 9; lee, per_layer, hybrid") != std::string::npos);
+    CHECK(r.out.find("--f INT") != std::string::npos);
+    CHECK(r.out.find("default 2; lee") != std::string::npos);
+    CHECK(r.out.find("--bucket-bytes SIZE") != std::string::npos);
+    CHECK(r.out.find("default 25MiB; dp_buckets") != std::string::npos);
+    CHECK(r.out.find("--defer INT") != std::string::npos);
+    CHECK(r.out.find("--assign TEXT") != std::string::npos);
+    CHECK(r.out.find("--sync CHOICE") != std::string::npos);
+    CHECK(r.out.find("dp | dp_layerwise | dp_buckets | lee | per_layer | hybrid") != std::string::npos);
+  }
+}
+
+TEST_CASE("a strategy option the chosen strategy does not take is bad input", "[cli]") {
+  TempDir dir;
+  expect_bad_input(dir, "predict --strategy dp --k 3 --nodes 1,2", {"command line", "/k", "3", "takes no --k"});
+  expect_bad_input(dir, "predict --strategy dp_buckets --bucket-bytes 3parsecs --nodes 1,2",
+                   {"command line", "/bucket_bytes", "3parsecs"});
+  expect_bad_input(dir, "predict --strategy hybrid --sync sometimes --nodes 1,2", {"command line", "/sync", "sometimes"});
+}

@@ -34,7 +34,7 @@ const Platform& cori() {
 StrategyOptions per_layer(const std::string& assign, int ranks, std::int64_t batch = 256) {
   StrategyOptions options;
   options.name = "per_layer";
-  options.assign = assign;
+  options.set("assign", assign);
   options.ranks = ranks;
   options.global_batch = batch;
   options.iterations = 3;
@@ -100,7 +100,9 @@ TEST_CASE("assignments: globs, defaults, JSON files") {
 
 TEST_CASE("assignments: bad input names the flag, the entry and the value") {
   const auto message = [](const std::string& assign, int ranks = 4) {
-    return error_of([&] { build_schedule(vgg_a(), cori(), per_layer(assign, ranks)); });
+    StrategyOptions options = per_layer(assign, ranks);
+    options.origin = "command line";  // an assignment from the command line is named --assign
+    return error_of([&] { build_schedule(vgg_a(), cori(), options); });
   };
   CHECK(message("fc9=model").find("no conv or fc layer of vgg-a matches") != std::string::npos);
   CHECK(message("fc9=model").find("--assign") != std::string::npos);
@@ -135,8 +137,7 @@ TEST_CASE("every per_layer assignment verifies, partitions included, on 1..8 ran
       for (int ranks : {1, 2, 3, 4, 8})
         for (const char* sync : {"end", "layerwise", "chunks"}) {
           StrategyOptions options = per_layer(assign, ranks, 48);
-          options.sync = sync;
-          options.lee_k = 6;
+          options.set("sync", sync).set("k", 6);
           const Schedule schedule = build_schedule(*network, cori(), options);
           INFO(network->name << " " << assign << " on " << ranks << " ranks, sync " << sync);
           CHECK(verify(schedule).empty());
@@ -156,6 +157,7 @@ TEST_CASE("hybrid: conv layers data, fc layers model, small classifiers replicat
   const Schedule schedule = build_schedule(vgg_a(), cori(), [] {
     StrategyOptions o = per_layer("", 8);
     o.name = "hybrid";
+    o.values = nlohmann::json::object();
     return o;
   }());
   const std::vector<LayerPartition>& p = schedule.programs[3].partitions;
@@ -240,7 +242,7 @@ TEST_CASE("closed forms: the Intel data-vs-model rule on F1 (ofm 3072)") {
     REQUIRE(scatter.kind == CollectiveKind::reduce_scatter);
     const double model_bytes = double(P) * gather.bytes + 2.0 * double(P - 1) / double(P) * scatter.bytes;
     StrategyOptions dp_options = per_layer("", P, batch);
-    dp_options.sync = "end";
+    dp_options.set("sync", "end");
     const Schedule data = build_schedule(network, cori(), dp_options);
     double data_bytes = 0;
     for (const Collective& c : data.collectives)
@@ -267,8 +269,9 @@ TEST_CASE("per_layer expresses dp and dp_layerwise: the same ops and the same pr
     for (int ranks : {1, 4, 16}) {
       StrategyOptions reference = per_layer("", ranks);
       reference.name = strategy;
+      reference.values = nlohmann::json::object();
       StrategyOptions general = per_layer("conv*=data,fc*=data", ranks);
-      general.sync = sync;
+      general.set("sync", sync);
       const Schedule a = build_schedule(vgg_a(), cori(), reference);
       const Schedule b = build_schedule(vgg_a(), cori(), general);
       INFO(strategy << " on " << ranks);
@@ -291,11 +294,9 @@ TEST_CASE("per_layer expresses lee's replicated fc layers: the same ops and the 
     for (int f : {1, 2}) {
       StrategyOptions reference = per_layer("", ranks);
       reference.name = "lee";
-      reference.lee_k = 9;
-      reference.lee_f = f;
+      reference.values = {{"k", 9}, {"f", f}};
       StrategyOptions general = per_layer(f == 1 ? "fc6=replicated" : "fc6=replicated,fc7=replicated", ranks);
-      general.sync = "chunks";
-      general.lee_k = 9;
+      general.set("sync", "chunks").set("k", 9);
       const Schedule a = build_schedule(vgg_a(), cori(), reference);
       const Schedule b = build_schedule(vgg_a(), cori(), general);
       INFO("lee k 9 f " << f << " on " << ranks);

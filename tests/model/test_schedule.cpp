@@ -15,8 +15,7 @@ TEST_CASE("a Schedule round-trips through JSON unchanged") {
   options.name = "lee";
   options.ranks = 2;
   options.global_batch = 64;
-  options.lee_k = 3;
-  options.lee_f = 1;
+  options.set("k", 3).set("f", 1);
   const Schedule schedule = build_schedule(network, platform, options);
   const nlohmann::json first = to_json(schedule);
   const Schedule again = schedule_from_json(first, "roundtrip.json");

@@ -36,6 +36,7 @@ std::vector<const Collective*> collectives_of(const Schedule& schedule, int iter
 }
 
 int layer(const std::string& name) { return vgg_a().find(name); }
+int layer_index(const std::string& name) { return layer(name); }
 
 }  // namespace
 
@@ -151,9 +152,8 @@ TEST_CASE("every strategy updates every parameterised layer once per iteration a
     for (int ranks : {1, 2, 3, 4, 8}) {
       StrategyOptions options = options_for(name, ranks, 48);
       options.iterations = 3;
-      options.lee_k = 6;
-      options.lee_f = 1;
-      options.bucket_bytes = 4.0 * 1024 * 1024;
+      if (name == "lee") options.set("k", 6).set("f", 1);
+      if (name == "dp_buckets") options.set("bucket_bytes", 4.0 * 1024 * 1024);
       const Schedule schedule = build_schedule(vgg_a(), cori(), options);
       INFO(name << " on " << ranks << " ranks");
       CHECK(verify(schedule).empty());
@@ -169,27 +169,26 @@ TEST_CASE("every strategy updates every parameterised layer once per iteration a
 
 TEST_CASE("dp_buckets: buckets fill to the bucket size in backward order") {
   StrategyOptions options = options_for("dp_buckets", 4);
-  options.bucket_bytes = 25.0 * 1024 * 1024;
+  options.set("bucket_bytes", 25.0 * 1024 * 1024);
   const Schedule schedule = build_schedule(vgg_a(), cori(), options);
   const auto buckets = collectives_of(schedule, 0);
   double bytes = 0;
   int previous_top = 1 << 30;
   for (std::size_t i = 0; i < buckets.size(); ++i) {
     bytes += buckets[i]->bytes;
-    if (i + 1 < buckets.size()) CHECK(buckets[i]->bytes >= options.bucket_bytes);
+    if (i + 1 < buckets.size()) CHECK(buckets[i]->bytes >= options.number("bucket_bytes"));
     CHECK(buckets[i]->layers.front() < previous_top);  // later buckets hold lower layers
     previous_top = buckets[i]->layers.back();
   }
   CHECK(bytes == Approx(kVggAParameterBytes).epsilon(1e-12));
   // A one-byte bucket degenerates to one allreduce per layer (dp_layerwise).
-  options.bucket_bytes = 1;
+  options.set("bucket_bytes", 1);
   CHECK(collectives_of(build_schedule(vgg_a(), cori(), options), 0).size() == 11);
 }
 
 TEST_CASE("lee with k covering every layer and f = 0 is a single allreduce") {
   StrategyOptions options = options_for("lee", 4);
-  options.lee_k = 16;
-  options.lee_f = 0;
+  options.set("k", 16).set("f", 0);
   const Schedule schedule = build_schedule(vgg_a(), cori(), options);
   const auto iteration0 = collectives_of(schedule, 0);
   REQUIRE(iteration0.size() == 1);
@@ -209,15 +208,18 @@ TEST_CASE("options out of range are bad input naming the option and value") {
     }
   };
   StrategyOptions lee = options_for("lee", 4);
-  lee.lee_k = 0;
+  lee.set("k", 0);
   expect(lee, "/k", "0");
-  lee.lee_k = 17;  // VGG-A has 16 counted layers
+  lee.set("k", 17);  // VGG-A has 16 counted layers
   expect(lee, "/k", "17");
-  lee.lee_k = 9;
-  lee.lee_f = 4;  // 3 fc layers
+  lee.set("k", 9);
+  lee.set("f", 4);  // 3 fc layers
   expect(lee, "/f", "4");
-  lee.lee_f = -1;
+  lee.set("f", -1);
   expect(lee, "/f", "-1");
+  StrategyOptions dp = options_for("dp", 4);
+  dp.set("k", 3);  // dp has no k
+  expect(dp, "/k", "3");
   expect(options_for("dp", 3, 256), "/batch", "256 over 3 ranks");
   expect(options_for("model_parallel", 2), "/strategy", "model_parallel");
   StrategyOptions warm = options_for("dp", 2);
@@ -251,4 +253,53 @@ TEST_CASE("data-parallel ranks share one op list; an uneven split gives two") {
   for (const Op& op : build_schedule(vgg_a(), cori(), options_for("dp", 1)).programs[0].ops)
     single += op.phase == Phase::forward ? op.flops : 0;
   CHECK(total == Approx(single).epsilon(1e-12));
+}
+
+TEST_CASE("dp_layerwise defer: the last gradients' allreduces are waited for in the next forward pass") {
+  // Das et al.: with defer = 2 the allreduces of conv2 and conv1 (posted last in backward)
+  // are waited for right before conv1's and conv2's forward in the next iteration; a flush
+  // after the last mark applies the last ones, so every layer is still updated once per
+  // iteration.
+  StrategyOptions options = options_for("dp_layerwise", 4);
+  options.iterations = 3;
+  options.set("defer", 2);
+  const Schedule schedule = build_schedule(vgg_a(), cori(), options);
+  CHECK(verify(schedule).empty());
+  const std::vector<Op>& ops = schedule.programs[0].ops.vector();
+  const auto index_of = [&](const std::string& label, int occurrence) {
+    int seen = 0;
+    for (std::size_t i = 0; i < ops.size(); ++i)
+      if (ops[i].kind == OpKind::compute && ops[i].label == label && seen++ == occurrence) return int(i);
+    return -1;
+  };
+  const auto mark_of = [&](int iteration) {
+    for (std::size_t i = 0; i < ops.size(); ++i)
+      if (ops[i].kind == OpKind::mark && ops[i].iteration == iteration) return int(i);
+    return -1;
+  };
+  for (const char* layer : {"conv1", "conv2"}) {
+    const std::string name = layer;
+    // Iteration 0's update of this layer comes after mark 0, just before its forward in iteration 1.
+    const int update = index_of(name + ".upd", 0);
+    const int forward = index_of(name + ".im2col", 1);
+    CHECK(update > mark_of(0));
+    CHECK(update < forward);
+    REQUIRE(ops[std::size_t(update - 1)].kind == OpKind::wait);
+    const Collective& c = schedule.collectives[std::size_t(ops[std::size_t(update - 1)].collective)];
+    CHECK(c.iteration == 0);
+    CHECK(c.layers == std::vector<int>{layer_index(name)});
+    // The flush: the last iteration's update after the last mark.
+    CHECK(index_of(name + ".upd", 2) > mark_of(2));
+  }
+  // A layer not deferred (fc8) is updated before its iteration's mark.
+  CHECK(index_of("fc8.upd", 0) < mark_of(0));
+  // defer = 0 is today's dp_layerwise, op for op.
+  StrategyOptions plain = options_for("dp_layerwise", 4);
+  plain.iterations = 3;
+  StrategyOptions zero = plain;
+  zero.set("defer", 0);
+  CHECK(build_schedule(vgg_a(), cori(), plain).programs[0].ops.size() ==
+        build_schedule(vgg_a(), cori(), zero).programs[0].ops.size());
+  options.set("defer", 12);  // VGG-A has 11 conv and fc layers
+  CHECK_THROWS_AS(build_schedule(vgg_a(), cori(), options), InputError);
 }

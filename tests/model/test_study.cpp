@@ -22,7 +22,7 @@ TEST_CASE("a study's series inherit the study's network and batch unless they ov
   CHECK(study.nodes == std::vector<int>{1, 2, 4});
   CHECK(study.series[0].network == "vgg-a");
   CHECK(study.series[0].strategy.global_batch == 128);
-  CHECK(study.series[0].strategy.lee_k == 6);
+  CHECK(study.series[0].strategy.integer("k") == 6);
   CHECK(study.series[0].paper_speedup_at.at(4) == 3.5);
   CHECK(study.series[1].network == "alexnet");
   CHECK(study.series[1].strategy.global_batch == 64);

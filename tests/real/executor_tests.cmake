@@ -78,10 +78,14 @@ cnnpar_mpi_run(real_run_tiny_layerwise_np2 2 real_tiny_runs ${tiny_common} --str
                --weights-out ${run_out}/tiny_layerwise_np2.bin)
 cnnpar_mpi_run(real_run_tiny_buckets_np2 2 real_tiny_runs ${tiny_common} --strategy dp_buckets --bucket-bytes 20000
                --weights-out ${run_out}/tiny_buckets_np2.bin)
+# Das et al.'s deferred allreduces: the last 2 layers' updates move into the next forward pass.
+cnnpar_mpi_run(real_run_tiny_defer_np2 2 real_tiny_runs ${tiny_common} --strategy dp_layerwise --defer 2
+               --weights-out ${run_out}/tiny_defer_np2.bin)
 cnnpar_mpi_run(real_run_tiny_thread_np2 2 real_tiny_runs ${tiny_common} --strategy dp --progress thread
                --trace ${run_out}/tiny_thread_np2.json --weights-out ${run_out}/tiny_thread_np2.bin)
 cnnpar_mpi_check(real_weights_tiny real_tiny_runs $<TARGET_FILE:cnnpar_weights_compare> 1e-4
                  ${run_out}/tiny_dp_np1.bin ${run_out}/tiny_layerwise_np2.bin ${run_out}/tiny_buckets_np2.bin
+                 ${run_out}/tiny_defer_np2.bin
                  ${run_out}/tiny_thread_np2.bin)
 cnnpar_mpi_check(real_trace_tiny_thread real_tiny_runs $<TARGET_FILE:cnnpar_trace_check>
                  ${run_out}/tiny_thread_np2.json 2 --weights-identical --progress thread)
@@ -183,6 +187,30 @@ if(TARGET cnnpar)
                        PASS_REGULAR_EXPRESSION "overlap_ratio_percent")
   cnnpar_mpi_check(real_cli_run_trace real_cli_runs $<TARGET_FILE:cnnpar_trace_check> ${run_out}/cli_run.json 2
                    --weights-identical)
+  # The run-spec hand-over carries every strategy option: per_layer with its assignment, sync and k.
+  add_test(NAME real_cli_run_per_layer_np2
+           COMMAND $<TARGET_FILE:cnnpar> run --network ${tiny} --ranks 2 --batch 16 --iterations 3
+                   --strategy per_layer --assign "fc1=model,fc2=replicated" --sync chunks --k 3
+                   --trace ${run_out}/cli_run_per_layer.json)
+  set_tests_properties(real_cli_run_per_layer_np2 PROPERTIES LABELS "real;mpi" TIMEOUT 120 FIXTURES_SETUP real_cli_pl
+                       ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>"
+                       PASS_REGULAR_EXPRESSION "per_layer on tiny-cifar, 2 ranks")
+  # The executor built the schedule the options name (the trace metadata keeps them).
+  cnnpar_mpi_check(real_cli_run_per_layer_options real_cli_pl sh -c
+                   "grep -q '\"assignment\": \"conv1=data,conv2=data,fc1=model,fc2=replicated,fc3=data\"' $0 && grep -q '\"sync\": \"chunks\"' $0"
+                   ${run_out}/cli_run_per_layer.json)
+  # A run-spec that does not parse: status 2, one message naming the file, the path and the value.
+  file(WRITE ${run_out}/bad_spec.json
+       "{\"format\": \"cnnpar-run-spec\", \"network\": \"${tiny}\", \"strategy\": \"lee\",\n"
+       " \"options\": {\"k\": \"many\"}, \"batch\": 16, \"iterations\": 3}\n")
+  add_test(NAME real_fail_bad_spec
+           COMMAND ${expect_fail} 30 2 "bad_spec.json: /options/k" 1 --
+                   ${cnnpar_mpiexec} -n 2 ${run} --spec ${run_out}/bad_spec.json)
+  set_tests_properties(real_fail_bad_spec PROPERTIES LABELS "real;mpi" TIMEOUT 60 ENVIRONMENT "${cnnpar_mpi_env}")
+  # cnnpar-run --help lists the registered strategy options with their defaults too.
+  add_test(NAME real_help_lists_strategy_options COMMAND ${run} --help)
+  set_tests_properties(real_help_lists_strategy_options PROPERTIES LABELS "real"
+                       PASS_REGULAR_EXPRESSION "--k INT[^\n]*default 9; lee, per_layer, hybrid")
   add_test(NAME real_cli_calibrate_np2
            COMMAND $<TARGET_FILE:cnnpar> calibrate --network ${tiny} --ranks 2 --batch 8 --repeats 1
                    --out ${run_out}/cli_calibrated.json)

@@ -15,6 +15,7 @@
 
 #include "model/platform.hpp"
 #include "model/scenarios.hpp"
+#include "model/strategies/registry.hpp"
 #include "model/strategies/strategy.hpp"
 #include "model/trace.hpp"
 
@@ -40,9 +41,8 @@ int main(int argc, char** argv) {
     options.ranks = o.at("ranks").get<int>();
     options.iterations = o.at("iterations").get<int>();
     options.warmup_iterations = o.at("warmup").get<int>();
-    options.lee_k = o.value("k", options.lee_k);
-    options.lee_f = o.value("f", options.lee_f);
-    options.bucket_bytes = o.value("bucket_bytes", options.bucket_bytes);
+    for (const cnnpar::OptionSpec& option : cnnpar::strategy_spec(options.name).options)
+      if (o.contains(option.key)) options.set(option.key, o.at(option.key));
     options.uneven_batch = o.value("uneven_batch", false);
     const cnnpar::Network network = cnnpar::load_network(m.at("network").get<std::string>());
     const cnnpar::Schedule schedule = cnnpar::build_schedule(network, calibrated, options);

@@ -70,9 +70,8 @@ inline Schedule make_schedule(const Network& net, const std::string& strategy, i
   o.ranks = ranks;
   o.iterations = iterations;
   o.warmup_iterations = 0;
-  o.lee_k = lee_k;
-  o.lee_f = lee_f;
-  o.bucket_bytes = bucket_bytes;
+  if (strategy == "lee") o.set("k", lee_k).set("f", lee_f);
+  if (strategy == "dp_buckets") o.set("bucket_bytes", bucket_bytes);
   return build_schedule(net, Platform{}, o);
 }
 

@@ -25,8 +25,7 @@ StrategyOptions lee(int ranks, int k = 9, int f = 2) {
   o.name = "lee";
   o.ranks = ranks;
   o.global_batch = batch_for(ranks);
-  o.lee_k = k;
-  o.lee_f = f;
+  o.set("k", k).set("f", f);
   o.iterations = 3;
   o.warmup_iterations = 1;
   return o;

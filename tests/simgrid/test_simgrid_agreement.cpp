@@ -41,7 +41,7 @@ void check_agreement(const std::string& network_name, const std::string& platfor
     options.ranks = p;
     options.iterations = 2;
     options.warmup_iterations = 1;
-    options.assign = assign;
+    if (strategy == "per_layer") options.set("assign", assign);
     schedules.push_back(build_schedule(network, platforms.back(), options));
   }
   std::vector<std::pair<const Schedule*, const Platform*>> jobs;

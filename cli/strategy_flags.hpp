@@ -1,0 +1,39 @@
+#pragma once
+// Command-line flags of the strategies, generated from the registry's option schemas, shared
+// by every `cnnpar` sub-command and by `cnnpar-run` so that a flag has one name, one unit
+// syntax and one meaning everywhere.
+#include <map>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "model/strategies/registry.hpp"
+
+namespace cnnpar::cli {
+
+class StrategyFlags {
+ public:
+  /** Adds --strategy (default `default_strategy`) and one flag per registered option key, its
+   *  --help line stating unit, default and the strategies that take it. */
+  void add(CLI::App& app, const std::string& default_strategy);
+
+  const std::string& strategy() const { return strategy_; }
+  /** Sets the strategy when --strategy was not given (e.g. from a run-spec). */
+  void set_strategy(const std::string& name) { strategy_ = name; }
+  /** The strategy options given on the command line, typed by the chosen strategy's schema.
+   *  @throws InputError("command line", "/KEY", value, reason) for a flag the chosen strategy
+   *  does not take or a value that does not parse or is out of range. */
+  nlohmann::json values() const;
+  /** True when the flag of option `key` was given. */
+  bool given(const std::string& key) const;
+
+ private:
+  std::string strategy_;
+  CLI::Option* strategy_option_ = nullptr;
+  std::vector<std::pair<SharedOption, CLI::Option*>> options_;
+  std::map<std::string, std::string> text_;  // by key; std::map keeps the bound strings in place
+};
+
+}  // namespace cnnpar::cli
