@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "model/collective.hpp"
 #include "model/collective_algorithm.hpp"
 #include "model/error.hpp"
 
@@ -50,33 +51,12 @@ double direct_alltoall_s(int p, double bytes, double alpha_s, double beta_Bps) {
 double direct_send_s(double bytes, double alpha_s, double beta_Bps) { return alpha_s + bytes / beta_Bps; }
 
 double collective_time_s(const Collective& collective, const Platform& platform) {
-  const int p = int(collective.group.size());
-  if (p <= 1) return 0.0;
-  const double alpha = platform.network.alpha_s();
-  const double beta = platform.network.bandwidth_Bps;
-  const double n = collective.bytes;
-  const Algorithm algorithm = resolve_algorithm(collective, platform);
-  switch (collective.kind) {
-    case CollectiveKind::allreduce:
-      return algorithm == Algorithm::recursive_doubling ? recursive_doubling_s(p, n, alpha, beta)
-                                                        : ring_allreduce_s(p, n, alpha, beta);
-    case CollectiveKind::allgather:
-      return ring_gather_like_s(p, double(p) * n, alpha, beta);
-    case CollectiveKind::reduce_scatter:
-      return ring_gather_like_s(p, n, alpha, beta);
-    case CollectiveKind::bcast:
-    case CollectiveKind::reduce:
-      return binomial_tree_s(p, n, alpha, beta);
-    case CollectiveKind::gather:
-    case CollectiveKind::scatter:
-      return binomial_gather_s(p, double(p) * n, alpha, beta);
-    case CollectiveKind::alltoall:
-      return direct_alltoall_s(p, n, alpha, beta);
-    case CollectiveKind::send:
-      return direct_send_s(n, alpha, beta);
-  }
-  CNNPAR_ASSERT(false, "unknown collective kind");
-  return 0.0;
+  if (collective.group.size() <= 1) return 0.0;
+  // The steps of the one collective layer (model/collective.hpp), priced round by round; the
+  // closed forms above are what this sums to (tests/sim/test_collective_cost.cpp).
+  const CollectivePlan plan =
+      plan_collective(collective, resolve_algorithm(collective, platform), critical_member(collective));
+  return steps_time_s(plan, platform.network.alpha_s(), platform.network.bandwidth_Bps);
 }
 
 }  // namespace cnnpar::analytic

@@ -2,6 +2,10 @@
 // each evaluated by hand in the comment.
 #include <catch2/catch.hpp>
 
+#include <array>
+#include <vector>
+
+#include "model/collective.hpp"
 #include "model/collective_algorithm.hpp"
 #include "sim/analytic/collective_cost.hpp"
 
@@ -102,4 +106,153 @@ TEST_CASE("ceil_log2 and powers of two", "[collective]") {
   CHECK(ceil_log2(129) == 8);
   CHECK(is_power_of_two(64));
   CHECK_FALSE(is_power_of_two(96));
+}
+
+TEST_CASE("the steps of every kind and algorithm sum to its closed form, P = 1..17", "[collective]") {
+  // Σ over the critical member's rounds of α + max(send, receive)/β must equal the closed
+  // forms of collective_cost.hpp (each checked against a hand value above): the analytic
+  // engine prices the same steps the SimGrid engine and the executors run.
+  const double alpha = 2.5e-6, beta = 3e9;
+  const Platform platform = network_platform(2e-6, 0.5e-6, beta);
+  struct Case {
+    CollectiveKind kind;
+    Algorithm algorithm;
+  };
+  const std::vector<Case> cases = {
+      {CollectiveKind::allreduce, Algorithm::ring},       {CollectiveKind::allreduce, Algorithm::recursive_doubling},
+      {CollectiveKind::allgather, Algorithm::ring},       {CollectiveKind::reduce_scatter, Algorithm::ring},
+      {CollectiveKind::bcast, Algorithm::binomial},       {CollectiveKind::reduce, Algorithm::binomial},
+      {CollectiveKind::gather, Algorithm::binomial},      {CollectiveKind::scatter, Algorithm::binomial},
+      {CollectiveKind::alltoall, Algorithm::direct},      {CollectiveKind::send, Algorithm::direct}};
+  for (const Case& k : cases)
+    for (int p = 1; p <= 17; ++p)
+      for (double bytes : {4.0, 1000.0, 8e6, 123456.0}) {
+        if (k.kind == CollectiveKind::send && p != 2) continue;
+        if (k.algorithm == Algorithm::recursive_doubling && !is_power_of_two(p)) continue;
+        const Collective c = make(k.kind, p, bytes, k.algorithm);
+        double expected = 0;
+        switch (k.kind) {
+          case CollectiveKind::allreduce:
+            expected = k.algorithm == Algorithm::ring ? ring_allreduce_s(p, bytes, alpha, beta)
+                                                      : recursive_doubling_s(p, bytes, alpha, beta);
+            break;
+          case CollectiveKind::allgather: expected = ring_gather_like_s(p, p * bytes, alpha, beta); break;
+          case CollectiveKind::reduce_scatter: expected = ring_gather_like_s(p, bytes, alpha, beta); break;
+          case CollectiveKind::bcast:
+          case CollectiveKind::reduce: expected = binomial_tree_s(p, bytes, alpha, beta); break;
+          case CollectiveKind::gather:
+          case CollectiveKind::scatter: expected = binomial_gather_s(p, p * bytes, alpha, beta); break;
+          case CollectiveKind::alltoall: expected = direct_alltoall_s(p, bytes, alpha, beta); break;
+          case CollectiveKind::send: expected = direct_send_s(bytes, alpha, beta); break;
+        }
+        CAPTURE(to_string(k.kind), to_string(k.algorithm), p, bytes);
+        const CollectivePlan plan = plan_collective(c, k.algorithm, critical_member(c));
+        CHECK(steps_time_s(plan, alpha, beta) == Approx(expected).epsilon(1e-12).margin(1e-18));
+        CHECK(collective_time_s(c, platform) == Approx(expected).epsilon(1e-12).margin(1e-18));
+        // No member takes longer than the critical one.
+        for (int m = 0; m < p; ++m)
+          CHECK(steps_time_s(plan_collective(c, k.algorithm, m), alpha, beta) <= steps_time_s(plan, alpha, beta) * (1 + 1e-12));
+      }
+}
+
+TEST_CASE("the steps move the right data: a replay on one value per block", "[collective]") {
+  // Every member starts with its own numbers; replaying all members' steps round by round
+  // (sends read the state before the round) must end with the kind's result, e.g. allreduce:
+  // every member holds Σ_r x_r in every block.
+  for (int p = 1; p <= 9; ++p) {
+    for (const auto& [kind, algorithm] :
+         std::vector<std::pair<CollectiveKind, Algorithm>>{{CollectiveKind::allreduce, Algorithm::ring},
+                                                           {CollectiveKind::allreduce, Algorithm::recursive_doubling},
+                                                           {CollectiveKind::reduce_scatter, Algorithm::ring},
+                                                           {CollectiveKind::allgather, Algorithm::ring},
+                                                           {CollectiveKind::bcast, Algorithm::binomial},
+                                                           {CollectiveKind::reduce, Algorithm::binomial},
+                                                           {CollectiveKind::gather, Algorithm::binomial},
+                                                           {CollectiveKind::scatter, Algorithm::binomial},
+                                                           {CollectiveKind::alltoall, Algorithm::direct}}) {
+      if (algorithm == Algorithm::recursive_doubling && !is_power_of_two(p)) continue;
+      Collective c = make(kind, p, 4.0 * p);
+      const bool rooted = kind == CollectiveKind::bcast || kind == CollectiveKind::reduce ||
+                          kind == CollectiveKind::gather || kind == CollectiveKind::scatter;
+      if (rooted) c.root = p / 2;  // a root that is not member 0
+      std::vector<CollectivePlan> plans;
+      for (int m = 0; m < p; ++m) plans.push_back(plan_collective(c, algorithm, m));
+      const int blocks = plans[0].blocks;
+      // value[m][buffer][block]: buffers work, send, recv; start: member m's block b = 1000·m + b.
+      std::vector<std::array<std::vector<double>, 3>> value(static_cast<std::size_t>(p));
+      for (int m = 0; m < p; ++m)
+        for (auto& buffer : value[std::size_t(m)]) buffer.assign(std::size_t(std::max(blocks, p)), 0.0);
+      const auto rel = [&](int m) { return ((m - c.root) % p + p) % p; };
+      for (int m = 0; m < p; ++m) {
+        auto& v = value[std::size_t(m)];
+        for (int b = 0; b < std::max(blocks, p); ++b) v[1][std::size_t(b)] = 1000.0 * m + b;
+        if (kind == CollectiveKind::allgather) v[0][std::size_t(m)] = v[1][0];
+        else if (kind == CollectiveKind::gather) v[0][std::size_t(rel(m))] = v[1][0];
+        else if (kind == CollectiveKind::scatter) {
+          if (m == c.root)
+            for (int b = 0; b < p; ++b) v[0][std::size_t(rel(b))] = v[1][std::size_t(b)];
+        } else if (kind == CollectiveKind::alltoall) v[2][std::size_t(m)] = v[1][std::size_t(m)];
+        else v[0] = v[1];
+      }
+      std::vector<std::size_t> at(static_cast<std::size_t>(p), 0);
+      for (int round = 0; round < 4 * p; ++round) {
+        // A blocking point-to-point model: a member's next step runs when its peers' matching
+        // steps are next too; apply every matched pair of this sweep.
+        const auto snapshot = value;
+        std::vector<int> advance(static_cast<std::size_t>(p), 0);
+        for (int m = 0; m < p; ++m) {
+          if (at[std::size_t(m)] >= plans[std::size_t(m)].steps.size()) continue;
+          const CollectiveStep& s = plans[std::size_t(m)].steps[at[std::size_t(m)]];
+          bool ready = true;
+          if (s.send_to >= 0) {
+            const auto& peer = plans[std::size_t(s.send_to)].steps;
+            ready = ready && at[std::size_t(s.send_to)] < peer.size() && peer[at[std::size_t(s.send_to)]].receive_from == m;
+          }
+          if (s.receive_from >= 0) {
+            const auto& peer = plans[std::size_t(s.receive_from)].steps;
+            ready = ready && at[std::size_t(s.receive_from)] < peer.size() && peer[at[std::size_t(s.receive_from)]].send_to == m;
+          }
+          advance[std::size_t(m)] = ready;
+        }
+        for (int m = 0; m < p; ++m) {
+          if (!advance[std::size_t(m)]) continue;
+          const CollectiveStep& s = plans[std::size_t(m)].steps[at[std::size_t(m)]];
+          if (s.receive_from >= 0) {
+            const CollectiveStep& from = plans[std::size_t(s.receive_from)].steps[at[std::size_t(s.receive_from)]];
+            REQUIRE(from.send_span.count == s.receive_span.count);
+            for (int k = 0; k < s.receive_span.count; ++k) {
+              const double incoming = snapshot[std::size_t(s.receive_from)][std::size_t(from.send_buffer)]
+                                              [std::size_t(from.send_span.first + k)];
+              double& slot = value[std::size_t(m)][std::size_t(s.receive_buffer)][std::size_t(s.receive_span.first + k)];
+              slot = s.reduce ? slot + incoming : incoming;
+            }
+          }
+        }
+        for (int m = 0; m < p; ++m) at[std::size_t(m)] += std::size_t(advance[std::size_t(m)]);
+      }
+      for (int m = 0; m < p; ++m) REQUIRE(at[std::size_t(m)] == plans[std::size_t(m)].steps.size());
+      CAPTURE(to_string(kind), to_string(algorithm), p);
+      double total = 0;  // Σ_r x_r of block b is Σ_r (1000 r + b)
+      for (int r = 0; r < p; ++r) total += 1000.0 * r;
+      for (int m = 0; m < p; ++m) {
+        const auto& v = value[std::size_t(m)];
+        for (int b = 0; b < blocks; ++b) {
+          const double summed = total + double(p) * b;
+          switch (kind) {
+            case CollectiveKind::allreduce: CHECK(v[0][std::size_t(b)] == summed); break;
+            case CollectiveKind::reduce_scatter: if (b == m) CHECK(v[0][std::size_t(b)] == summed); break;
+            case CollectiveKind::allgather: CHECK(v[0][std::size_t(b)] == 1000.0 * b); break;
+            case CollectiveKind::bcast: CHECK(v[0][std::size_t(b)] == 1000.0 * c.root + b); break;
+            case CollectiveKind::reduce: if (m == c.root) CHECK(v[0][std::size_t(b)] == summed); break;
+            case CollectiveKind::gather:  // root's work in root-relative order: slot rel(r) holds r's value
+              if (m == c.root) CHECK(v[0][std::size_t(rel(b))] == 1000.0 * b);
+              break;
+            case CollectiveKind::scatter: if (b == rel(m)) CHECK(v[0][std::size_t(b)] == 1000.0 * c.root + m); break;
+            case CollectiveKind::alltoall: CHECK(v[2][std::size_t(b)] == 1000.0 * b + m); break;
+            default: break;
+          }
+        }
+      }
+    }
+  }
 }
