@@ -18,6 +18,7 @@
 #include <simgrid/s4u/Mutex.hpp>
 #include <simgrid/s4u/Semaphore.hpp>
 
+#include "model/collective.hpp"
 #include "model/collective_algorithm.hpp"
 #include "model/error.hpp"
 #include "model/op_time.hpp"
@@ -302,114 +303,53 @@ class Replay {
     put->wait();
   }
 
+  /** Runs this member's steps of the one collective layer (model/collective.hpp) as
+   *  messages: a round with both a send and a receive is one send_receive, one with either a
+   *  blocking put or get. Consecutive rounds between the same two peers with equal messages
+   *  (a ring) are sent as batches of ring_batch() rounds. */
   void run_collective(RankState& st, int record_index, const Collective& c) {
     const int p = int(c.group.size());
     if (p <= 1) return;
-    const auto position = std::lower_bound(c.group.begin(), c.group.end(), st.rank);
-    CNNPAR_ASSERT(position != c.group.end() && *position == st.rank, "rank runs a collective it is not in");
-    const int i = int(position - c.group.begin());
-    const double n = c.bytes;
-    const int id = c.id;
-    const int me = st.rank;
-    const auto member = [&](int index) { return c.group[std::size_t(((index % p) + p) % p)]; };
-
-    switch (algorithms_[std::size_t(id)]) {
-      case Algorithm::ring: {
-        sg4::Mailbox* out = pair_mailbox(id, me, member(i + 1));
-        sg4::Mailbox* in = pair_mailbox(id, member(i - 1), me);
-        int steps = p - 1;
-        double step_bytes = n / p;  // reduce_scatter: one block of the vector per step
-        if (c.kind == CollectiveKind::allreduce) {
-          steps = 2 * (p - 1);  // reduce-scatter then allgather
-        } else if (c.kind == CollectiveKind::allgather) {
-          step_bytes = n;  // one rank's contribution per step
-        } else {
-          CNNPAR_ASSERT(c.kind == CollectiveKind::reduce_scatter, "ring applies to allreduce/allgather/reduce_scatter");
-        }
-        const int batch = ring_batch(steps);
-        // Start-up of the steps a batched message stands for, beyond the one it pays itself.
-        double extra_s = 0;
-        if (batch > 1) {
-          std::vector<sg4::Link*> links;
-          double route_latency_s = 0;
-          st.host->route_to(states_[std::size_t(member(i + 1))].host, links, &route_latency_s);
-          extra_s = route_latency_s + overhead_s_;
-        }
-        for (int s = 0; s < steps; s += batch) {
-          const int g = std::min(batch, steps - s);
-          send_receive(out, g * step_bytes, in, (g - 1) * extra_s);
-        }
-        return;
-      }
-      case Algorithm::recursive_doubling: {
-        CNNPAR_ASSERT(c.kind == CollectiveKind::allreduce && (p & (p - 1)) == 0,
-                      "recursive doubling applies to power-of-two allreduce");
-        for (int mask = 1; mask < p; mask <<= 1) {
-          const int partner = c.group[std::size_t(i ^ mask)];
-          send_receive(pair_mailbox(id, me, partner), n, pair_mailbox(id, partner, me));
-        }
-        return;
-      }
-      case Algorithm::binomial:
-        run_binomial(c, i, me);
-        return;
-      case Algorithm::direct:
-        if (c.kind == CollectiveKind::send) {
-          run_send(st, record_index, c);
-        } else {
-          CNNPAR_ASSERT(c.kind == CollectiveKind::alltoall, "direct applies to alltoall/send");
-          // Pairwise exchange: step k sends to i+k and receives from i-k, n/P bytes each.
-          for (int k = 1; k < p; ++k) {
-            const int to = member(i + k), from = member(i - k);
-            send_receive(pair_mailbox(id, me, to), n / p, pair_mailbox(id, from, me));
-          }
-        }
-        return;
-      case Algorithm::automatic:
-        break;
-    }
-    CNNPAR_ASSERT(false, "resolve_algorithm returned automatic");
-  }
-
-  /** Binomial tree rooted at `c.root` (MPICH's shape: relative rank r receives from r - lowbit(r)
-   *  and sends to r + m for the masks m below lowbit(r); subtrees are contiguous blocks). */
-  void run_binomial(const Collective& c, int i, int me) {
-    const int p = int(c.group.size());
-    const auto root_position = std::lower_bound(c.group.begin(), c.group.end(), c.root);
-    CNNPAR_ASSERT(root_position != c.group.end() && *root_position == c.root, "root not in the group");
-    const int root_index = int(root_position - c.group.begin());
-    const int rel = (i - root_index + p) % p;
-    const auto member = [&](int relative) { return c.group[std::size_t((relative + root_index) % p)]; };
-    const double n = c.bytes;
-    const int id = c.id;
-    // Bytes of the block of relative ranks [r, r + width) clipped to the group (gather/scatter).
-    const auto block = [&](int r, int width) { return double(std::min(width, p - r)) * n; };
-
-    if (c.kind == CollectiveKind::bcast || c.kind == CollectiveKind::scatter) {
-      int mask = 1;
-      while (mask < p) {
-        if (rel & mask) {
-          receive(pair_mailbox(id, member(rel - mask), me));
-          break;
-        }
-        mask <<= 1;
-      }
-      for (mask >>= 1; mask > 0; mask >>= 1) {
-        if (rel + mask >= p) continue;
-        const double bytes = c.kind == CollectiveKind::bcast ? n : block(rel + mask, mask);
-        send(pair_mailbox(id, me, member(rel + mask)), bytes);
-      }
+    if (c.kind == CollectiveKind::send) {
+      run_send(st, record_index, c);
       return;
     }
-    CNNPAR_ASSERT(c.kind == CollectiveKind::reduce || c.kind == CollectiveKind::gather,
-                  "binomial applies to bcast/reduce/gather/scatter");
-    for (int mask = 1; mask < p; mask <<= 1) {
-      if (rel & mask) {
-        const double bytes = c.kind == CollectiveKind::reduce ? n : block(rel, mask);
-        send(pair_mailbox(id, me, member(rel - mask)), bytes);
-        break;
+    const auto position = std::lower_bound(c.group.begin(), c.group.end(), st.rank);
+    CNNPAR_ASSERT(position != c.group.end() && *position == st.rank, "rank runs a collective it is not in");
+    const int me = st.rank;
+    const int id = c.id;
+    const CollectivePlan plan = plan_collective(c, algorithms_[std::size_t(id)], int(position - c.group.begin()));
+    const std::vector<CollectiveStep>& steps = plan.steps;
+    const int batch = ring_batch(int(steps.size()));
+    for (std::size_t k = 0; k < steps.size();) {
+      const CollectiveStep& step = steps[k];
+      if (step.send_to < 0) {
+        receive(pair_mailbox(id, c.group[std::size_t(step.receive_from)], me));
+        ++k;
+        continue;
       }
-      if (rel + mask < p) receive(pair_mailbox(id, member(rel + mask), me));
+      const int to = c.group[std::size_t(step.send_to)];
+      if (step.receive_from < 0) {
+        send(pair_mailbox(id, me, to), step.send_bytes);
+        ++k;
+        continue;
+      }
+      // Rounds that repeat this one's peers and message size: batched up to `batch`.
+      std::size_t g = 1;
+      while (g < std::size_t(batch) && k + g < steps.size() && steps[k + g].send_to == step.send_to &&
+             steps[k + g].receive_from == step.receive_from && steps[k + g].send_bytes == step.send_bytes)
+        ++g;
+      // Start-up of the rounds a batched message stands for, beyond the one it pays itself.
+      double extra_s = 0;
+      if (g > 1) {
+        std::vector<sg4::Link*> links;
+        double route_latency_s = 0;
+        st.host->route_to(states_[std::size_t(to)].host, links, &route_latency_s);
+        extra_s = double(g - 1) * (route_latency_s + overhead_s_);
+      }
+      send_receive(pair_mailbox(id, me, to), double(g) * step.send_bytes,
+                   pair_mailbox(id, c.group[std::size_t(step.receive_from)], me), extra_s);
+      k += g;
     }
   }
 
