@@ -5,7 +5,9 @@
 #include <cstring>
 #include <map>
 
+#include "model/collective_algorithm.hpp"
 #include "model/error.hpp"
+#include "real/collective_steps.hpp"
 #include "real/dataset.hpp"
 
 namespace cnnpar::real {
@@ -19,46 +21,17 @@ LocalExecutor::LocalExecutor(const Network& network, const Schedule& schedule, s
 
 namespace {
 
-// Combines the posted buffers of one collective once every member has posted.
+// Runs the collective's point-to-point steps (model/collective.hpp) on the posted buffers
+// once every member has posted, with the algorithm the engines price by default.
 void emulate(const Collective& c, std::map<int, CollectiveBuffers>& posted) {
-  const auto& g = c.group;
-  switch (c.kind) {
-    case CollectiveKind::allreduce:
-    case CollectiveKind::reduce: {
-      const std::int64_t count = posted.at(g.front()).recv_count;
-      std::vector<float> sum(std::size_t(count), 0.0f);
-      for (int r : g) {  // rank order, like a linear reduction
-        const CollectiveBuffers& b = posted.at(r);
-        CNNPAR_ASSERT(b.send_count == count, "allreduce members disagree on the count: " + c.label);
-        for (std::int64_t i = 0; i < count; ++i) sum[std::size_t(i)] += b.send[i];
-      }
-      for (int r : g)
-        if (c.kind == CollectiveKind::allreduce || r == c.root)
-          std::memcpy(posted.at(r).recv, sum.data(), sizeof(float) * std::size_t(count));
-      return;
-    }
-    case CollectiveKind::allgather: {
-      for (int r : g) {
-        float* dst = posted.at(r).recv;
-        std::int64_t off = 0;
-        for (int s : g) {
-          const CollectiveBuffers& b = posted.at(s);
-          std::memcpy(dst + off, b.send, sizeof(float) * std::size_t(b.send_count));
-          off += b.send_count;
-        }
-        CNNPAR_ASSERT(off == posted.at(r).recv_count, "allgather counts do not add up: " + c.label);
-      }
-      return;
-    }
-    case CollectiveKind::bcast: {
-      const CollectiveBuffers& root = posted.at(c.root);
-      for (int r : g)
-        if (r != c.root) std::memcpy(posted.at(r).recv, root.send, sizeof(float) * std::size_t(root.send_count));
-      return;
-    }
-    default:
-      CNNPAR_ASSERT(false, std::string("collective kind not emulated locally: ") + to_string(c.kind));
+  const Algorithm algorithm = resolve_algorithm(c, Platform{});
+  std::vector<StepRunner> members;
+  members.reserve(c.group.size());
+  for (std::size_t m = 0; m < c.group.size(); ++m) {
+    const CollectiveBuffers& b = posted.at(c.group[m]);
+    members.emplace_back(c, algorithm, int(m), b.send, b.recv, b.send_count, b.recv_count);
   }
+  run_steps_in_process(members);
 }
 
 }  // namespace

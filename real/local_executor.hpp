@@ -1,7 +1,7 @@
 #pragma once
 // Runs every rank of a Schedule in ONE process, without MPI: each rank's Runtime executes
-// its program in order, and collectives are emulated by summing (allreduce, reduce) or
-// concatenating (allgather) or copying (bcast) the ranks' buffers once every member has
+// its program in order, and every kind of collective runs the point-to-point steps of the
+// collective layer (real/collective_steps.hpp) on the ranks' buffers once every member has
 // posted. The reference beside the MPI interpreter: the same Runtime calls in the same
 // order, so a P-rank MPI run must reproduce its weights; also the P = 1 bench driver.
 #include <cstdint>

@@ -94,6 +94,11 @@ struct Runtime::Impl {
     // errors by iteration parity.
     bool replicated = false;
     std::vector<float> gathered_in[2], gathered_err[2], stage_in[2], stage_err[2];
+    // An uneven batch split: every member sends `lee_rows` rows (its own, zero-padded) and the
+    // padded blocks land here first, then are compacted into gathered_*.
+    std::int64_t lee_rows = 0;
+    bool lee_padded = false;
+    std::vector<float> padded_in[2], padded_err[2];
     int in_ready[2] = {-1, -1}, err_ready[2] = {-1, -1};  // iteration completed into the slot
     // The units of the weight rows this rank owns: all, or a model-parallel slice.
     float* w(std::vector<float>& a) const { return a.data() + offset + held.units.begin * row_floats; }
@@ -367,8 +372,15 @@ void Runtime::Impl::init(const Schedule& schedule) {
       for (int p = 0; p < 2; ++p) {
         x.gathered_in[p].assign(std::size_t(N * ly.in.elements()), 0.0f);
         x.gathered_err[p].assign(std::size_t(N * ly.out.elements()), 0.0f);
-        x.stage_in[p].assign(std::size_t(n_l * ly.in.elements()), 0.0f);
-        x.stage_err[p].assign(std::size_t(n_l * ly.out.elements()), 0.0f);
+        x.lee_rows = 0;
+        for (int r = 0; r < ranks; ++r) x.lee_rows = std::max(x.lee_rows, partitions[std::size_t(r)][std::size_t(l)].batch.count);
+        x.lee_padded = x.lee_rows * ranks != N;
+        x.stage_in[p].assign(std::size_t(x.lee_rows * ly.in.elements()), 0.0f);
+        x.stage_err[p].assign(std::size_t(x.lee_rows * ly.out.elements()), 0.0f);
+        if (x.lee_padded) {
+          x.padded_in[p].assign(std::size_t(ranks * x.lee_rows * ly.in.elements()), 0.0f);
+          x.padded_err[p].assign(std::size_t(ranks * x.lee_rows * ly.out.elements()), 0.0f);
+        }
       }
   }
   dcols.assign(std::size_t(max_dcols), 0.0f);
@@ -784,18 +796,18 @@ CollectiveBuffers Runtime::prepare(const Collective& c) {
     if (x.in_cm)
       channel_major_to_rows(ly.in.c, x.n, ly.in.h * ly.in.w, in, x.stage_in[p].data());
     else
-      std::memcpy(x.stage_in[p].data(), in, sizeof(float) * x.stage_in[p].size());
+      std::memcpy(x.stage_in[p].data(), in, sizeof(float) * std::size_t(x.n * ly.in.elements()));
     b.send = x.stage_in[p].data();
-    b.recv = x.gathered_in[p].data();
+    b.recv = x.lee_padded ? x.padded_in[p].data() : x.gathered_in[p].data();
     b.send_count = std::int64_t(x.stage_in[p].size());
-    b.recv_count = std::int64_t(x.gathered_in[p].size());
+    b.recv_count = b.send_count * s.ranks;
     x.in_ready[p] = -1;
   } else {
-    std::memcpy(x.stage_err[p].data(), x.err.data(), sizeof(float) * x.stage_err[p].size());
+    std::memcpy(x.stage_err[p].data(), x.err.data(), sizeof(float) * x.err.size());
     b.send = x.stage_err[p].data();
-    b.recv = x.gathered_err[p].data();
+    b.recv = x.lee_padded ? x.padded_err[p].data() : x.gathered_err[p].data();
     b.send_count = std::int64_t(x.stage_err[p].size());
-    b.recv_count = std::int64_t(x.gathered_err[p].size());
+    b.recv_count = b.send_count * s.ranks;
     x.err_ready[p] = -1;
   }
   CNNPAR_ASSERT(std::int64_t(c.group.size()) == s.ranks, "replicated fc allgather must span every rank: " + c.label);
@@ -826,6 +838,17 @@ void Runtime::complete(const Collective& c) {
     return;
   }
   const int p = c.iteration & 1;
+  if (x.lee_padded) {  // member r's rows of its padded block go to its images
+    const bool acts = c.payload == Payload::activations;
+    const std::int64_t width = acts ? x.layer->in.elements() : x.layer->out.elements();
+    const std::vector<float>& padded = acts ? x.padded_in[p] : x.padded_err[p];
+    std::vector<float>& gathered = acts ? x.gathered_in[p] : x.gathered_err[p];
+    for (int r = 0; r < s.ranks; ++r) {
+      const Range rows = s.partitions[std::size_t(r)][std::size_t(x.index)].batch;
+      std::memcpy(gathered.data() + rows.begin * width, padded.data() + r * x.lee_rows * width,
+                  sizeof(float) * std::size_t(rows.count * width));
+    }
+  }
   if (c.payload == Payload::activations)
     x.in_ready[p] = c.iteration;
   else

@@ -60,7 +60,7 @@
 // per-rank gradients is exactly the gradient of the mean loss over the N images.
 // Rank r of a data-parallel schedule trains on images [first_r, first_r + n_r) of each global
 // batch, first_r = n_0 + ... + n_{r-1} (n_r = batch of rank r's forward ops; all equal to N/P
-// unless the builder split N unevenly, then allgather blocks have n_r·K floats — allgatherv);
+// unless the builder split N unevenly, then every allgather block is padded to the largest);
 // global batch of (global) iteration m = dataset images (m·N + j) mod size, j in [0, N), where
 // the global iteration = restored RuntimeState::iteration + iterations of the schedules
 // finished since + the schedule-local iteration.
@@ -90,9 +90,12 @@ struct SgdConfig {
 /** Buffers of one collective on this rank; counts in floats (FP32 elements).
  *  allreduce/reduce/bcast: send == recv (in place), send_count == recv_count.
  *  allgather: send (this rank's block) never aliases recv; recv holds the blocks of all ranks
- *  in rank order, recv_count = N·K = group size × send_count for an even split; for an
- *  uneven split (Schedule built with uneven_batch) rank r's block has n_r·K floats at
- *  offset first_image_r·K, i.e. an allgatherv (Collective::bytes is then the largest block). */
+ *  in rank order, recv_count = group size × send_count; blocks of an uneven split (a batch
+ *  or unit slice that differs between ranks) are padded to the largest one, whose size
+ *  Collective::bytes states, and compacted at complete().
+ *  reduce_scatter: send = P padded blocks, recv = this rank's block (partition transitions).
+ *  The partition transitions (model/strategies/per_layer.cpp) pack each rank's region of a
+ *  layer's tensor into its block and unpack the blocks they need at complete(). */
 struct CollectiveBuffers {
   float* send = nullptr;
   float* recv = nullptr;
@@ -127,8 +130,7 @@ class Runtime {
   std::int64_t local_batch() const;   ///< n: images this rank processes per iteration
   std::int64_t global_batch() const;  ///< N
   std::int64_t first_image() const;   ///< index in the global batch of this rank's first image
-  /** n_r of every rank (images per iteration), from each program's forward ops: the block
-   *  sizes (× K floats) of an allgatherv when the split is uneven. */
+  /** n_r of every rank: the images of the input each rank reads (its first layer's partition). */
   const std::vector<std::int64_t>& rank_batches() const;
 
   /** GEMMs are split into column tiles of at most `columns` output columns with
