@@ -41,6 +41,7 @@ struct RunOptions {
   std::string dataset = "synthetic";
   std::string compute = "real";
   std::string progress = "poll";
+  std::string collectives = "mpi";
   std::string poll_interval_us;
   double timeout_s = 60;
   std::string trace_out;
@@ -103,6 +104,7 @@ int run(const RunOptions& o) {
   spec.dataset = o.dataset;
   spec.compute = o.compute;
   spec.progress = o.progress;
+  spec.collectives = o.collectives;
   spec.poll_interval_us = optional_number(o.poll_interval_us, "/poll-interval-us");
   spec.timeout_s = o.timeout_s;
   spec.trace = o.trace_out.empty() ? temporary.path() : o.trace_out;
@@ -168,6 +170,9 @@ Runner add_run_command(CLI::App& app) {
   sub->add_option("--dataset", o.dataset, "synthetic | cifar10:PATH | mnist:DIR")->capture_default_str();
   sub->add_option("--compute", o.compute, "real | sleep")->capture_default_str();
   sub->add_option("--progress", o.progress, "poll | thread")->capture_default_str();
+  sub->add_option("--collectives", o.collectives,
+                  "mpi (the MPI library's collectives) | p2p (the steps the engines price, as send/recv)")
+      ->capture_default_str();
   sub->add_option("--poll-interval-us", o.poll_interval_us, "least time between polls inside an op (us)");
   sub->add_option("--timeout-s", o.timeout_s, "abort a stalled job after this many seconds")->capture_default_str();
   sub->add_option("--trace", o.trace_out, "keep the measured trace JSON here");

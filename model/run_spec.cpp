@@ -21,6 +21,7 @@ nlohmann::json to_json(const RunSpec& spec) {
                       {"dataset", spec.dataset},
                       {"compute", spec.compute},
                       {"progress", spec.progress},
+                      {"collectives", spec.collectives},
                       {"timeout_s", spec.timeout_s},
                       {"trace", spec.trace},
                       {"weights_out", spec.weights_out}};
@@ -34,7 +35,7 @@ nlohmann::json to_json(const RunSpec& spec) {
 RunSpec run_spec_from_json(const nlohmann::json& document, const std::string& file) {
   const JsonNode root(document, file);
   root.check_keys({"format", "network", "platform", "strategy", "options", "batch", "iterations", "warmup", "seed",
-                   "lr", "momentum", "weight_decay", "dataset", "compute", "progress", "poll_interval_us",
+                   "lr", "momentum", "weight_decay", "dataset", "compute", "progress", "collectives", "poll_interval_us",
                    "timeout_s", "trace", "weights_out"});
   if (root.string_or("format", "cnnpar-run-spec") != "cnnpar-run-spec")
     root.at("format").fail("expected \"cnnpar-run-spec\"");
@@ -68,6 +69,7 @@ RunSpec run_spec_from_json(const nlohmann::json& document, const std::string& fi
   spec.dataset = root.string_or("dataset", spec.dataset);
   spec.compute = root.string_or("compute", spec.compute);
   spec.progress = root.string_or("progress", spec.progress);
+  spec.collectives = root.string_or("collectives", spec.collectives);
   if (root.has("poll_interval_us")) spec.poll_interval_us = root.at("poll_interval_us").as_nonnegative_number();
   spec.timeout_s = root.has("timeout_s") ? root.at("timeout_s").as_positive_number() : spec.timeout_s;
   spec.trace = root.string_or("trace", "");

@@ -20,6 +20,7 @@ struct RunSpec {
   std::string dataset = "synthetic";
   std::string compute = "real";        ///< real | sleep
   std::string progress = "poll";       ///< poll | thread
+  std::string collectives = "mpi";     ///< mpi | p2p (real/interpreter.hpp CollectiveMode)
   std::optional<double> poll_interval_us;
   double timeout_s = 60;
   std::string trace;                   ///< output paths ("" = none)

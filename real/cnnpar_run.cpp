@@ -61,6 +61,7 @@ struct Options {
   std::string dataset = "synthetic";
   std::string compute = "real";
   std::string progress = "poll";
+  std::string collectives = "mpi";
   double poll_interval_us = 200;
   std::int64_t gemm_tile_columns = -1;  // -1: 4096 when polling, else no split
   int collective_concurrency = 0;       // 0: the platform's value
@@ -98,6 +99,9 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--compute", o.compute, "real (kernels) | sleep (modelled op times on --platform)")
       ->capture_default_str();
   app.add_option("--progress", o.progress, "poll (MPI_Test between ops and tiles) | thread (communication thread)")
+      ->capture_default_str();
+  app.add_option("--collectives", o.collectives,
+                 "mpi (the MPI library's MPI_I* collectives) | p2p (the steps the engines price, as MPI_Isend/Irecv)")
       ->capture_default_str();
   app.add_option("--poll-interval-us", o.poll_interval_us, "least time between polls inside an op (microseconds)")
       ->capture_default_str();
@@ -141,6 +145,7 @@ void apply_run_spec(const CLI::App& app, Options& o) {
   if (unset("--dataset")) o.dataset = spec.dataset;
   if (unset("--compute")) o.compute = spec.compute;
   if (unset("--progress")) o.progress = spec.progress;
+  if (unset("--collectives")) o.collectives = spec.collectives;
   if (unset("--poll-interval-us") && spec.poll_interval_us) o.poll_interval_us = *spec.poll_interval_us;
   if (unset("--timeout-s")) o.timeout_s = spec.timeout_s;
   if (unset("--trace")) o.trace = spec.trace;
@@ -323,6 +328,12 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
                      fmt::format("the schedule has {} ranks, mpiexec started {}", s.schedule.ranks(), size));
 
   s.interpreter.progress = s.progress;
+  try {
+    s.interpreter.collectives = collective_mode_from_string(o.collectives);
+  } catch (const std::invalid_argument&) {
+    throw InputError("command line", "/collectives", o.collectives, "expected mpi or p2p");
+  }
+  s.interpreter.platform = &s.platform;
   s.interpreter.poll_interval_s = o.poll_interval_us * 1e-6;
   s.interpreter.collective_concurrency =
       o.collective_concurrency > 0 ? o.collective_concurrency : std::max(1, s.platform.network.collective_concurrency);
@@ -466,7 +477,10 @@ int run_training(const Options& o, int rank, int size) {
     m["poll_interval_us"] = o.poll_interval_us;
     m["gemm_tile_columns"] = s.tile_columns;
     m["collective_concurrency"] = s.interpreter.collective_concurrency;
-    m["collective_algorithm"] = "MPI library default";
+    m["collectives"] = to_string(s.interpreter.collectives);
+    m["collective_algorithm"] = s.interpreter.collectives == CollectiveMode::mpi
+                                    ? "MPI library default"
+                                    : "the engines' (model/collective.hpp steps, resolve_algorithm on the platform)";
     const char* blas_threads = std::getenv("OPENBLAS_NUM_THREADS");
     m["threads"] = {{"openblas_num_threads", blas_threads ? blas_threads : "default"},
                     {"communication_thread", s.progress == ProgressMode::thread}};

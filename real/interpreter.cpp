@@ -14,8 +14,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "model/collective.hpp"
+#include "model/collective_algorithm.hpp"
 #include "model/error.hpp"
 #include "model/op_time.hpp"
+#include "real/collective_steps.hpp"
 
 namespace cnnpar::real {
 
@@ -35,7 +38,6 @@ int index_in_group(const std::vector<int>& group, int rank) {
   return int(it - group.begin());
 }
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 int to_int(std::int64_t count, const Collective& c) {
   CNNPAR_ASSERT(count >= 0 && count <= INT_MAX,
@@ -49,35 +51,12 @@ void sleep_s(double seconds) {
 
 }  // namespace
 
-CommCounts comm_counts(const Collective& c, int world_rank) {
-  const std::int64_t n = std::int64_t(std::ceil(c.bytes / 4.0));
-  const std::int64_t p = std::int64_t(c.group.size());
-  const bool root = world_rank == c.root;
-  switch (c.kind) {
-    case CollectiveKind::allreduce:
-    case CollectiveKind::bcast:
-      return {n, n};
-    case CollectiveKind::reduce:
-      return {n, root ? n : 0};
-    case CollectiveKind::allgather:
-      return {n, n * p};
-    case CollectiveKind::gather:
-      return {n, root ? n * p : 0};
-    case CollectiveKind::reduce_scatter: {
-      const std::int64_t block = ceil_div(n, p);
-      return {block * p, block};
-    }
-    case CollectiveKind::scatter:
-      return {root ? n * p : 0, n};
-    case CollectiveKind::alltoall: {
-      const std::int64_t block = ceil_div(n, p);
-      return {block * p, block * p};
-    }
-    case CollectiveKind::send:
-      return {root ? n : 0, root ? 0 : n};
-  }
-  CNNPAR_ASSERT(false, "unknown collective kind");
-  return {};
+const char* to_string(CollectiveMode mode) { return mode == CollectiveMode::mpi ? "mpi" : "p2p"; }
+
+CollectiveMode collective_mode_from_string(const std::string& text) {
+  if (text == "mpi") return CollectiveMode::mpi;
+  if (text == "p2p") return CollectiveMode::p2p;
+  throw std::invalid_argument("expected mpi or p2p");
 }
 
 SleepBackend::SleepBackend(const Platform& platform, int rank, double slice_s)
@@ -96,7 +75,7 @@ void SleepBackend::run_compute(const Op& op, int, const std::function<void()>& p
 }
 
 CommBuffers SleepBackend::prepare(const Collective& c) {
-  const CommCounts counts = comm_counts(c, rank_);
+  const CollectiveCounts counts = collective_counts(c, rank_);
   auto& send = send_[c.id];
   send.assign(std::size_t(counts.send), 0.0f);
   CommBuffers out{send.data(), nullptr, counts.send, counts.recv};
@@ -230,10 +209,55 @@ mpi::Request start_collective(const Collective& c, const CommBuffers& b, const C
 // mode a communication thread does, and the compute stream only enqueues and waits.
 
 struct Interpreter::Engine {
+  /** A collective run as point-to-point steps (CollectiveMode::p2p): one step's Isend and
+   *  Irecv at a time; the next step is posted when both completed. */
+  struct StepCollective {
+    StepRunner runner;
+    MPI_Comm comm;
+    int tag;
+    std::size_t step = 0;
+    mpi::Request send, receive;
+    bool started = false;
+
+    StepCollective(const Collective& c, Algorithm algorithm, int member, const CommBuffers& b, MPI_Comm comm_, int tag_)
+        : runner(c, algorithm, member, b.send, b.recv, b.send_count, b.recv_count), comm(comm_), tag(tag_) {}
+
+    void post_step(const Collective& c) {
+      const CollectiveStep& s = runner.plan().steps[step];
+      if (s.receive_from >= 0) {
+        const std::span<float> in = runner.incoming(step);
+        CNNPAR_MPI(MPI_Irecv(in.data(), to_int(std::int64_t(in.size()), c), MPI_FLOAT, c.group[std::size_t(s.receive_from)],
+                             tag, comm, receive.out()));
+      }
+      if (s.send_to >= 0) {
+        const std::span<const float> out = runner.outgoing(step);
+        CNNPAR_MPI(MPI_Isend(out.data(), to_int(std::int64_t(out.size()), c), MPI_FLOAT, c.group[std::size_t(s.send_to)],
+                             tag, comm, send.out()));
+      }
+    }
+    /** Advances as far as completed messages allow; true once every step is done. */
+    bool test(const Collective& c) {
+      if (!started) {
+        started = true;
+        if (runner.steps() > 0) post_step(c);
+      }
+      while (step < runner.steps()) {
+        const bool sent = !send.active() || send.test();
+        const bool received = !receive.active() || receive.test();
+        if (!sent || !received) return false;
+        runner.apply(step);
+        if (++step < runner.steps()) post_step(c);
+      }
+      runner.finish();
+      return true;
+    }
+  };
+
   struct Entry {
     const Collective* collective = nullptr;
     CommBuffers buffers;
     mpi::Request request;
+    std::unique_ptr<StepCollective> steps;  ///< p2p mode (sends always go through `request`)
     std::size_t record = 0;
     bool done = false;
   };
@@ -329,7 +353,7 @@ struct Interpreter::Engine {
     bool changed = false;
     for (auto it = active_.begin(); it != active_.end();) {
       Entry* entry = *it;
-      if (entry->request.test()) {
+      if (entry->steps ? entry->steps->test(*entry->collective) : entry->request.test()) {
         entry->done = true;
         records_[entry->record].comm_end_s = clock_.now_s();
         it = active_.erase(it);
@@ -342,7 +366,16 @@ struct Interpreter::Engine {
       Entry* entry = queue_.front();
       queue_.pop_front();
       records_[entry->record].comm_start_s = clock_.now_s();
-      entry->request = start_collective(*entry->collective, entry->buffers, comms_, rank_, tag_upper_bound_);
+      const Collective& c = *entry->collective;
+      if (options_.collectives == CollectiveMode::p2p && c.kind != CollectiveKind::send && c.group.size() > 1) {
+        const Algorithm algorithm = resolve_algorithm(c, options_.platform ? *options_.platform : Platform{});
+        const int member = int(std::lower_bound(c.group.begin(), c.group.end(), rank_) - c.group.begin());
+        entry->steps = std::make_unique<StepCollective>(c, algorithm, member, entry->buffers, comms_.point_to_point(),
+                                                        c.id % (tag_upper_bound_ + 1));
+        entry->steps->test(c);  // posts the first step
+      } else {
+        entry->request = start_collective(c, entry->buffers, comms_, rank_, tag_upper_bound_);
+      }
       active_.push_back(entry);
       changed = true;
     }

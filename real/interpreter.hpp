@@ -40,14 +40,12 @@ struct CommBuffers {
   std::int64_t recv_count = 0;
 };
 
-/** Element counts (FP32) a rank needs for `collective` under the size conventions of
- *  model/schedule.hpp, for a rank at `group_index` in a group of `group_size`. Used by the
- *  sleep backend and by tests; bytes are rounded up to whole floats and whole blocks. */
-struct CommCounts {
-  std::int64_t send = 0;
-  std::int64_t recv = 0;
-};
-CommCounts comm_counts(const Collective& collective, int world_rank);
+/** How collectives run: `mpi` calls the MPI library's MPI_I* collective (its own algorithm);
+ *  `p2p` runs the steps of model/collective.hpp with MPI_Isend/MPI_Irecv, i.e. exactly the
+ *  algorithm the engines price (resolve_algorithm on the run's platform). */
+enum class CollectiveMode { mpi, p2p };
+const char* to_string(CollectiveMode mode);
+CollectiveMode collective_mode_from_string(const std::string& text);  ///< @throws std::invalid_argument
 
 /** The numerical side the interpreter drives. */
 class ComputeBackend {
@@ -91,6 +89,8 @@ struct InterpreterOptions {
   ProgressMode progress = ProgressMode::poll;
   double poll_interval_s = 200e-6;  ///< least time between polls inside compute ops
   int collective_concurrency = 1;   ///< collectives the engine runs at once
+  CollectiveMode collectives = CollectiveMode::mpi;
+  const Platform* platform = nullptr;  ///< p2p: the algorithms' rule (resolve_algorithm); none = automatic
   double timeout_s = 60;            ///< a wait with no completion for this long aborts the job
   /** Testing only: this rank stops (sleeps without polling) at the middle of its program. */
   bool debug_stall = false;

@@ -12,7 +12,7 @@ cnnpar_add_test(test_real_interpreter_units SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/
 # Catch2 with its own main (MPI_Init before the session), run under mpiexec.
 add_executable(test_real_interpreter_mpi ${CMAKE_CURRENT_SOURCE_DIR}/test_interpreter_mpi.cpp)
 target_link_libraries(test_real_interpreter_mpi PRIVATE Catch2::Catch2 cnnpar_settings cnnpar_real_mpi)
-foreach(np 1 2 4)
+foreach(np 1 2 3 4)
   add_test(NAME real_interpreter_mpi_np${np}
            COMMAND ${cnnpar_mpiexec} -n ${np} $<TARGET_FILE:test_real_interpreter_mpi>)
   set_tests_properties(real_interpreter_mpi_np${np} PROPERTIES LABELS "real;mpi" TIMEOUT 120
@@ -81,6 +81,9 @@ cnnpar_mpi_run(real_run_tiny_buckets_np2 2 real_tiny_runs ${tiny_common} --strat
 # Das et al.'s deferred allreduces: the last 2 layers' updates move into the next forward pass.
 cnnpar_mpi_run(real_run_tiny_defer_np2 2 real_tiny_runs ${tiny_common} --strategy dp_layerwise --defer 2
                --weights-out ${run_out}/tiny_defer_np2.bin)
+# The plain send/recv collectives (the engines' algorithms) train like MPI's own.
+cnnpar_mpi_run(real_run_tiny_p2p_np2 2 real_tiny_runs ${tiny_common} --strategy dp_layerwise --collectives p2p
+               --trace ${run_out}/tiny_p2p_np2.json --weights-out ${run_out}/tiny_p2p_np2.bin)
 cnnpar_mpi_run(real_run_tiny_thread_np2 2 real_tiny_runs ${tiny_common} --strategy dp --progress thread
                --trace ${run_out}/tiny_thread_np2.json --weights-out ${run_out}/tiny_thread_np2.bin)
 cnnpar_mpi_check(real_weights_tiny real_tiny_runs $<TARGET_FILE:cnnpar_weights_compare> 1e-4
@@ -100,12 +103,14 @@ cnnpar_mpi_check(real_trace_tiny_thread real_tiny_runs $<TARGET_FILE:cnnpar_trac
 # even plain dp on 2 ranks drifts 5e-4 from 1 rank; the loss must still fall by 5 %.
 set(mp_common --network ${tiny} --batch 32 --iterations 20 --warmup 1 --seed 11 --lr 0.005)
 cnnpar_mpi_run(real_run_mp_dp_np1 1 real_mp_runs ${mp_common} --strategy dp --weights-out ${run_out}/mp_dp_np1.bin)
-set(mp_cases all_fc_model hybrid_fc3_replicated lee_as_per_layer conv2_model hybrid)
+set(mp_cases all_fc_model hybrid_fc3_replicated lee_as_per_layer conv2_model hybrid hybrid_p2p)
 set(mp_args_all_fc_model --strategy per_layer --assign "fc*=model")
 set(mp_args_hybrid_fc3_replicated --strategy per_layer --assign "conv*=data,fc1=model,fc2=model,fc3=replicated")
 set(mp_args_lee_as_per_layer --strategy per_layer --assign "fc1=replicated,fc2=replicated" --sync chunks --k 3)
 set(mp_args_conv2_model --strategy per_layer --assign "conv2=model")
 set(mp_args_hybrid --strategy hybrid)
+# (f) the same with every collective run as the collective layer's send/recv steps.
+set(mp_args_hybrid_p2p --strategy hybrid --collectives p2p)
 foreach(case ${mp_cases})
   set(files)
   foreach(np 1 2 4)

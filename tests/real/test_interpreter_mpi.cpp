@@ -8,6 +8,8 @@
 
 #include <mpi.h>
 
+#include "model/collective.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -128,7 +130,7 @@ class CheckingBackend : public ComputeBackend {
     }
   }
   CommBuffers prepare(const Collective& c) override {
-    const CommCounts counts = comm_counts(c, rank_);
+    const CollectiveCounts counts = collective_counts(c, rank_);
     auto& send = send_[c.id];
     auto& recv = recv_[c.id];
     send.resize(std::size_t(counts.send));
@@ -211,7 +213,8 @@ void check_trace_invariants(const RankTrace& t, const Schedule& s, int concurren
   for (const ComputeRecord& c : t.compute) CHECK(c.end_s - c.start_s >= 0.005);  // 5 ms sleeps
 }
 
-void run_all_kinds(ProgressMode mode, int concurrency) {
+void run_all_kinds(ProgressMode mode, int concurrency, CollectiveMode collectives = CollectiveMode::mpi,
+                   const Platform* platform = nullptr) {
   const Schedule s = all_kinds_schedule(g_size, 2);
   Communicators comms(s, g_rank);
   SyncedClock clock;
@@ -221,6 +224,8 @@ void run_all_kinds(ProgressMode mode, int concurrency) {
   options.progress = mode;
   options.collective_concurrency = concurrency;
   options.timeout_s = 30;
+  options.collectives = collectives;
+  options.platform = platform;
   Interpreter interpreter(s, g_rank, backend, comms, clock, options);
   const RankTrace trace = interpreter.run();
   CHECK(backend.completed == posted_by(s, g_rank));
@@ -242,6 +247,23 @@ TEST_CASE("every collective kind moves the reference data (poll mode, three at a
 
 TEST_CASE("every collective kind moves the reference data (communication thread)") {
   run_all_kinds(ProgressMode::thread, 1);
+}
+
+// The plain send/recv implementation of the collective layer's steps: the same reference data
+// by the algorithm the engines price (automatic: recursive doubling for these small power-of-
+// two allreduces, rings for allgather and reduce_scatter, binomial trees, direct alltoall).
+TEST_CASE("p2p: every collective kind by the collective layer's steps (poll mode)") {
+  run_all_kinds(ProgressMode::poll, 1, CollectiveMode::p2p);
+}
+
+TEST_CASE("p2p: ring allreduce, three collectives at a time") {
+  Platform ring;
+  ring.network.algorithms["allreduce"] = Algorithm::ring;
+  run_all_kinds(ProgressMode::poll, 3, CollectiveMode::p2p, &ring);
+}
+
+TEST_CASE("p2p: every collective kind with the communication thread") {
+  run_all_kinds(ProgressMode::thread, 1, CollectiveMode::p2p);
 }
 
 TEST_CASE("clock offset on one host is within its error bound") {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "model/collective.hpp"
 #include "model/cost.hpp"
 #include "model/schedule.hpp"
 #include "real/calibrate.hpp"
@@ -52,33 +53,33 @@ TEST_CASE("buffer counts follow the schedule's size conventions") {
   c.group = {0, 1, 2, 3};
   c.root = 2;
   c.kind = CollectiveKind::allreduce;
-  CHECK(comm_counts(c, 0).send == 25);
-  CHECK(comm_counts(c, 0).recv == 25);
+  CHECK(collective_counts(c, 0).send == 25);
+  CHECK(collective_counts(c, 0).recv == 25);
   c.kind = CollectiveKind::allgather;  // per-rank contribution; result 4 x 25
-  CHECK(comm_counts(c, 1).send == 25);
-  CHECK(comm_counts(c, 1).recv == 100);
+  CHECK(collective_counts(c, 1).send == 25);
+  CHECK(collective_counts(c, 1).recv == 100);
   c.kind = CollectiveKind::reduce_scatter;  // whole vector, rounded up to 4 blocks of 7
-  CHECK(comm_counts(c, 1).send == 28);
-  CHECK(comm_counts(c, 1).recv == 7);
+  CHECK(collective_counts(c, 1).send == 28);
+  CHECK(collective_counts(c, 1).recv == 7);
   c.kind = CollectiveKind::gather;  // only the root receives
-  CHECK(comm_counts(c, 2).recv == 100);
-  CHECK(comm_counts(c, 0).recv == 0);
+  CHECK(collective_counts(c, 2).recv == 100);
+  CHECK(collective_counts(c, 0).recv == 0);
   c.kind = CollectiveKind::scatter;  // the root sends 4 shares of 25
-  CHECK(comm_counts(c, 2).send == 100);
-  CHECK(comm_counts(c, 3).send == 0);
-  CHECK(comm_counts(c, 3).recv == 25);
+  CHECK(collective_counts(c, 2).send == 100);
+  CHECK(collective_counts(c, 3).send == 0);
+  CHECK(collective_counts(c, 3).recv == 25);
   c.kind = CollectiveKind::reduce;
-  CHECK(comm_counts(c, 2).recv == 25);
-  CHECK(comm_counts(c, 1).recv == 0);
+  CHECK(collective_counts(c, 2).recv == 25);
+  CHECK(collective_counts(c, 1).recv == 0);
   c.kind = CollectiveKind::alltoall;  // 25 floats total, 4 blocks of 7 (rounded up)
-  CHECK(comm_counts(c, 0).send == 28);
-  CHECK(comm_counts(c, 0).recv == 28);
+  CHECK(collective_counts(c, 0).send == 28);
+  CHECK(collective_counts(c, 0).recv == 28);
   c.kind = CollectiveKind::send;
   c.group = {1, 3};
   c.root = 1;
-  CHECK(comm_counts(c, 1).send == 25);
-  CHECK(comm_counts(c, 1).recv == 0);
-  CHECK(comm_counts(c, 3).recv == 25);
+  CHECK(collective_counts(c, 1).send == 25);
+  CHECK(collective_counts(c, 1).recv == 0);
+  CHECK(collective_counts(c, 3).recv == 25);
 }
 
 TEST_CASE("progress mode names round-trip") {
