@@ -15,8 +15,6 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 
 int wrap(int index, int p) { return ((index % p) + p) % p; }
 
-int lowest_bit(int value) { return value & -value; }
-
 }  // namespace
 
 CollectiveCounts collective_counts(const Collective& c, int world_rank) {
@@ -141,47 +139,43 @@ CollectivePlan plan_collective(const Collective& c, Algorithm algorithm, int i) 
       plan.blocks = blocked ? p : 1;
       // Blocks [r, r + width) of the root-relative order, clipped to the group.
       const auto subtree = [&](int r, int width) { return BlockSpan{r, std::min(width, p - r)}; };
-      const auto span_bytes = [&](const BlockSpan& span) { return blocked ? double(span.count) * n : n; };
+      // One tree edge: a send to, or a receive (summed for reduce) from, relative rank `peer`,
+      // moving the subtree of relative rank `first` (or the whole vector).
+      const auto edge = [&](bool sending, int peer, int first, int width) {
+        CollectiveStep s;
+        const BlockSpan span = blocked ? subtree(first, width) : BlockSpan{0, 1};
+        const double bytes = blocked ? double(span.count) * n : n;
+        if (sending) {
+          s.send_to = member(peer);
+          s.send_span = span;
+          s.send_bytes = bytes;
+        } else {
+          s.receive_from = member(peer);
+          s.receive_span = span;
+          s.receive_bytes = bytes;
+          s.reduce = c.kind == CollectiveKind::reduce;
+        }
+        add(s);
+      };
       if (c.kind == CollectiveKind::bcast || c.kind == CollectiveKind::scatter) {
         int mask = 1;
         while (mask < p) {
           if (rel & mask) {
-            CollectiveStep s;
-            s.receive_from = member(rel - mask);
-            s.receive_span = blocked ? subtree(rel, mask) : BlockSpan{0, 1};
-            s.receive_bytes = span_bytes(s.receive_span);
-            add(s);
+            edge(false, rel - mask, rel, mask);
             break;
           }
           mask <<= 1;
         }
-        for (mask >>= 1; mask > 0; mask >>= 1) {
-          if (rel + mask >= p) continue;
-          CollectiveStep s;
-          s.send_to = member(rel + mask);
-          s.send_span = blocked ? subtree(rel + mask, mask) : BlockSpan{0, 1};
-          s.send_bytes = span_bytes(s.send_span);
-          add(s);
-        }
+        for (mask >>= 1; mask > 0; mask >>= 1)
+          if (rel + mask < p) edge(true, rel + mask, rel + mask, mask);
         return plan;
       }
       for (int mask = 1; mask < p; mask <<= 1) {
         if (rel & mask) {
-          CollectiveStep s;
-          s.send_to = member(rel - mask);
-          s.send_span = blocked ? subtree(rel, mask) : BlockSpan{0, 1};
-          s.send_bytes = span_bytes(s.send_span);
-          add(s);
+          edge(true, rel - mask, rel, mask);
           break;
         }
-        if (rel + mask < p) {
-          CollectiveStep s;
-          s.receive_from = member(rel + mask);
-          s.receive_span = blocked ? subtree(rel + mask, mask) : BlockSpan{0, 1};
-          s.reduce = c.kind == CollectiveKind::reduce;
-          s.receive_bytes = span_bytes(s.receive_span);
-          add(s);
-        }
+        if (rel + mask < p) edge(false, rel + mask, rel + mask, mask);
       }
       return plan;
     }
