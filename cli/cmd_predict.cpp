@@ -105,6 +105,8 @@ int run_predict(const PredictOptions& o, bool simulate_command) {
   metadata.erase("ranks");
   metadata["network"] = s.network.name;
   metadata["platform"] = s.platform.name;
+  metadata["platform_parameters"] = to_json(s.platform);
+  metadata["cnnpar_version"] = CNNPAR_VERSION;
   metadata["engine"] = o.engine;
   if (o.engine == "simgrid") metadata["network_model"] = o.network_model;
   if (!o.json_out.empty()) write_output(o.json_out, sweep_json(rows, metadata).dump(2) + "\n");

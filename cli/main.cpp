@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   CLI::App app{"cnnpar: predict and measure how CNN training scales over nodes.\n"
                "With no sub-command: predict VGG-A on Cori Haswell with lee (k 9, f 2), batch 256, 1-128 nodes."};
   app.require_subcommand(0, 1);
+  app.set_version_flag("--version", std::string("cnnpar ") + CNNPAR_VERSION);
   std::map<CLI::App*, cnnpar::cli::Runner> runners;
   const auto add = [&](cnnpar::cli::Runner runner, const char* name) {
     runners[app.get_subcommand(name)] = std::move(runner);
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
   add(cnnpar::cli::add_trace_command(app), "trace");
   add(cnnpar::cli::add_compare_command(app), "compare");
   add(cnnpar::cli::add_report_command(app), "report");
+  add(cnnpar::cli::add_list_command(app), "list");
 #ifdef CNNPAR_HAVE_RUN_COMMANDS
   add(cnnpar::cli::add_run_command(app), "run");
   add(cnnpar::cli::add_calibrate_command(app), "calibrate");

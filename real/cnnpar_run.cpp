@@ -81,6 +81,7 @@ struct Options {
 
 void add_options(CLI::App& app, Options& o) {
   app.description("cnnpar-run: the MPI executor of cnnpar (start it with mpiexec -n P)");
+  app.set_version_flag("--version", std::string("cnnpar-run ") + CNNPAR_VERSION);
   app.add_option("--spec", o.spec, "run-spec JSON written by `cnnpar run` (flags given as well override it)");
   app.add_option("--network", o.network, "network name (scenarios/networks) or JSON path (required without --spec)");
   app.add_option("--platform", o.platform, "platform name or JSON path (sleep-mode times, calibration base)")

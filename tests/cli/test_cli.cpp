@@ -279,3 +279,28 @@ TEST_CASE("a strategy option the chosen strategy does not take is bad input", "[
                    {"command line", "/bucket_bytes", "3parsecs"});
   expect_bad_input(dir, "predict --strategy hybrid --sync sometimes --nodes 1,2", {"command line", "/sync", "sometimes"});
 }
+
+TEST_CASE("cnnpar --version and cnnpar list", "[cli]") {
+  TempDir dir;
+  Result r = run(dir, "--version");
+  CHECK(r.status == 0);
+  CHECK(r.out == std::string("cnnpar ") + CNNPAR_VERSION + "\n");
+  r = run(dir, "list");
+  CHECK(r.status == 0);
+  // Every registered strategy with its options' defaults, and the embedded zoo.
+  CHECK(r.out.find("hybrid ") != std::string::npos);
+  CHECK(r.out.find("--bucket-bytes 25MiB") != std::string::npos);
+  CHECK(r.out.find("vgg-a ") != std::string::npos);
+  CHECK(r.out.find("132.9 M parameters") != std::string::npos);  // VGG-A, Lee et al.'s 133 M
+  CHECK(r.out.find("cori-haswell") != std::string::npos);
+  CHECK(r.out.find("hybrid-cori") != std::string::npos);
+  const fs::path json = dir.path() / "list.json";
+  r = run(dir, "list strategies --json " + json.string());
+  CHECK(r.status == 0);
+  const nlohmann::json document = nlohmann::json::parse(slurp(json));
+  CHECK(document.at("strategies").size() == 6);
+  CHECK(!document.contains("networks"));
+  r = run(dir, "list galaxies");
+  CHECK(r.status == 2);
+  CHECK(r.err == "cnnpar: command line: /what: expected networks, platforms, strategies or studies (value: galaxies)\n");
+}
