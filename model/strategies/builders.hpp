@@ -16,6 +16,10 @@ StrategySpec hybrid_strategy();
 /** Lee et al.'s `k` (counted layers in the first gradient chunk), shared by lee, per_layer and
  *  hybrid; its range depends on the network, checked by check_chunk_k. */
 OptionSpec chunk_k_option();
+/** k as given, or the default capped at the network's counted layers (so the default works on
+ *  small networks); likewise lee's f capped at its fc layers. */
+std::int64_t chunk_k(const Network& network, const StrategyOptions& options);
+std::int64_t replicated_f(const Network& network, const StrategyOptions& options);
 /** @throws InputError (options.origin, "/k") unless 1 <= k <= the network's counted layers. */
 void check_chunk_k(const Network& network, const StrategyOptions& options);
 

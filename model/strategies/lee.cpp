@@ -41,10 +41,13 @@ Schedule build_lee(const Network& network, const Platform& platform, const Strat
 
   // k counts from the output end of the counted layers (conv, pool, fc).
   const std::vector<int> counted = network.counted_layers();
-  const int boundary = counted[counted.size() - std::size_t(options.integer("k"))];
+  const int boundary = counted[counted.size() - std::size_t(chunk_k(network, options))];
   const std::vector<int> fc = network.fc_layers();
   std::vector<char> replicated(std::size_t(layer_count), 0);
-  for (int i = 0; i < int(options.integer("f")); ++i) replicated[std::size_t(fc[std::size_t(i)])] = 1;
+  const std::int64_t f = replicated_f(network, options);
+  schedule.options["k"] = chunk_k(network, options);
+  schedule.options["f"] = f;
+  for (int i = 0; i < int(f); ++i) replicated[std::size_t(fc[std::size_t(i)])] = 1;
 
   std::vector<int> chunk1, chunk2;  // backward order
   for (int l : parameter_layers_backward(network)) {
@@ -136,23 +139,37 @@ OptionSpec chunk_k_option() {
           "hybrid: with --sync chunks)"};
 }
 
-void check_chunk_k(const Network& network, const StrategyOptions& options) {
+std::int64_t chunk_k(const Network& network, const StrategyOptions& options) {
   const std::int64_t k = options.integer("k");
+  // Lee's default of 9 on a network with fewer counted layers: every layer in the first chunk.
+  if (!options.values.contains("k")) return std::min<std::int64_t>(k, std::int64_t(network.counted_layers().size()));
+  return k;
+}
+
+std::int64_t replicated_f(const Network& network, const StrategyOptions& options) {
+  const std::int64_t f = options.integer("f");
+  if (!options.values.contains("f")) return std::min<std::int64_t>(f, std::int64_t(network.fc_layers().size()));
+  return f;
+}
+
+void check_chunk_k(const Network& network, const StrategyOptions& options) {
+  const std::int64_t k = chunk_k(network, options);
   const int counted = int(network.counted_layers().size());
   if (k < 1 || k > counted)
     throw InputError(options.origin, "/k", std::to_string(k),
-                     fmt::format("k must be in [1, {}] (the counted conv, pool and fc layers of {})", counted, network.name));
+                     fmt::format("k must be in [1, {}] (the counted conv, pool and fc layers of {}); set --k", counted,
+                                 network.name));
 }
 
 namespace {
 
 void validate_lee(const Network& network, const StrategyOptions& options) {
   check_chunk_k(network, options);
-  const std::int64_t f = options.integer("f");
+  const std::int64_t f = replicated_f(network, options);
   const int fc = int(network.fc_layers().size());
   if (f > fc)
     throw InputError(options.origin, "/f", std::to_string(f),
-                     fmt::format("f must be in [0, {}] (the fc layers of {})", fc, network.name));
+                     fmt::format("f must be in [0, {}] (the fc layers of {}); set --f", fc, network.name));
   if (f > 0 && options.iterations < 2)
     throw InputError(options.origin, "/iterations", std::to_string(options.iterations),
                      "lee with f > 0 delays fc updates into the next iteration: at least 2 iterations are needed");

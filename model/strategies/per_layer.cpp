@@ -298,7 +298,8 @@ Schedule build_per_layer_assignment(const Network& network, const Platform& plat
   const std::string sync = options.text("sync");
   if (sync == "chunks") {
     const std::vector<int> counted = network.counted_layers();
-    boundary = counted[counted.size() - std::size_t(options.integer("k"))];
+    boundary = counted[counted.size() - std::size_t(chunk_k(network, options))];
+    schedule.options["k"] = chunk_k(network, options);
   }
   std::vector<int> data_layers, chunk1, chunk2, lee_layers, local_update_layers;  // backward order, lee: layer order
   for (int l : parameter_layers_backward(network)) {

@@ -31,7 +31,7 @@ void validate_strategy_options(const Network& network, const StrategyOptions& op
          "every rank needs at least one image: the batch must be at least the number of ranks");
   if (options.global_batch % options.ranks != 0 && !options.uneven_batch)
     fail("/batch", fmt::format("{} over {} ranks", options.global_batch, options.ranks),
-         "the global batch must be divisible by the number of ranks (or allow an uneven split)");
+         "the global batch must be divisible by the number of ranks (or allow an uneven split: --uneven-batch)");
   if (options.iterations < 1) fail("/iterations", std::to_string(options.iterations), "at least one iteration is needed");
   if (options.warmup_iterations < 0 || options.warmup_iterations >= options.iterations)
     fail("/warmup", std::to_string(options.warmup_iterations),

@@ -303,3 +303,21 @@ TEST_CASE("dp_layerwise defer: the last gradients' allreduces are waited for in 
   options.set("defer", 12);  // VGG-A has 11 conv and fc layers
   CHECK_THROWS_AS(build_schedule(vgg_a(), cori(), options), InputError);
 }
+
+TEST_CASE("lee's defaults fit small networks; explicit values out of range are refused") {
+  // veeriah-cifar10 counts 6 layers (2 conv, 2 pool, 2 fc): the default k = 9 becomes 6 (one
+  // chunk with every gradient) and f = 2 stays 2; Schedule::options records what was built.
+  const Network small = load_network("veeriah-cifar10");
+  StrategyOptions options = options_for("lee", 2, 64);
+  const Schedule schedule = build_schedule(small, cori(), options);
+  CHECK(schedule.options.at("k") == 6);
+  CHECK(schedule.options.at("f") == 2);
+  options.set("k", 9);  // given explicitly: bad input naming the flag to set
+  try {
+    build_schedule(small, cori(), options);
+    FAIL("k = 9 accepted on a 6-layer network");
+  } catch (const InputError& e) {
+    CHECK(e.json_path() == "/k");
+    CHECK(std::string(e.what()).find("set --k") != std::string::npos);
+  }
+}
