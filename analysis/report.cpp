@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <filesystem>
 
 #include <fmt/format.h>
 
+#include "model/child_process.hpp"
 #include "model/json_node.hpp"
 #include "model/scenarios.hpp"
 
@@ -116,14 +116,21 @@ bool write_study_report(const Study& study, const StudyResult& result, const std
   write_file_atomic((fs::path(dir) / "speedup.gp").string(), study_gnuplot(study, result, "speedup.svg"));
   if (!plot) return true;
   // gnuplot writes to a temporary name (renamed when it succeeds) and reads the CSVs relative
-  // to the report directory; a quote in the path cannot be passed to the shell safely.
+  // to the report directory.
   const fs::path absolute = fs::absolute(dir);
-  if (absolute.string().find('\'') != std::string::npos) return false;
   const fs::path script = absolute / ".speedup.gp.tmp", svg = absolute / ".speedup.svg.tmp";
   write_file_atomic(script.string(), study_gnuplot(study, result, svg.filename().string()));
-  const std::string command =
-      fmt::format("cd '{}' && gnuplot '{}' >/dev/null 2>&1", absolute.string(), script.filename().string());
-  const bool plotted = std::system(command.c_str()) == 0 && fs::exists(svg);
+  bool plotted = false;
+  try {
+    plotted = run_child({"gnuplot", script.filename().string()}, {absolute.string(), true}) == 0 && fs::exists(svg);
+  } catch (const InterruptedError&) {  // Ctrl-C: leave no temporary file behind
+    std::error_code ignored;
+    fs::remove(script, ignored);
+    fs::remove(svg, ignored);
+    throw;
+  } catch (const std::runtime_error&) {  // gnuplot is not installed: the .gp script stays
+    plotted = false;
+  }
   std::error_code error;
   fs::remove(script, error);
   if (plotted) fs::rename(svg, absolute / "speedup.svg", error);

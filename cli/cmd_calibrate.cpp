@@ -12,6 +12,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/mpi_launch.hpp"
+#include "model/child_process.hpp"
 #include "model/error.hpp"
 #include "model/platform.hpp"
 #include "model/scenarios.hpp"
@@ -44,7 +45,7 @@ int calibrate(const CalibrateOptions& o) {
   std::string shown = "OPENBLAS_NUM_THREADS=" + blas_threads;
   for (const auto& part : command) shown += (shown.empty() ? "" : " ") + part;
   std::printf("cnnpar calibrate: %s\n", shown.c_str());
-  const int status = mpi_launch::run_child(command);
+  const int status = run_child(command);
   if (status != 0) {
     std::fprintf(stderr, "cnnpar calibrate: cnnpar-run exited with status %d\n", status);
     return status == 2 ? 2 : 1;

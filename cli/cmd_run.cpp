@@ -16,6 +16,7 @@
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/mpi_launch.hpp"
+#include "model/child_process.hpp"
 #include "model/error.hpp"
 #include "model/json_node.hpp"
 #include "model/run_spec.hpp"
@@ -119,7 +120,7 @@ int run(const RunOptions& o) {
   std::string shown = "OPENBLAS_NUM_THREADS=" + blas_threads;
   for (const auto& part : command) shown += (shown.empty() ? "" : " ") + part;
   std::printf("cnnpar run: %s\n", shown.c_str());
-  const int status = mpi_launch::run_child(command);
+  const int status = run_child(command);
   if (status != 0) {
     std::fprintf(stderr, "cnnpar run: cnnpar-run exited with status %d\n", status);
     return status == 2 ? 2 : 1;

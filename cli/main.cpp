@@ -51,6 +51,9 @@ int main(int argc, char** argv) {
       if (sub->parsed()) return runner();
     // No sub-command: the embedded default scenario (predict's defaults).
     return runners.at(app.get_subcommand("predict"))();
+  } catch (const cnnpar::InterruptedError& e) {
+    std::fprintf(stderr, "cnnpar: %s\n", e.what());
+    return 128 + e.signal();
   } catch (const cnnpar::InputError& e) {
     std::fprintf(stderr, "cnnpar: %s\n", e.what());
     return 2;

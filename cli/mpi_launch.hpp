@@ -3,15 +3,11 @@
 // links MPI (libsimgrid exports MPI_* symbols; FINDINGS.md), so the executor is a separate
 // program found beside the running cnnpar binary. Header-only: used by cmd_run.cpp and
 // cmd_calibrate.cpp.
-#include <sys/types.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -38,33 +34,6 @@ inline std::string find_executor() {
   }
   throw std::runtime_error("cannot find cnnpar-run (searched " + searched +
                            "); build it with CNNPAR_WITH_MPI=ON or set CNNPAR_RUN");
-}
-
-/** Runs `argv` (argv[0] looked up in PATH) and returns its exit status; a signal gives
- *  128 + signal. @throws std::runtime_error if it cannot be started. */
-inline int run_child(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    ::execvp(args[0], args.data());
-    std::fprintf(stderr, "cnnpar: cannot start %s: %s\n", args[0], std::strerror(errno));
-    std::_Exit(127);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
-  }
-  if (WIFEXITED(status)) {
-    if (WEXITSTATUS(status) == 127) throw std::runtime_error("cannot start " + argv[0]);
-    return WEXITSTATUS(status);
-  }
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
 }
 
 /** When OPENBLAS_NUM_THREADS is unset, sets it for the child to the cores this machine has

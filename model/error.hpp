@@ -3,7 +3,7 @@
 //
 // Bad user input throws InputError; a broken internal assumption throws
 // InternalError through CNNPAR_ASSERT. Only main() maps exceptions to exit codes
-// (0 ok, 1 failure, 2 bad input).
+// (0 ok, 1 failure, 2 bad input, 128 + signal when interrupted).
 #include <stdexcept>
 #include <string>
 
@@ -22,6 +22,18 @@ class InputError : public std::runtime_error {
 
  private:
   std::string file_, json_path_, value_, reason_;
+};
+
+/** SIGINT or SIGTERM reached cnnpar while it waited for a child process (run_child); main()
+ *  exits with 128 + signal() after the stack has unwound. */
+class InterruptedError : public std::runtime_error {
+ public:
+  explicit InterruptedError(int signal)
+      : std::runtime_error("interrupted by signal " + std::to_string(signal)), signal_(signal) {}
+  int signal() const noexcept { return signal_; }
+
+ private:
+  int signal_;
 };
 
 /** A broken internal assumption (a bug in cnnpar, not in the input). */

@@ -1,10 +1,13 @@
 #pragma once
 // Per-rank model state that the MPI interpreter drives op by op (no MPI in here).
 //
-// One Runtime holds the tensors of one rank: weights, gradients, momentum, the
-// activations and errors of every layer for this rank's sub-batch, the im2col columns
-// kept from forward for the weight gradient, and the gathered buffers of Lee's
-// replicated fc layers. The interpreter walks the rank's Program:
+// One Runtime holds the tensors of one rank, every one sized from the partitions of the
+// Schedule (model/partition.hpp; all ranks' partitions are read, to unpack their blocks):
+// weights, gradients, momentum (whole arrays; a model-parallel layer uses its rows), the
+// activations and errors of the region of every layer this rank holds, the input (and input
+// errors) a layer needs when the previous layer holds another region, the im2col columns
+// kept from forward for the weight gradient, and the gathered buffers of replicated layers
+// with batch-sliced activations (Lee). The interpreter walks the rank's Program:
 //
 //   for op in program.ops:
 //     mark    -> ++iteration (the schedule-local iteration passed below counts marks seen)
@@ -17,8 +20,8 @@
 //
 // Layouts (Lee et al. Sec. III-A):
 //  * conv/pool/lrn (and relu/dropout after them) activations and errors are channel-major
-//    across the sub-batch: (C, n, H, W) — Lee's D × N·R·C matrix;
-//  * fc (and relu/dropout/softmax after it) activations and errors are (n, K) row-major,
+//    across the held images and maps: (C_held, n, H, W) — Lee's D × N·R·C matrix;
+//  * fc (and relu/dropout/softmax after it) activations and errors are (n, K_held) row-major,
 //    so an allgather of per-rank (n, K) blocks in rank order is the (N, K) matrix;
 //  * the first fc after a channel-major layer transposes (C, n, H, W) -> (n, C·H·W) in its
 //    forward gemm op (and its errors back in its backward_data gemm op).
@@ -39,7 +42,8 @@
 //        (computed in forward when the program has no softmax backward_data op)
 //  any parameterised layer, phase update, kernel update: SGD step of that layer
 //        (layer == -1: every layer that is not replicated).
-// Lee's replicated fc layer l (a layer named by an `activations` or `errors` collective):
+// A replicated layer l whose activations are batch-sliced (Lee's replicated gradient
+// calculation; the partitions say so, no collective is inspected):
 //  * `activations` allgather (layers = {l}): send = this rank's (n, K_b) input of layer l
 //    (copied into a staging buffer at prepare, so later forward passes may overwrite the
 //    layer's own buffers), recv = the gathered (N, K_b) buffer of parity iteration % 2;

@@ -1,0 +1,90 @@
+#include "model/child_process.hpp"
+
+#include <fcntl.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+namespace cnnpar {
+
+namespace {
+
+std::atomic<pid_t> g_child{0};
+std::atomic<int> g_received{0};
+
+extern "C" void forward_signal(int signal) {
+  g_received.store(signal);
+  const pid_t child = g_child.load();
+  if (child > 0) ::kill(child, signal);
+}
+
+}  // namespace
+
+int run_child(const std::vector<std::string>& argv, const ChildOptions& options) {
+  CNNPAR_ASSERT(!argv.empty(), "run_child needs a program");
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+
+  struct sigaction forward {}, old_int {}, old_term {};
+  forward.sa_handler = forward_signal;
+  sigemptyset(&forward.sa_mask);
+  g_received.store(0);
+  ::sigaction(SIGINT, &forward, &old_int);
+  ::sigaction(SIGTERM, &forward, &old_term);
+  const auto restore = [&] {
+    g_child.store(0);
+    ::sigaction(SIGINT, &old_int, nullptr);
+    ::sigaction(SIGTERM, &old_term, nullptr);
+  };
+
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    restore();
+    throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    if (!options.working_directory.empty() && ::chdir(options.working_directory.c_str()) != 0) std::_Exit(127);
+    if (options.quiet) {
+      const int null = ::open("/dev/null", O_WRONLY);
+      if (null >= 0) {
+        ::dup2(null, STDOUT_FILENO);
+        ::dup2(null, STDERR_FILENO);
+      }
+    }
+    ::execvp(args[0], args.data());
+    std::fprintf(stderr, "cnnpar: cannot start %s: %s\n", args[0], std::strerror(errno));
+    std::_Exit(127);
+  }
+  g_child.store(pid);
+  if (const int early = g_received.load(); early != 0) ::kill(pid, early);  // arrived before the pid was known
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      restore();
+      throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
+    }
+  }
+  restore();
+  if (const int signal = g_received.load(); signal != 0) throw InterruptedError(signal);
+  if (WIFEXITED(status)) {
+    if (WEXITSTATUS(status) == 127) throw std::runtime_error("cannot start " + argv[0]);
+    return WEXITSTATUS(status);
+  }
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+}  // namespace cnnpar

@@ -1,0 +1,24 @@
+#pragma once
+// Starting another program (gnuplot, mpiexec) from cnnpar: fork/exec rather than system(),
+// which ignores SIGINT and hides the child's status. While the child runs, SIGINT and SIGTERM
+// sent to cnnpar are forwarded to it; once it has ended, run_child throws InterruptedError so
+// that callers unwind (removing their temporary files) and main() exits with 128 + signal.
+#include <string>
+#include <vector>
+
+#include "model/error.hpp"
+
+namespace cnnpar {
+
+struct ChildOptions {
+  std::string working_directory;  ///< "" = this process's
+  bool quiet = false;             ///< child's stdout and stderr to /dev/null
+};
+
+/** Runs `argv` (argv[0] looked up in PATH) and returns its exit status (a child killed by a
+ *  signal gives 128 + signal).
+ *  @throws std::runtime_error if it cannot be started;
+ *  @throws InterruptedError if cnnpar received SIGINT or SIGTERM meanwhile (forwarded). */
+int run_child(const std::vector<std::string>& argv, const ChildOptions& options = {});
+
+}  // namespace cnnpar
