@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "analysis/metrics.hpp"
+#include "model/error.hpp"
 
 namespace cnnpar {
 namespace {
@@ -24,7 +25,38 @@ MetricComparison make_comparison(std::string name, double predicted, double meas
   return c;
 }
 
+std::string metadata_text(const Trace& trace, const char* key) {
+  const auto it = trace.metadata.find(key);
+  if (it == trace.metadata.end()) return "";
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
 }  // namespace
+
+void check_comparable(const Trace& predicted, const Trace& measured, const std::string& predicted_file,
+                      const std::string& measured_file, bool allow_other_strategy) {
+  const auto refuse = [&](const std::string& path, const std::string& p, const std::string& m, const std::string& what) {
+    throw InputError(measured_file, path, fmt::format("{} here, {} in {}", m, p, predicted_file),
+                     fmt::format("the traces are of different {}: nothing to compare op by op", what));
+  };
+  if (predicted.ranks.size() != measured.ranks.size())
+    refuse("/ranks", fmt::format("{} ranks", predicted.ranks.size()), fmt::format("{} ranks", measured.ranks.size()),
+           "rank counts");
+  // Traces without metadata (hand-written) are compared as they are.
+  for (const char* key : {"network", "global_batch"}) {
+    const std::string p = metadata_text(predicted, key), m = metadata_text(measured, key);
+    if (!p.empty() && !m.empty() && p != m)
+      refuse(fmt::format("/metadata/{}", key), p, m, key == std::string("network") ? "networks" : "global batches");
+  }
+  if (allow_other_strategy) return;
+  for (const char* key : {"strategy", "options"}) {
+    const std::string p = metadata_text(predicted, key), m = metadata_text(measured, key);
+    if (!p.empty() && !m.empty() && p != m)
+      throw InputError(measured_file, fmt::format("/metadata/{}", key), fmt::format("{} here, {} in {}", m, p, predicted_file),
+                       "the traces ran different strategies or strategy options (compare them anyway with "
+                       "--allow-other-strategy)");
+  }
+}
 
 CompareReport compare_traces(const Trace& predicted, const Trace& measured, int top_ops) {
   const TraceMetrics p = compute_metrics(predicted);

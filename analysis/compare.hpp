@@ -36,6 +36,13 @@ struct CompareReport {
   int unmatched_ops = 0;  ///< compute ops in either trace without a partner
 };
 
+/** Refuses to compare traces of different workloads: another network, global batch or rank
+ *  count (InputError naming `measured_file`, the metadata path and both values). Another
+ *  strategy or other strategy options are refused too unless `allow_other_strategy` (a user
+ *  comparing dp against lee on purpose). */
+void check_comparable(const Trace& predicted, const Trace& measured, const std::string& predicted_file,
+                      const std::string& measured_file, bool allow_other_strategy);
+
 /** @throws InputError if either trace has no measured iteration. */
 CompareReport compare_traces(const Trace& predicted, const Trace& measured, int top_ops = 10);
 

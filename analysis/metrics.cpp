@@ -66,12 +66,19 @@ TraceMetrics compute_metrics(const Trace& trace, const MetricsDetail& detail) {
   // Per (iteration, rank) sums.
   auto grid = [&] { return std::vector<std::vector<double>>(n_iter, std::vector<double>(n_ranks, 0.0)); };
   auto iteration_span = grid(), compute = grid(), comm = grid(), exposed = grid(), waits = grid(), bytes = grid();
-  // Per (layer, phase): seconds per rank; flat index (layer + 1) * 4 + phase.
-  int max_layer = -1;
-  if (detail.per_layer)
+  // Per (layer, phase): seconds per rank; flat index (position of the layer among the layers
+  // present) * 4 + phase. Only present layers get slots: a trace's layer ids are input.
+  std::vector<int> layer_ids;
+  if (detail.per_layer) {
     for (const RankTrace& rank : trace.ranks)
-      for (const ComputeRecord& op : rank.compute) max_layer = std::max(max_layer, op.layer);
-  const std::size_t layer_slots = detail.per_layer ? std::size_t(max_layer + 2) * 4 : 0;
+      for (const ComputeRecord& op : rank.compute) layer_ids.push_back(op.layer);
+    std::sort(layer_ids.begin(), layer_ids.end());
+    layer_ids.erase(std::unique(layer_ids.begin(), layer_ids.end()), layer_ids.end());
+  }
+  const auto layer_position = [&](int layer) {
+    return std::size_t(std::lower_bound(layer_ids.begin(), layer_ids.end(), layer) - layer_ids.begin());
+  };
+  const std::size_t layer_slots = layer_ids.size() * 4;
   std::vector<double> layer_seconds(layer_slots * n_ranks, 0.0);  // (slot, rank)
   std::vector<const std::string*> layer_label(layer_slots, nullptr);
   std::vector<std::pair<int, double>> ordered_marks;               // (iteration, time), by time
@@ -107,8 +114,8 @@ TraceMetrics compute_metrics(const Trace& trace, const MetricsDetail& detail) {
       if (slot < 0) continue;
       const double seconds = op.end_s - op.start_s;
       compute[std::size_t(slot)][r] += seconds;
-      const std::size_t layer_slot = std::size_t(op.layer + 1) * 4 + std::size_t(op.phase);
-      if (detail.per_layer && op.layer >= -1 && layer_slot < layer_slots) {
+      const std::size_t layer_slot = layer_position(op.layer) * 4 + std::size_t(op.phase);
+      if (detail.per_layer && layer_slot < layer_slots) {
         layer_seconds[layer_slot * n_ranks + r] += seconds;
         if (!layer_label[layer_slot]) layer_label[layer_slot] = &op.label;
       }
@@ -184,7 +191,7 @@ TraceMetrics compute_metrics(const Trace& trace, const MetricsDetail& detail) {
     const std::vector<double> per_rank(layer_seconds.begin() + std::ptrdiff_t(slot * n_ranks),
                                        layer_seconds.begin() + std::ptrdiff_t((slot + 1) * n_ranks));
     LayerPhaseTime layer;
-    layer.layer = int(slot / 4) - 1;
+    layer.layer = layer_ids[slot / 4];
     layer.phase = Phase(slot % 4);
     layer.name = layer_label[slot]->substr(0, layer_label[slot]->find('.'));
     layer.mean_s = mean_of(per_rank) / double(n_iter);

@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 
 #include "model/child_process.hpp"
+#include "model/error.hpp"
 #include "model/json_node.hpp"
+#include "model/output_files.hpp"
 #include "model/scenarios.hpp"
 
 namespace cnnpar {
@@ -20,6 +22,21 @@ std::string file_stem(const std::string& label) {
   }
   while (!stem.empty() && stem.back() == '-') stem.pop_back();
   return stem.empty() ? "series" : stem;
+}
+
+void check_study(const Study& study) {
+  const Platform platform = load_platform(study.platform);
+  if (study.nodes.back() > platform.nodes.count)
+    throw InputError(study.series.front().strategy.origin, "/nodes", std::to_string(study.nodes.back()),
+                     fmt::format("platform {} has {} nodes", platform.name, platform.nodes.count));
+  for (const StudySeries& series : study.series) {
+    const Network network = load_network(series.network);
+    for (int nodes : study.nodes) {
+      StrategyOptions at_nodes = series.strategy;
+      at_nodes.ranks = nodes;
+      validate_strategy_options(network, at_nodes);
+    }
+  }
 }
 
 StudyResult run_study(const Study& study, const EngineFactory& make_engine, const SweepOptions& options) {
@@ -93,49 +110,55 @@ std::string study_markdown(const Study& study, const StudyResult& result) {
   return md;
 }
 
+// A gnuplot string literal: labels and titles are input, and gnuplot evaluates what escapes
+// its quotes (system() included). In single quotes only '' needs escaping.
+namespace {
+std::string gnuplot_quoted(const std::string& text) {
+  std::string quoted = "'";
+  for (char c : text) {
+    if (c == '\'') quoted += "''";
+    else if (c != '\n' && c != '\r') quoted += c;
+  }
+  return quoted + "'";
+}
+}  // namespace
+
 std::string study_gnuplot(const Study& study, const StudyResult& result, const std::string& svg_name) {
   const int most = study.nodes.back();
   std::string script = fmt::format(
-      "set terminal svg size 720,480 dynamic font 'sans,12'\nset output '{}'\n"
-      "set title \"{}\" noenhanced font ',10'\nset xlabel 'nodes'\nset ylabel 'speedup'\nset logscale x 2\n"
+      "set terminal svg size 720,480 dynamic font 'sans,12'\nset output {}\n"
+      "set title {} noenhanced font ',10'\nset xlabel 'nodes'\nset ylabel 'speedup'\nset logscale x 2\n"
       "set key top left noenhanced\nset grid\nset datafile separator ','\nset xrange [1:{}]\n",
-      svg_name, study.title, most);
+      gnuplot_quoted(svg_name), gnuplot_quoted(study.title), most);
   script += fmt::format("plot x title 'linear' with lines dashtype 2 lc rgb '#888888'");
   for (const SeriesResult& series : result.series)
-    script += fmt::format(", '{}.csv' using 1:7 skip 1 title '{}' with linespoints", series.file_stem, series.label);
+    script += fmt::format(", {} using 1:7 skip 1 title {} with linespoints", gnuplot_quoted(series.file_stem + ".csv"),
+                          gnuplot_quoted(series.label));
   script += "\n";
   return script;
 }
 
 bool write_study_report(const Study& study, const StudyResult& result, const std::string& dir, bool plot) {
   namespace fs = std::filesystem;
-  fs::create_directories(dir);
   for (const SeriesResult& series : result.series)
     write_file_atomic((fs::path(dir) / (series.file_stem + ".csv")).string(), sweep_csv(series.rows));
   write_file_atomic((fs::path(dir) / "report.md").string(), study_markdown(study, result));
   write_file_atomic((fs::path(dir) / "speedup.gp").string(), study_gnuplot(study, result, "speedup.svg"));
   if (!plot) return true;
-  // gnuplot writes to a temporary name (renamed when it succeeds) and reads the CSVs relative
-  // to the report directory.
-  const fs::path absolute = fs::absolute(dir);
-  const fs::path script = absolute / ".speedup.gp.tmp", svg = absolute / ".speedup.svg.tmp";
-  write_file_atomic(script.string(), study_gnuplot(study, result, svg.filename().string()));
+  // gnuplot reads the CSVs relative to the report folder. An interruption (InterruptedError)
+  // propagates: the caller's OutputTransaction removes the whole staged folder.
+  const fs::path absolute = fs::absolute(dir), svg = absolute / "speedup.svg";
   bool plotted = false;
   try {
-    plotted = run_child({"gnuplot", script.filename().string()}, {absolute.string(), true}) == 0 && fs::exists(svg);
-  } catch (const InterruptedError&) {  // Ctrl-C: leave no temporary file behind
-    std::error_code ignored;
-    fs::remove(script, ignored);
-    fs::remove(svg, ignored);
+    plotted = run_child({"gnuplot", "speedup.gp"}, {absolute.string(), true}) == 0 && fs::exists(svg);
+  } catch (const InterruptedError&) {
     throw;
   } catch (const std::runtime_error&) {  // gnuplot is not installed: the .gp script stays
     plotted = false;
   }
-  std::error_code error;
-  fs::remove(script, error);
-  if (plotted) fs::rename(svg, absolute / "speedup.svg", error);
-  else fs::remove(svg, error);
-  return plotted && !error;
+  std::error_code ignored;
+  if (!plotted) fs::remove(svg, ignored);
+  return plotted;
 }
 
 }  // namespace cnnpar

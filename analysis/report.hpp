@@ -22,6 +22,11 @@ struct StudyResult {
 
 /** Predicts every series of `study` on engines from `make_engine`.
  *  @throws InputError for a bad network, platform or strategy option of any series. */
+/** Checks everything a study will run before any of it runs: its platform and networks load,
+ *  and every series is a valid strategy at every node count (one the platform has).
+ *  @throws InputError naming the study file, path and value. */
+void check_study(const Study& study);
+
 StudyResult run_study(const Study& study, const EngineFactory& make_engine, const SweepOptions& options = {});
 
 /** "lee k=9 f=2" -> "lee-k-9-f-2". */
@@ -34,7 +39,8 @@ std::string study_markdown(const Study& study, const StudyResult& result);
 std::string study_gnuplot(const Study& study, const StudyResult& result, const std::string& svg_name);
 
 /** Writes DIR/<series>.csv, DIR/report.md, DIR/speedup.gp and, when `plot` and gnuplot runs,
- *  DIR/speedup.svg. Every file is written to a temporary name and renamed.
+ *  DIR/speedup.svg into DIR, a fresh folder (OutputTransaction::folder stages it).
+ *  @throws InterruptedError when gnuplot is interrupted.
  *  @returns false if the plot was asked for but gnuplot failed (the rest is written). */
 bool write_study_report(const Study& study, const StudyResult& result, const std::string& dir, bool plot);
 

@@ -10,6 +10,7 @@
 #include <tbb/parallel_for.h>
 
 #include "model/error.hpp"
+#include "model/limits.hpp"
 #include "model/units.hpp"
 
 namespace cnnpar {
@@ -23,7 +24,8 @@ int parse_count(std::string_view text, const std::string& whole, const std::stri
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
   if (text.empty() || ec != std::errc() || ptr != end)
     throw InputError(origin, option, whole, "expected node counts like \"1-128\" (doubling), \"1-128:1\" (every count) or \"1,2,4,8\"");
-  if (value < 1) throw InputError(origin, option, whole, "node counts must be at least 1");
+  if (value < 1 || value > limits::kMaxRanks)
+    throw InputError(origin, option, whole, fmt::format("node counts must be in [1, {}]", limits::kMaxRanks));
   return value;
 }
 

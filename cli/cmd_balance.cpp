@@ -10,6 +10,7 @@
 #include "cli/common.hpp"
 #include "model/balance.hpp"
 #include "model/error.hpp"
+#include "model/limits.hpp"
 #include "model/scenarios.hpp"
 
 namespace cnnpar::cli {
@@ -44,8 +45,14 @@ constexpr NoteLayer kNoteLayers[] = {{"C1 (55x55)", 55, 55}, {"C5 (12x12)", 12, 
 
 int run_balance(const BalanceOptions& o) {
   check_output_path(o.json_out, "--json");
-  if (o.batch < 1) throw InputError("command line", "--batch", std::to_string(o.batch), "must be at least 1");
-  if (o.nodes < 1) throw InputError("command line", "--nodes", std::to_string(o.nodes), "must be at least 1");
+  if (o.batch < 1 || o.batch > limits::kMaxBatch)
+    throw InputError("command line", "--batch", std::to_string(o.batch), fmt::format("must be in [1, {}]", limits::kMaxBatch));
+  if (o.nodes < 1 || o.nodes > limits::kMaxRanks)
+    throw InputError("command line", "--nodes", std::to_string(o.nodes), fmt::format("must be in [1, {}]", limits::kMaxRanks));
+  // The balance equations take MB_node = MB / nodes images per node (Intel note, Eq. 2).
+  if (o.batch % o.nodes != 0)
+    throw InputError("command line", "--batch", fmt::format("{} over {} nodes", o.batch, o.nodes),
+                     "the batch must be divisible by the number of nodes (whole images per node)");
   const Network network = load_network(o.network);
   const Platform platform = load_platform(o.platform);
   const std::vector<LayerBalance> layers = network_balance(network, platform, o.batch, o.nodes);
@@ -93,7 +100,7 @@ int run_balance(const BalanceOptions& o) {
                                      {"batch", o.batch},
                                      {"nodes", o.nodes},
                                      {"layers", per_layer}};
-    write_output(o.json_out, document.dump(2) + "\n");
+    write_file_atomic(o.json_out, document.dump(2) + "\n");
   }
   if (!o.quiet) std::fputs(text.c_str(), stdout);
   return 0;

@@ -7,6 +7,7 @@
 #include "analysis/compare.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "model/error.hpp"
 #include "model/json_node.hpp"
 #include "model/trace.hpp"
 
@@ -19,14 +20,17 @@ struct CompareOptions {
   std::string json_out;
   int top = 10;
   bool quiet = false;
+  bool allow_other_strategy = false;
 };
 
 int run_compare(const CompareOptions& o) {
   check_output_path(o.json_out, "--json");
   const Trace predicted = trace_from_json(read_json_file(o.predicted), o.predicted);
   const Trace measured = trace_from_json(read_json_file(o.measured), o.measured);
+  check_comparable(predicted, measured, o.predicted, o.measured, o.allow_other_strategy);
+  if (o.top < 0) throw InputError("command line", "--top", std::to_string(o.top), "must not be negative");
   const CompareReport report = compare_traces(predicted, measured, o.top);
-  if (!o.json_out.empty()) write_output(o.json_out, to_json(report).dump(2) + "\n");
+  if (!o.json_out.empty()) write_file_atomic(o.json_out, to_json(report).dump(2) + "\n");
   if (!o.quiet) std::fputs(format_compare_table(report).c_str(), stdout);
   return 0;
 }
@@ -41,6 +45,8 @@ Runner add_compare_command(CLI::App& app) {
   sub->add_option("--json", o->json_out, "write the comparison as JSON here");
   sub->add_option("--top", o->top, "ops with the largest deviation to list")->capture_default_str();
   sub->add_flag("--quiet,-q", o->quiet, "print nothing on success");
+  sub->add_flag("--allow-other-strategy", o->allow_other_strategy,
+                "compare traces of different strategies or strategy options (network, batch and ranks must match)");
   return [o] { return run_compare(*o); };
 }
 

@@ -109,7 +109,7 @@ int run_list(const ListOptions& o) {
                   : w == "strategies" ? list_strategies() : list_studies();
     if (o.json_out.empty()) print(w, document[w]);
   }
-  if (!o.json_out.empty()) write_output(o.json_out, document.dump(2) + "\n");
+  if (!o.json_out.empty()) write_file_atomic(o.json_out, document.dump(2) + "\n");
   return 0;
 }
 

@@ -75,11 +75,15 @@ int run_predict(const PredictOptions& o, bool simulate_command) {
   if (o.engine != "analytic" && o.engine != "simgrid")
     throw InputError("command line", "--engine", o.engine, "expected analytic or simgrid");
   LoadedScenario s = load_scenario_options(o.scenario);
-  for (int p : nodes)
+  for (int p : nodes) {
     if (p > s.platform.nodes.count)
       throw InputError("command line", "--nodes", node_text,
                        fmt::format("{} nodes asked for, but platform {} has {}", p, s.platform.name,
                                    s.platform.nodes.count));
+    StrategyOptions at_p = s.strategy;  // every node count is checked before the sweep starts
+    at_p.ranks = p;
+    validate_strategy_options(s.network, at_p);
+  }
 
   Progress progress(simulate_command || o.engine == "simgrid" ? "simulating" : "predicting", o.progress, o.quiet);
   std::vector<SweepRow> rows;
@@ -109,8 +113,10 @@ int run_predict(const PredictOptions& o, bool simulate_command) {
   metadata["cnnpar_version"] = CNNPAR_VERSION;
   metadata["engine"] = o.engine;
   if (o.engine == "simgrid") metadata["network_model"] = o.network_model;
-  if (!o.json_out.empty()) write_output(o.json_out, sweep_json(rows, metadata).dump(2) + "\n");
-  if (!o.csv_out.empty()) write_output(o.csv_out, sweep_csv(rows));
+  OutputTransaction outputs;
+  if (!o.json_out.empty()) outputs.file(o.json_out, sweep_json(rows, metadata).dump(2) + "\n");
+  if (!o.csv_out.empty()) outputs.file(o.csv_out, sweep_csv(rows));
+  outputs.commit();
   if (!o.quiet) {
     std::printf("%s on %s, %s", s.network.name.c_str(), s.platform.name.c_str(), s.strategy.name.c_str());
     const nlohmann::json options = to_json(s.strategy);

@@ -111,7 +111,7 @@ int run(const RunOptions& o) {
   spec.trace = o.trace_out.empty() ? temporary.path() : o.trace_out;
   spec.weights_out = o.weights_out;
   const std::string trace_path = spec.trace;
-  write_output(spec_file.path(), to_json(spec).dump(2) + "\n");
+  write_file_atomic(spec_file.path(), to_json(spec).dump(2) + "\n");
   const std::vector<std::string> args = {"--spec", spec_file.path()};
 
   const std::vector<std::string> command =
@@ -146,7 +146,7 @@ int run(const RunOptions& o) {
   const CompareReport report = compare_traces(predicted, measured);
   std::printf("%s", format_compare_table(report).c_str());
   if (!o.compare_json.empty()) {
-    write_output(o.compare_json, to_json(report).dump(2) + "\n");
+    write_file_atomic(o.compare_json, to_json(report).dump(2) + "\n");
   }
   return 0;
 }

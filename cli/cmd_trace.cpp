@@ -52,8 +52,10 @@ int run_trace(const TraceOptions& o) {
 #endif
   }
   const TraceMetrics m = compute_metrics(trace);
-  write_output(o.out, to_json(trace).dump() + "\n");
-  if (!o.chrome_out.empty()) write_output(o.chrome_out, to_chrome_trace(trace).dump() + "\n");
+  OutputTransaction outputs;
+  outputs.file(o.out, to_json(trace).dump() + "\n");
+  if (!o.chrome_out.empty()) outputs.file(o.chrome_out, to_chrome_trace(trace).dump() + "\n");
+  outputs.commit();
   if (!o.quiet)
     std::printf("%s, %d nodes (%s): iteration %s, compute %s, comm %s, exposed %s, R %.1f%%\ntrace: %s%s%s\n",
                 s.strategy.name.c_str(), o.nodes, trace.engine.c_str(), format_seconds(m.iteration_s).c_str(),

@@ -58,17 +58,4 @@ void Progress::finish() {
   std::fflush(stderr);
 }
 
-void write_output(const std::string& path, const std::string& content) { write_file_atomic(path, content); }
-
-void check_output_path(const std::string& path, const std::string& option) {
-  if (path.empty()) return;
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::error_code ec;
-  if (!fs::is_directory(folder, ec))
-    throw InputError("command line", option, path, "the output folder does not exist");
-  if (fs::is_directory(target, ec)) throw InputError("command line", option, path, "the output path is a folder");
-}
-
 }  // namespace cnnpar::cli

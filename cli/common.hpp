@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "model/network.hpp"
+#include "model/output_files.hpp"
 #include "model/platform.hpp"
 #include "cli/strategy_flags.hpp"
 #include "model/strategies/strategy.hpp"
@@ -58,12 +59,5 @@ class Progress {
   bool terminal_ = false;  ///< redraw one line with '\r'; else one line per update
   bool active_ = false;
 };
-
-/** Writes `content` atomically; a failure becomes std::runtime_error naming the path. */
-void write_output(const std::string& path, const std::string& content);
-
-/** Throws InputError("command line", option, value, reason) unless `path` can be created
- *  (its folder exists). Called before any work so bad output paths fail early. */
-void check_output_path(const std::string& path, const std::string& option);
 
 }  // namespace cnnpar::cli

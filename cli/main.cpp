@@ -21,6 +21,10 @@ int main(int argc, char** argv) {
 #endif
   CLI::App app{"cnnpar: predict and measure how CNN training scales over nodes.\n"
                "With no sub-command: predict VGG-A on Cori Haswell with lee (k 9, f 2), batch 256, 1-128 nodes."};
+  // One line per bad command line, like every other bad input (before sub-commands copy it).
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return std::string("cnnpar: command line: ") + e.what() + " (--help lists the options)\n";
+  });
   app.require_subcommand(0, 1);
   app.set_version_flag("--version", std::string("cnnpar ") + CNNPAR_VERSION);
   std::map<CLI::App*, cnnpar::cli::Runner> runners;

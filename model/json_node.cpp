@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -9,10 +10,12 @@
 #include <limits>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "model/error.hpp"
+#include "model/limits.hpp"
 
 namespace cnnpar {
 namespace {
@@ -26,6 +29,47 @@ std::string escape_token(std::string_view token) {
     else out += c;
   }
   return out;
+}
+
+// 1-based line and column of byte `offset` of `text`.
+std::pair<std::size_t, std::size_t> line_and_column(const std::string& text, std::size_t offset) {
+  std::size_t line = 1, column = 1;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') { ++line; column = 1; } else { ++column; }
+  }
+  return {line, column};
+}
+
+std::string text_near(const std::string& text, std::size_t offset) {
+  std::string near = text.substr(std::min(offset, text.size()), 20);
+  for (char& c : near) if (c == '\n' || c == '\r') c = ' ';
+  return near.empty() ? "(end of file)" : near;
+}
+
+// Refuses nesting deeper than limits::kMaxJsonDepth before nlohmann's recursive copy,
+// comparison and dump see it (100,000 levels overflow the stack).
+void check_nesting(const std::string& text, const std::string& origin) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limits::kMaxJsonDepth) {
+        const auto [line, column] = line_and_column(text, i);
+        throw InputError(origin, "/", text_near(text, i),
+                         fmt::format("JSON nested deeper than {} levels at line {}, column {}",
+                                     limits::kMaxJsonDepth, line, column));
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
 }
 
 std::string value_text(const nlohmann::json& value) {
@@ -104,6 +148,12 @@ double JsonNode::as_nonnegative_number() const {
   return number;
 }
 
+double JsonNode::as_number_in(double min, double max) const {
+  const double number = as_number();
+  if (number < min || number > max) fail(fmt::format("must be a number in [{:g}, {:g}]", min, max));
+  return number;
+}
+
 std::int64_t JsonNode::as_int() const {
   if (value_->is_number_integer()) return value_->get<std::int64_t>();
   if (value_->is_number_float()) {
@@ -120,6 +170,12 @@ std::int64_t JsonNode::as_positive_int() const {
   return number;
 }
 
+std::int64_t JsonNode::as_int_in(std::int64_t min, std::int64_t max) const {
+  const std::int64_t number = as_int();
+  if (number < min || number > max) fail(fmt::format("must be an integer in [{}, {}]", min, max));
+  return number;
+}
+
 std::int64_t JsonNode::as_nonnegative_int() const {
   const std::int64_t number = as_int();
   if (number < 0) fail("must not be negative");
@@ -133,17 +189,17 @@ bool JsonNode::as_bool() const {
 
 double JsonNode::as_quantity(Unit unit, bool allow_zero) const {
   double quantity = 0;
-  if (value_->is_number()) {
-    // A bare number is taken in base units (bytes/s, s, FLOP/s, Hz, bytes).
-    quantity = as_number();
-  } else if (value_->is_string()) {
-    try {
+  try {
+    if (value_->is_number()) {
+      // A bare number is taken in base units (bytes/s, s, FLOP/s, Hz, bytes).
+      quantity = check_quantity(as_number(), unit);
+    } else if (value_->is_string()) {
       quantity = parse_quantity(value_->get<std::string>(), unit, true);
-    } catch (const std::invalid_argument& error) {
-      fail(error.what());
+    } else {
+      fail("expected " + unit_example(unit));
     }
-  } else {
-    fail("expected " + unit_example(unit));
+  } catch (const std::invalid_argument& error) {
+    fail(error.what());
   }
   if (quantity < 0 || (!allow_zero && quantity == 0)) fail(allow_zero ? "must not be negative" : "must be greater than zero");
   return quantity;
@@ -180,54 +236,40 @@ void JsonNode::check_keys(std::initializer_list<std::string_view> allowed) const
 }
 
 nlohmann::json parse_json_text(const std::string& text, const std::string& origin) {
+  check_nesting(text, origin);
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& error) {
-    // error.byte is the 1-based offset of the failure; show the line and column.
-    std::size_t line = 1, column = 1;
-    for (std::size_t i = 0; i + 1 < error.byte && i < text.size(); ++i) {
-      if (text[i] == '\n') { ++line; column = 1; } else { ++column; }
-    }
+    // error.byte is the 1-based offset of the failure.
     const std::size_t at = error.byte > 0 ? std::min(error.byte - 1, text.size()) : 0;
-    std::string near = text.substr(at, 20);
-    for (char& c : near) if (c == '\n' || c == '\r') c = ' ';
-    throw InputError(origin, "/", near.empty() ? "(end of file)" : near,
-                     fmt::format("malformed JSON at line {}, column {}", line, column));
+    const auto [line, column] = line_and_column(text, at);
+    throw InputError(origin, "/", text_near(text, at), fmt::format("malformed JSON at line {}, column {}", line, column));
+  } catch (const nlohmann::json::out_of_range& error) {
+    // "number overflow parsing '1e400'": the number is quoted in the message; find it.
+    const std::string message = error.what();
+    const std::size_t open = message.find('\'');
+    const std::size_t close = open == std::string::npos ? open : message.find('\'', open + 1);
+    const std::string number = close == std::string::npos ? "" : message.substr(open + 1, close - open - 1);
+    const std::size_t at = number.empty() ? std::string::npos : text.find(number);
+    if (at == std::string::npos)
+      throw InputError(origin, "/", number.empty() ? "(unknown)" : number, "a number is outside the range of a double");
+    const auto [line, column] = line_and_column(text, at);
+    throw InputError(origin, "/", number,
+                     fmt::format("number outside the range of a double at line {}, column {}", line, column));
+  } catch (const nlohmann::json::exception& error) {
+    throw InputError(origin, "/", "(document)", fmt::format("unreadable JSON: {}", error.what()));
   }
 }
 
 nlohmann::json read_json_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError(path, "/", path, "is a folder, not a JSON file");
   std::ifstream stream(path, std::ios::binary);
   if (!stream) throw InputError(path, "/", path, "cannot open file");
   std::ostringstream buffer;
   buffer << stream.rdbuf();
   if (stream.bad()) throw InputError(path, "/", path, "cannot read file");
   return parse_json_text(buffer.str(), path);
-}
-
-void write_file_atomic(const std::string& path, const std::string& content) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  const fs::path temporary = target.parent_path() / fmt::format(".{}.{}.tmp", target.filename().string(), ::getpid());
-  {
-    std::ofstream stream(temporary, std::ios::binary | std::ios::trunc);
-    if (!stream) throw std::runtime_error(fmt::format("cannot write {}", temporary.string()));
-    stream.write(content.data(), std::streamsize(content.size()));
-    stream.flush();
-    if (!stream) {
-      stream.close();
-      std::error_code ignored;
-      fs::remove(temporary, ignored);
-      throw std::runtime_error(fmt::format("cannot write {}", temporary.string()));
-    }
-  }
-  std::error_code error;
-  fs::rename(temporary, target, error);
-  if (error) {
-    std::error_code ignored;
-    fs::remove(temporary, ignored);
-    throw std::runtime_error(fmt::format("cannot rename {} to {}: {}", temporary.string(), path, error.message()));
-  }
 }
 
 }  // namespace cnnpar

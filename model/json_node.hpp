@@ -36,9 +36,14 @@ class JsonNode {
   double as_number() const;
   double as_positive_number() const;
   double as_nonnegative_number() const;
+  /** A finite number in [min, max]. */
+  double as_number_in(double min, double max) const;
   std::int64_t as_int() const;
   std::int64_t as_positive_int() const;
   std::int64_t as_nonnegative_int() const;
+  /** An integer in [min, max]; the bound is named in the error, so a count of 2^31 is
+   *  refused instead of being cut to int. */
+  std::int64_t as_int_in(std::int64_t min, std::int64_t max) const;
   bool as_bool() const;
   /** A unit string like "10Gbps" converted to base units; must be > 0 unless allow_zero. */
   double as_quantity(Unit unit, bool allow_zero = false) const;
@@ -62,13 +67,11 @@ class JsonNode {
   std::string path_;
 };
 
-/** Reads and parses a JSON file. @throws InputError if unreadable or malformed. */
+/** Reads and parses a JSON file. @throws InputError if unreadable, malformed, nested deeper
+ *  than limits::kMaxJsonDepth, or holding a number outside double's range. */
 nlohmann::json read_json_file(const std::string& path);
-/** Parses JSON text that came from `origin` (a file name or "<embedded:NAME>"). */
+/** Parses JSON text that came from `origin` (a file name or "<embedded:NAME>").
+ *  @throws InputError as read_json_file does. */
 nlohmann::json parse_json_text(const std::string& text, const std::string& origin);
-
-/** Writes `content` to a temporary file beside `path` and renames it into place, so no
- *  half-written file is ever left. @throws std::runtime_error on I/O failure. */
-void write_file_atomic(const std::string& path, const std::string& content);
 
 }  // namespace cnnpar

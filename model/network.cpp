@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "model/error.hpp"
+#include "model/limits.hpp"
 #include "model/json_node.hpp"
 
 namespace cnnpar {
@@ -82,15 +83,15 @@ void read_kernel(const JsonNode& layer, LayerSpec& spec) {
   if (kernel.raw().is_array()) {
     const auto items = kernel.items();
     if (items.size() != 2) kernel.fail("kernel must be a positive integer or [rows, cols]");
-    spec.kernel_h = items[0].as_positive_int();
-    spec.kernel_w = items[1].as_positive_int();
+    spec.kernel_h = items[0].as_int_in(1, limits::kMaxDimension);
+    spec.kernel_w = items[1].as_int_in(1, limits::kMaxDimension);
   } else {
-    spec.kernel_h = spec.kernel_w = kernel.as_positive_int();
+    spec.kernel_h = spec.kernel_w = kernel.as_int_in(1, limits::kMaxDimension);
   }
 }
 
 std::int64_t positive_or(const JsonNode& layer, std::string_view key, std::int64_t fallback) {
-  return layer.has(key) ? layer.at(key).as_positive_int() : fallback;
+  return layer.has(key) ? layer.at(key).as_int_in(1, limits::kMaxDimension) : fallback;
 }
 
 LayerSpec parse_layer(const JsonNode& node) {
@@ -101,10 +102,10 @@ LayerSpec parse_layer(const JsonNode& node) {
   switch (spec.kind) {
     case LayerKind::conv:
       node.check_keys({"name", "type", "maps", "kernel", "stride", "pad"});
-      spec.out_maps = node.at("maps").as_positive_int();
+      spec.out_maps = node.at("maps").as_int_in(1, limits::kMaxDimension);
       read_kernel(node, spec);
       spec.stride = positive_or(node, "stride", 1);
-      spec.pad = node.has("pad") ? node.at("pad").as_nonnegative_int() : 0;
+      spec.pad = node.has("pad") ? node.at("pad").as_int_in(0, limits::kMaxDimension) : 0;
       break;
     case LayerKind::pool: {
       node.check_keys({"name", "type", "mode", "kernel", "stride", "pad"});
@@ -116,7 +117,7 @@ LayerSpec parse_layer(const JsonNode& node) {
       if (!node.has("stride") && spec.kernel_h != spec.kernel_w)
         node.at("kernel").fail("a non-square pool kernel needs an explicit \"stride\"");
       spec.stride = positive_or(node, "stride", spec.kernel_h);
-      spec.pad = node.has("pad") ? node.at("pad").as_nonnegative_int() : 0;
+      spec.pad = node.has("pad") ? node.at("pad").as_int_in(0, limits::kMaxDimension) : 0;
       break;
     }
     case LayerKind::relu:
@@ -140,7 +141,7 @@ LayerSpec parse_layer(const JsonNode& node) {
       break;
     case LayerKind::fc:
       node.check_keys({"name", "type", "outputs"});
-      spec.outputs = node.at("outputs").as_positive_int();
+      spec.outputs = node.at("outputs").as_int_in(1, limits::kMaxDimension);
       break;
   }
   return spec;
@@ -166,6 +167,31 @@ std::int64_t window_output(const std::string& file, int index, const char* axis,
   return out;
 }
 
+// a * b * c, or -1 when the product exceeds limits::kMaxTensorElements (or int64).
+std::int64_t bounded_product(std::int64_t a, std::int64_t b, std::int64_t c) {
+  std::int64_t ab = 0, abc = 0;
+  if (__builtin_mul_overflow(a, b, &ab) || __builtin_mul_overflow(ab, c, &abc) || abc > limits::kMaxTensorElements)
+    return -1;
+  return abc;
+}
+
+// Every later product (batch x tensor, GEMM operands) relies on these bounds.
+void check_tensor_size(const std::string& file, int index, const Layer& layer) {
+  const Shape& out = layer.out;
+  if (bounded_product(out.c, out.h, out.w) < 0)
+    shape_error(file, index, "type", to_string(layer.spec.kind),
+                fmt::format("output ({}, {}, {}) has more than {} elements per image", out.c, out.h, out.w,
+                            limits::kMaxTensorElements));
+  std::int64_t weights = 0;
+  if (layer.spec.kind == LayerKind::conv)
+    weights = bounded_product(layer.spec.out_maps, layer.in.c, bounded_product(layer.spec.kernel_h, layer.spec.kernel_w, 1));
+  else if (layer.spec.kind == LayerKind::fc)
+    weights = bounded_product(layer.spec.outputs, layer.in.c, bounded_product(layer.in.h, layer.in.w, 1));
+  if (weights < 0)
+    shape_error(file, index, "type", to_string(layer.spec.kind),
+                fmt::format("the layer has more than {} weights", limits::kMaxTensorElements));
+}
+
 }  // namespace
 
 void infer_shapes(Network& network, const std::string& file) {
@@ -174,6 +200,9 @@ void infer_shapes(Network& network, const std::string& file) {
                      fmt::format("{}x{}x{}", network.input.c, network.input.h, network.input.w),
                      "input channels, height and width must be positive");
   if (network.layers.empty()) throw InputError(file, "/layers", "[]", "a network needs at least one layer");
+  if (bounded_product(network.input.c, network.input.h, network.input.w) < 0)
+    throw InputError(file, "/input", fmt::format("{}x{}x{}", network.input.c, network.input.h, network.input.w),
+                     fmt::format("the input has more than {} elements per image", limits::kMaxTensorElements));
   Shape current = network.input;
   bool after_fc = false;
   const int count = int(network.layers.size());
@@ -231,6 +260,7 @@ void infer_shapes(Network& network, const std::string& file) {
         layer.out = current;
         break;
     }
+    check_tensor_size(file, i, layer);
     current = layer.out;
   }
 }
@@ -245,12 +275,14 @@ Network parse_network(const nlohmann::json& document, const std::string& file) {
   network.source = root.string_or("source", "");
   const JsonNode input = root.at("input");
   input.check_keys({"channels", "height", "width"});
-  network.input.c = input.at("channels").as_positive_int();
-  network.input.h = input.at("height").as_positive_int();
-  network.input.w = input.at("width").as_positive_int();
+  network.input.c = input.at("channels").as_int_in(1, limits::kMaxDimension);
+  network.input.h = input.at("height").as_int_in(1, limits::kMaxDimension);
+  network.input.w = input.at("width").as_int_in(1, limits::kMaxDimension);
 
   const auto layer_nodes = root.at("layers").items();
   if (layer_nodes.empty()) root.at("layers").fail("a network needs at least one layer");
+  if (std::int64_t(layer_nodes.size()) > limits::kMaxLayers)
+    root.at("layers").fail(fmt::format("a network may have at most {} layers", limits::kMaxLayers));
   std::set<std::string> names;
   for (const JsonNode& node : layer_nodes) {
     if (!node.raw().is_object()) node.fail("a layer must be a JSON object");

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "model/error.hpp"
+#include "model/limits.hpp"
 #include "model/json_node.hpp"
 
 namespace cnnpar {
@@ -107,17 +108,29 @@ namespace {
 constexpr const char* kCollectiveKindNames[] = {"allreduce", "allgather", "reduce_scatter", "bcast", "reduce",
                                                 "gather",    "scatter",   "alltoall",       "send"};
 
+// Fractions of peak: below 1e-6 a kernel time is no longer a prediction but an overflow.
+double efficiency_fraction(const JsonNode& value) {
+  const double efficiency = value.as_number();
+  if (!(efficiency >= 1e-6 && efficiency <= 1)) value.fail("an efficiency is a fraction of peak in [1e-6, 1]");
+  return efficiency;
+}
+
+double speed_factor(const JsonNode& value) {
+  const double factor = value.as_number();
+  if (!(factor >= 1e-3 && factor <= 1e3)) value.fail("a node speed factor must be in [0.001, 1000]");
+  return factor;
+}
+
 void parse_nodes(const JsonNode& node, NodeSpec& nodes) {
   node.check_keys({"count", "cores", "peak", "memory_bandwidth", "efficiency", "default_efficiency",
                    "speed_factors", "speed_stddev", "speed_seed"});
-  nodes.count = int(node.at("count").as_positive_int());
-  nodes.cores = int(node.has("cores") ? node.at("cores").as_positive_int() : 1);
+  nodes.count = int(node.at("count").as_int_in(1, limits::kMaxPlatformNodes));
+  nodes.cores = int(node.has("cores") ? node.at("cores").as_int_in(1, limits::kMaxDimension) : 1);
   nodes.peak_flops = node.at("peak").as_quantity(Unit::flop_rate);
   nodes.memory_bandwidth_Bps = node.quantity_or("memory_bandwidth", Unit::bandwidth_Bps, 1e11);
   if (node.has("default_efficiency")) {
     const JsonNode value = node.at("default_efficiency");
-    nodes.default_efficiency = value.as_positive_number();
-    if (nodes.default_efficiency > 1) value.fail("an efficiency is a fraction of peak in (0, 1]");
+    nodes.default_efficiency = efficiency_fraction(value);
   }
   if (node.has("efficiency")) {
     const JsonNode table = node.at("efficiency");
@@ -129,17 +142,21 @@ void parse_nodes(const JsonNode& node, NodeSpec& nodes) {
       } catch (const std::invalid_argument& error) {
         value.fail(error.what());
       }
-      const double efficiency = value.as_positive_number();
-      if (efficiency > 1) value.fail("an efficiency is a fraction of peak in (0, 1]");
-      nodes.efficiency[kernel] = efficiency;
+      nodes.efficiency[kernel] = efficiency_fraction(value);
     }
   }
   if (node.has("speed_factors")) {
-    for (const JsonNode& factor : node.at("speed_factors").items()) nodes.speed_factors.push_back(factor.as_positive_number());
+    const JsonNode factors = node.at("speed_factors");
+    if (factors.raw().is_array() && factors.raw().size() != std::size_t(nodes.count))
+      factors.fail(fmt::format("needs one factor per node ({} nodes)", nodes.count));
+    for (const JsonNode& factor : factors.items()) nodes.speed_factors.push_back(speed_factor(factor));
     if (int(nodes.speed_factors.size()) != nodes.count)
       node.at("speed_factors").fail(fmt::format("needs one factor per node ({} nodes)", nodes.count));
   }
-  if (node.has("speed_stddev")) nodes.speed_stddev = node.at("speed_stddev").as_nonnegative_number();
+  if (node.has("speed_stddev")) {
+    nodes.speed_stddev = node.at("speed_stddev").as_nonnegative_number();
+    if (nodes.speed_stddev > 10) node.at("speed_stddev").fail("speed_stddev must be in [0, 10] (a fraction of the mean speed)");
+  }
   if (node.has("speed_seed")) nodes.speed_seed = std::uint64_t(node.at("speed_seed").as_nonnegative_int());
 }
 
@@ -173,7 +190,7 @@ void parse_network(const JsonNode& node, NetworkSpec& network) {
     }
   }
   if (node.has("collective_concurrency"))
-    network.collective_concurrency = int(node.at("collective_concurrency").as_positive_int());
+    network.collective_concurrency = int(node.at("collective_concurrency").as_int_in(1, limits::kMaxIndex));
   network.fat_tree = node.string_or("fat_tree", "");
   network.torus = node.string_or("torus", "");
   network.dragonfly = node.string_or("dragonfly", "");
@@ -198,17 +215,17 @@ Platform parse_platform(const nlohmann::json& document, const std::string& file)
   parse_nodes(root.at("nodes"), platform.nodes);
   parse_network(root.at("network"), platform.network);
   if (root.has("comm_compute_slowdown"))
-    platform.comm_compute_slowdown = root.at("comm_compute_slowdown").as_nonnegative_number();
+    platform.comm_compute_slowdown = root.at("comm_compute_slowdown").as_number_in(0, 100);
   if (root.has("calibration")) {
     const JsonNode calibration = root.at("calibration");
     calibration.check_keys({"op_seconds", "gemm_flops", "notes"});
     if (calibration.has("op_seconds")) {
       const JsonNode table = calibration.at("op_seconds");
-      for (const std::string& key : table.keys()) platform.measured_op_s[key] = table.at(key).as_nonnegative_number();
+      for (const std::string& key : table.keys()) platform.measured_op_s[key] = table.at(key).as_quantity(Unit::time_s, true);
     }
     if (calibration.has("gemm_flops")) {
       const JsonNode table = calibration.at("gemm_flops");
-      for (const std::string& key : table.keys()) platform.measured_gemm_flops[key] = table.at(key).as_positive_number();
+      for (const std::string& key : table.keys()) platform.measured_gemm_flops[key] = table.at(key).as_quantity(Unit::flop_rate);
     }
   }
   platform.resolve_speed_factors();

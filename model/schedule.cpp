@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "model/error.hpp"
+#include "model/limits.hpp"
 #include "model/json_node.hpp"
 
 namespace cnnpar {
@@ -181,6 +182,10 @@ void parse_kernel(const JsonNode& node, Op& op) {
   }
 }
 
+// Beyond these an op's time overflows or stops being a prediction.
+constexpr double kMaxOpFlops = 1e24;
+constexpr double kMaxBytes = 1e18;
+
 Op op_from_json(const JsonNode& node, int collective_count) {
   Op op;
   const std::string kind = node.at("op").as_string();
@@ -188,7 +193,7 @@ Op op_from_json(const JsonNode& node, int collective_count) {
     node.check_keys({"op", "label", "layer", "phase", "kernel", "flops", "bytes", "batch", "units"});
     op.kind = OpKind::compute;
     op.label = node.at("label").as_string();
-    op.layer = int(node.int_or("layer", -1));
+    op.layer = node.has("layer") ? int(node.at("layer").as_int_in(-1, limits::kMaxLayers)) : -1;
     const JsonNode phase = node.at("phase");
     try {
       op.phase = phase_from_string(phase.as_string());
@@ -196,20 +201,20 @@ Op op_from_json(const JsonNode& node, int collective_count) {
       phase.fail(error.what());
     }
     parse_kernel(node.at("kernel"), op);
-    op.flops = node.at("flops").as_nonnegative_number();
-    op.bytes = node.has("bytes") ? node.at("bytes").as_nonnegative_number() : 0;
-    op.batch = node.has("batch") ? node.at("batch").as_nonnegative_int() : 0;
-    op.units = node.has("units") ? node.at("units").as_nonnegative_int() : 0;
+    op.flops = node.at("flops").as_number_in(0, kMaxOpFlops);
+    op.bytes = node.has("bytes") ? node.at("bytes").as_number_in(0, kMaxBytes) : 0;
+    op.batch = node.has("batch") ? node.at("batch").as_int_in(0, limits::kMaxBatch) : 0;
+    op.units = node.has("units") ? node.at("units").as_int_in(0, limits::kMaxTensorElements) : 0;
   } else if (kind == "post" || kind == "wait") {
     node.check_keys({"op", "collective"});
     op.kind = kind == "post" ? OpKind::post : OpKind::wait;
     const JsonNode id = node.at("collective");
-    op.collective = int(id.as_nonnegative_int());
+    op.collective = int(id.as_int_in(0, limits::kMaxIndex));
     if (op.collective >= collective_count) id.fail(fmt::format("no collective with this id ({} defined)", collective_count));
   } else if (kind == "mark") {
     node.check_keys({"op", "iteration"});
     op.kind = OpKind::mark;
-    op.iteration = int(node.at("iteration").as_nonnegative_int());
+    op.iteration = int(node.at("iteration").as_int_in(0, limits::kMaxIterations));
   } else {
     node.at("op").fail("unknown op (expected compute, post, wait or mark)");
   }
@@ -219,7 +224,7 @@ Op op_from_json(const JsonNode& node, int collective_count) {
 Range range_from_json(const JsonNode& node) {
   const std::vector<JsonNode> pair = node.items();
   if (pair.size() != 2) node.fail("expected [begin, count]");
-  return {pair[0].as_nonnegative_int(), pair[1].as_nonnegative_int()};
+  return {pair[0].as_int_in(0, limits::kMaxTensorElements), pair[1].as_int_in(0, limits::kMaxTensorElements)};
 }
 
 LayerPartition partition_from_json(const JsonNode& node) {
@@ -283,13 +288,16 @@ Schedule schedule_from_json(const nlohmann::json& document, const std::string& f
   schedule.strategy = root.string_or("strategy", "");
   if (root.has("options")) schedule.options = root.at("options").raw();
   schedule.network = root.string_or("network", "");
-  schedule.global_batch = root.has("global_batch") ? root.at("global_batch").as_nonnegative_int() : 0;
-  schedule.iterations = int(root.at("iterations").as_nonnegative_int());
-  schedule.warmup_iterations = int(root.int_or("warmup_iterations", 0));
+  schedule.global_batch = root.has("global_batch") ? root.at("global_batch").as_int_in(0, limits::kMaxBatch) : 0;
+  schedule.iterations = int(root.at("iterations").as_int_in(0, limits::kMaxIterations));
+  schedule.warmup_iterations =
+      root.has("warmup_iterations") ? int(root.at("warmup_iterations").as_int_in(0, limits::kMaxIterations)) : 0;
 
   const std::vector<JsonNode> collectives = root.at("collectives").items();
   const std::vector<JsonNode> programs = root.at("programs").items();
   if (programs.empty()) root.at("programs").fail("a schedule needs at least one rank");
+  if (std::int64_t(programs.size()) > limits::kMaxRanks)
+    root.at("programs").fail(fmt::format("a schedule may have at most {} ranks", limits::kMaxRanks));
   const int ranks = int(programs.size());
   for (std::size_t i = 0; i < collectives.size(); ++i) {
     const JsonNode& node = collectives[i];
@@ -305,19 +313,19 @@ Schedule schedule_from_json(const nlohmann::json& document, const std::string& f
       }
     };
     c.kind = parse_enum(node.at("kind"), collective_kind_from_string);
-    c.bytes = node.at("bytes").as_nonnegative_number();
+    c.bytes = node.at("bytes").as_number_in(0, kMaxBytes);
     for (const JsonNode& member : node.at("group").items()) {
       const std::int64_t rank = member.as_nonnegative_int();
       if (rank >= ranks) member.fail(fmt::format("rank out of range (the schedule has {} ranks)", ranks));
       c.group.push_back(int(rank));
     }
-    c.root = int(node.int_or("root", -1));
+    c.root = node.has("root") ? int(node.at("root").as_int_in(-1, limits::kMaxRanks)) : -1;
     if (node.has("algorithm")) c.algorithm = parse_enum(node.at("algorithm"), algorithm_from_string);
     c.label = node.string_or("label", "");
     if (node.has("payload")) c.payload = parse_enum(node.at("payload"), payload_from_string);
     if (node.has("layers"))
-      for (const JsonNode& layer : node.at("layers").items()) c.layers.push_back(int(layer.as_nonnegative_int()));
-    c.iteration = int(node.int_or("iteration", 0));
+      for (const JsonNode& layer : node.at("layers").items()) c.layers.push_back(int(layer.as_int_in(0, limits::kMaxLayers)));
+    c.iteration = node.has("iteration") ? int(node.at("iteration").as_int_in(0, limits::kMaxIterations)) : 0;
     if (node.has("split")) c.split = parse_enum(node.at("split"), split_from_string);
     // Keep the group as written (the verifier reports unsorted/duplicate groups).
     c.id = int(i);

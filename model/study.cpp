@@ -1,11 +1,14 @@
 #include "model/study.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <iterator>
 
 #include <fmt/format.h>
 
 #include "model/error.hpp"
+#include "model/limits.hpp"
 #include "model/strategies/registry.hpp"
 #include "model/json_node.hpp"
 #include "model/scenarios.hpp"
@@ -20,11 +23,10 @@ void parse_paper(const JsonNode& node, StudySeries& series) {
     for (const std::string& key : table.keys()) {
       const JsonNode value = table.at(key);
       int nodes = 0;
-      try {
-        nodes = std::stoi(key);
-      } catch (const std::exception&) {
-        throw InputError(value.file(), value.path(), key, "keys of speedup_at are node counts");
-      }
+      const auto [end, error] = std::from_chars(key.data(), key.data() + key.size(), nodes);
+      if (error != std::errc() || end != key.data() + key.size() || nodes < 1 || nodes > limits::kMaxRanks)
+        throw InputError(value.file(), value.path(), key,
+                         fmt::format("keys of speedup_at are node counts in [1, {}]", limits::kMaxRanks));
       series.paper_speedup_at[nodes] = value.as_positive_number();
     }
   }
@@ -38,16 +40,20 @@ Study parse_study(const nlohmann::json& document, const std::string& file) {
   root.check_keys({"name", "title", "source", "network", "platform", "batch", "nodes", "iterations", "warmup", "series"});
   Study study;
   study.name = root.at("name").as_string();
-  if (study.name.empty() || study.name.find_first_of("/\\ ") != std::string::npos)
-    root.at("name").fail("a study name is a file name: no spaces or slashes");
+  // The name becomes a folder under report --out: nothing that could leave it ("..", "/").
+  const bool plain_name = std::all_of(study.name.begin(), study.name.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '-' || c == '_' || c == '.';
+  });
+  if (study.name.empty() || study.name.front() == '.' || !plain_name || study.name.size() > 200)
+    root.at("name").fail("a study name is a folder name: letters, digits, '-', '_' and '.', not starting with '.'");
   study.title = root.string_or("title", study.name);
   study.source = root.string_or("source", "");
   study.platform = root.at("platform").as_string();
   const std::string network = root.string_or("network", "");
-  const std::int64_t batch = root.has("batch") ? root.at("batch").as_positive_int() : 256;
-  const int iterations = int(root.has("iterations") ? root.at("iterations").as_positive_int() : 3);
-  const int warmup = int(root.has("warmup") ? root.at("warmup").as_nonnegative_int() : 1);
-  for (const JsonNode& count : root.at("nodes").items()) study.nodes.push_back(int(count.as_positive_int()));
+  const std::int64_t batch = root.has("batch") ? root.at("batch").as_int_in(1, limits::kMaxBatch) : 256;
+  const int iterations = int(root.has("iterations") ? root.at("iterations").as_int_in(1, limits::kMaxIterations) : 3);
+  const int warmup = int(root.has("warmup") ? root.at("warmup").as_int_in(0, limits::kMaxIterations) : 1);
+  for (const JsonNode& count : root.at("nodes").items()) study.nodes.push_back(int(count.as_int_in(1, limits::kMaxRanks)));
   if (study.nodes.empty()) root.at("nodes").fail("a study needs at least one node count");
   if (!std::is_sorted(study.nodes.begin(), study.nodes.end()) ||
       std::adjacent_find(study.nodes.begin(), study.nodes.end()) != study.nodes.end())
@@ -65,7 +71,7 @@ Study parse_study(const nlohmann::json& document, const std::string& file) {
     StrategyOptions& options = series.strategy;
     options.origin = file;
     options.name = node.at("strategy").as_string();
-    options.global_batch = node.has("batch") ? node.at("batch").as_positive_int() : batch;
+    options.global_batch = node.has("batch") ? node.at("batch").as_int_in(1, limits::kMaxBatch) : batch;
     options.iterations = iterations;
     options.warmup_iterations = warmup;
     const StrategySpec& spec = [&]() -> const StrategySpec& {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "model/error.hpp"
+#include "model/limits.hpp"
 #include "model/json_node.hpp"
 
 namespace cnnpar {
@@ -44,6 +45,10 @@ auto parse_enum(const JsonNode& node, Parser parser) {
     node.fail(error.what());
   }
 }
+// Timestamps are seconds from the trace's origin; a century bounds any run, and keeps every
+// difference of two timestamps finite.
+constexpr double kMaxTime_s = 1e10;
+
 }  // namespace
 
 Trace trace_from_json(const nlohmann::json& document, const std::string& file) {
@@ -53,41 +58,45 @@ Trace trace_from_json(const nlohmann::json& document, const std::string& file) {
   Trace trace;
   trace.engine = root.at("engine").as_string();
   if (root.has("metadata")) trace.metadata = root.at("metadata").raw();
-  trace.warmup_iterations = int(root.int_or("warmup_iterations", 0));
-  for (const JsonNode& rank_node : root.at("ranks").items()) {
+  trace.warmup_iterations =
+      root.has("warmup_iterations") ? int(root.at("warmup_iterations").as_int_in(0, limits::kMaxIterations)) : 0;
+  const std::vector<JsonNode> rank_nodes = root.at("ranks").items();
+  if (std::int64_t(rank_nodes.size()) > limits::kMaxRanks)
+    root.at("ranks").fail(fmt::format("a trace may have at most {} ranks", limits::kMaxRanks));
+  for (const JsonNode& rank_node : rank_nodes) {
     RankTrace rank;
-    rank.rank = int(rank_node.at("rank").as_nonnegative_int());
+    rank.rank = int(rank_node.at("rank").as_int_in(0, limits::kMaxRanks - 1));
     for (const JsonNode& r : rank_node.at("compute").items()) {
       ComputeRecord record;
-      record.op = int(r.int_or("op", -1));
+      record.op = r.has("op") ? int(r.at("op").as_int_in(-1, limits::kMaxIndex)) : -1;
       record.label = r.string_or("label", "");
-      record.layer = int(r.int_or("layer", -1));
+      record.layer = r.has("layer") ? int(r.at("layer").as_int_in(-1, limits::kMaxLayers)) : -1;
       if (r.has("phase")) record.phase = parse_enum(r.at("phase"), phase_from_string);
       if (r.has("kernel")) record.kernel = parse_enum(r.at("kernel"), kernel_class_from_string);
-      record.flops = r.number_or("flops", 0);
-      record.start_s = r.at("start").as_number();
-      record.end_s = r.at("end").as_number();
+      record.flops = r.has("flops") ? r.at("flops").as_number_in(0, 1e24) : 0;
+      record.start_s = r.at("start").as_number_in(-kMaxTime_s, kMaxTime_s);
+      record.end_s = r.at("end").as_number_in(-kMaxTime_s, kMaxTime_s);
       if (record.end_s < record.start_s) r.at("end").fail("ends before it starts");
       rank.compute.push_back(std::move(record));
     }
     for (const JsonNode& r : rank_node.at("collectives").items()) {
       CollectiveRecord record;
-      record.collective = int(r.at("collective").as_nonnegative_int());
+      record.collective = int(r.at("collective").as_int_in(0, limits::kMaxIndex));
       record.label = r.string_or("label", "");
       if (r.has("kind")) record.kind = parse_enum(r.at("kind"), collective_kind_from_string);
-      record.bytes = r.number_or("bytes", 0);
-      record.iteration = int(r.int_or("iteration", 0));
-      record.posted_s = r.at("posted").as_number();
-      record.comm_start_s = r.at("comm_start").as_number();
-      record.comm_end_s = r.at("comm_end").as_number();
-      record.wait_start_s = r.at("wait_start").as_number();
-      record.wait_end_s = r.at("wait_end").as_number();
+      record.bytes = r.has("bytes") ? r.at("bytes").as_number_in(0, 1e18) : 0;
+      record.iteration = r.has("iteration") ? int(r.at("iteration").as_int_in(0, limits::kMaxIterations)) : 0;
+      record.posted_s = r.at("posted").as_number_in(-kMaxTime_s, kMaxTime_s);
+      record.comm_start_s = r.at("comm_start").as_number_in(-kMaxTime_s, kMaxTime_s);
+      record.comm_end_s = r.at("comm_end").as_number_in(-kMaxTime_s, kMaxTime_s);
+      record.wait_start_s = r.at("wait_start").as_number_in(-kMaxTime_s, kMaxTime_s);
+      record.wait_end_s = r.at("wait_end").as_number_in(-kMaxTime_s, kMaxTime_s);
       if (record.comm_end_s < record.comm_start_s) r.at("comm_end").fail("ends before it starts");
       if (record.wait_end_s < record.wait_start_s) r.at("wait_end").fail("ends before it starts");
       rank.collectives.push_back(std::move(record));
     }
     for (const JsonNode& m : rank_node.at("marks").items())
-      rank.marks.push_back({int(m.at("iteration").as_nonnegative_int()), m.at("time").as_number()});
+      rank.marks.push_back({int(m.at("iteration").as_int_in(0, limits::kMaxIterations)), m.at("time").as_number_in(-kMaxTime_s, kMaxTime_s)});
     trace.ranks.push_back(std::move(rank));
   }
   return trace;

@@ -69,7 +69,35 @@ double unit_factor(std::string_view unit_text, Unit unit) {
   return 0;
 }
 
+struct QuantityRange {
+  double smallest;  ///< smallest non-zero value, base units
+  double largest;   ///< base units
+  const char* text; ///< the range as a user writes it
+};
+
+// Far beyond any machine, yet small enough that times, volumes and their products stay finite.
+QuantityRange plausible_range(Unit unit) {
+  switch (unit) {
+    case Unit::bandwidth_Bps: return {1.0, 1e18, "1Bps to 1EBps"};
+    case Unit::time_s: return {1e-15, 1e9, "1 fs to 1e9 s"};
+    case Unit::flop_rate: return {1e3, 1e21, "1kf to 1e21 flop/s"};
+    case Unit::frequency_hz: return {1.0, 1e15, "1Hz to 1e15 Hz"};
+    case Unit::size_bytes: return {1.0, 1e18, "1B to 1EB"};
+  }
+  return {0, 0, ""};
+}
+
 }  // namespace
+
+double check_quantity(double value, Unit unit) {
+  if (value == 0) return value;  // callers decide whether zero is allowed
+  const QuantityRange range = plausible_range(unit);
+  if (!std::isfinite(value) || std::fabs(value) < range.smallest || std::fabs(value) > range.largest)
+    throw std::invalid_argument(fmt::format("{} is outside the plausible range {} (after the unit)",
+                                            std::isfinite(value) ? fmt::format("{:g}", value) : std::string("an infinite value"),
+                                            range.text));
+  return value;
+}
 
 std::string unit_example(Unit unit) {
   switch (unit) {
@@ -96,13 +124,13 @@ double parse_quantity(std::string_view text, Unit unit, bool allow_bare_number) 
   std::string_view unit_text(rest, std::size_t(trimmed.data() + trimmed.size() - rest));
   while (!unit_text.empty() && unit_text.front() == ' ') unit_text.remove_prefix(1);
   if (unit_text.empty()) {
-    if (allow_bare_number) return number;
+    if (allow_bare_number) return check_quantity(number, unit);
     throw std::invalid_argument("expected " + unit_example(unit) + ": the unit is missing");
   }
   const double factor = unit_factor(unit_text, unit);
   if (factor <= 0)
     throw std::invalid_argument(fmt::format("expected {}: unknown unit \"{}\"", unit_example(unit), unit_text));
-  return number * factor;
+  return check_quantity(number * factor, unit);
 }
 
 std::string format_seconds(double seconds) {

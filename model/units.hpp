@@ -14,10 +14,16 @@ enum class Unit {
   size_bytes,     ///< bytes; accepts B, b (bits) with k,M,G,T and Ki,Mi,Gi,Ti prefixes
 };
 
-/** Parses "<number><unit>" into base units. A bare number is accepted only when
- *  `allow_bare_number` is true (it is then taken in base units).
+/** Parses "<number><unit>" into base units and applies check_quantity. A bare number is
+ *  accepted only when `allow_bare_number` is true (it is then taken in base units).
  *  @throws std::invalid_argument with the reason (callers add file and path). */
 double parse_quantity(std::string_view text, Unit unit, bool allow_bare_number = false);
+
+/** Returns `value` (base units) if it lies in the unit's plausible range: zero, or finite and
+ *  between the range's ends (e.g. a FLOP rate from 1 kflop/s to 1e21 flop/s). The check is on
+ *  the value after the prefix is applied, so "1e308EBps" (infinite) and "1e-300f" are refused.
+ *  @throws std::invalid_argument naming the range. */
+double check_quantity(double value, Unit unit);
 
 /** Human name of the unit family, used in error messages ("a bandwidth like \"10Gbps\""). */
 std::string unit_example(Unit unit);

@@ -11,7 +11,9 @@ namespace {
 constexpr double kFloatBytes = 4.0;
 
 double gemm_bytes(const GemmShape& g) {
-  return kFloatBytes * double(g.m * g.k + g.k * g.n + g.m * g.n);
+  // In double: each operand fits int64 (limits.hpp), but their sum of products need not.
+  const double m = double(g.m), n = double(g.n), k = double(g.k);
+  return kFloatBytes * (m * k + k * n + m * n);
 }
 
 // SGD with momentum and weight decay per parameter: v = mu*v + lr*(g + wd*w); w -= v.

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "model/error.hpp"
+#include "model/limits.hpp"
 #include "model/strategies/builders.hpp"
 #include "model/units.hpp"
 
@@ -67,6 +68,9 @@ nlohmann::json OptionSpec::parse(const std::string& text, const std::string& fil
         return fail("expected a whole number");
       }
       if (used != text.size()) return fail("expected a whole number");
+      // Integer options are layer counts and sizes read into int: bounded even without a max.
+      if (max <= min && value > limits::kMaxIndex)
+        return fail(fmt::format("must be at most {} ({})", limits::kMaxIndex, unit));
       in_range(double(value));
       return value;
     }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "model/error.hpp"
+#include "model/limits.hpp"
 #include "model/strategies/registry.hpp"
 
 namespace cnnpar {
@@ -24,15 +25,18 @@ void validate_strategy_options(const Network& network, const StrategyOptions& op
     throw InputError(origin, path, value, reason);
   };
   const StrategySpec& spec = strategy_spec(options.name, origin);
-  if (options.ranks < 1) fail("/nodes", std::to_string(options.ranks), "the number of ranks must be at least 1");
-  if (options.global_batch < 1) fail("/batch", std::to_string(options.global_batch), "the batch must be at least 1");
+  if (options.ranks < 1 || options.ranks > limits::kMaxRanks)
+    fail("/nodes", std::to_string(options.ranks), fmt::format("the number of ranks must be in [1, {}]", limits::kMaxRanks));
+  if (options.global_batch < 1 || options.global_batch > limits::kMaxBatch)
+    fail("/batch", std::to_string(options.global_batch), fmt::format("the batch must be in [1, {}]", limits::kMaxBatch));
   if (options.global_batch < options.ranks)
     fail("/batch", fmt::format("{} over {} ranks", options.global_batch, options.ranks),
          "every rank needs at least one image: the batch must be at least the number of ranks");
   if (options.global_batch % options.ranks != 0 && !options.uneven_batch)
     fail("/batch", fmt::format("{} over {} ranks", options.global_batch, options.ranks),
          "the global batch must be divisible by the number of ranks (or allow an uneven split: --uneven-batch)");
-  if (options.iterations < 1) fail("/iterations", std::to_string(options.iterations), "at least one iteration is needed");
+  if (options.iterations < 1 || options.iterations > limits::kMaxIterations)
+    fail("/iterations", std::to_string(options.iterations), fmt::format("iterations must be in [1, {}]", limits::kMaxIterations));
   if (options.warmup_iterations < 0 || options.warmup_iterations >= options.iterations)
     fail("/warmup", std::to_string(options.warmup_iterations),
          fmt::format("warm-up iterations must be in [0, iterations) = [0, {})", options.iterations));

@@ -275,3 +275,22 @@ TEST_CASE("kind and mode names match the JSON spelling", "[network]") {
   CHECK(std::string(to_string(PoolMode::max)) == "max");
   CHECK(std::string(to_string(PoolMode::avg)) == "avg");
 }
+
+TEST_CASE("sizes whose products overflow are refused before any arithmetic (issue 8, item 3)", "[network]") {
+  // 2^23 * 2^23 * 2^23 = 2^69 elements overflows int64: refused at /input, not wrapped.
+  auto error = parse_error(R"({"name": "big", "input": {"channels": 8388608, "height": 8388608, "width": 8388608},
+                               "layers": [{"name": "fc", "type": "fc", "outputs": 10}]})");
+  REQUIRE(error);
+  CHECK(error->json_path() == "/input");
+  // A conv of 2^24 maps over 2^24 input maps with a 2^12-wide kernel: 2^24 * 2^24 * 2^12 = 2^60
+  // weights > limits::kMaxTensorElements = 2^36 (the output, 2^24 x 1 x 1, is within bounds).
+  error = parse_error(R"({"name": "wide", "input": {"channels": 16777216, "height": 4096, "width": 1},
+                          "layers": [{"name": "c", "type": "conv", "maps": 16777216, "kernel": [4096, 1]}]})");
+  REQUIRE(error);
+  CHECK(error->json_path() == "/layers/0/type");
+  CHECK(error->reason() == "the layer has more than 68719476736 weights");
+  // A pad of 9e15 (2 * pad overflowed in window_output) is refused at the field.
+  error = parse_error(with_layer(0, R"({"name": "conv1", "type": "conv", "maps": 8, "kernel": 3, "pad": 9000000000000000})"));
+  REQUIRE(error);
+  CHECK(error->json_path() == "/layers/0/pad");
+}

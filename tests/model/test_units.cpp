@@ -40,3 +40,16 @@ TEST_CASE("quantities that do not parse are rejected with the reason") {
   CHECK_THROWS_AS(parse_quantity("1.5Gbps", Unit::time_s), std::invalid_argument);  // wrong family
   CHECK_THROWS_WITH(parse_quantity("3furlongs", Unit::time_s), Catch::Contains("unknown unit \"furlongs\""));
 }
+
+TEST_CASE("a quantity is checked after its unit is applied (issue 8, item 4)") {
+  // 1e308 * 1e18 B/s overflows to +inf: refused, not turned into NaN rows.
+  CHECK_THROWS_WITH(parse_quantity("1e308EBps", Unit::bandwidth_Bps), Catch::Contains("outside the plausible range"));
+  // 1e-300 flop/s is finite but makes every time overflow (SimGrid aborted on it).
+  CHECK_THROWS_WITH(parse_quantity("1e-300f", Unit::flop_rate), Catch::Contains("1kf to 1e21"));
+  CHECK_THROWS_AS(parse_quantity("1e-300", Unit::time_s, true), std::invalid_argument);  // bare numbers too
+  // The ends of each range are accepted: 1 EB/s = 1e18 B/s, 1 kflop/s = 1e3 flop/s, zero latency.
+  CHECK(parse_quantity("1EBps", Unit::bandwidth_Bps) == Approx(1e18).epsilon(kRelative));
+  CHECK(parse_quantity("1kf", Unit::flop_rate) == Approx(1e3).epsilon(kRelative));
+  CHECK(parse_quantity("0us", Unit::time_s) == 0.0);
+  CHECK(cnnpar::check_quantity(-5e9, Unit::bandwidth_Bps) == -5e9);  // the sign is the caller's to judge
+}

@@ -1,0 +1,132 @@
+#include "model/output_files.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "model/error.hpp"
+
+namespace cnnpar {
+namespace fs = std::filesystem;
+namespace {
+
+fs::path sibling(const fs::path& target, const char* suffix) {
+  const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  return folder / fmt::format(".{}.{}.{}", target.filename().string(), ::getpid(), suffix);
+}
+
+fs::path folder_of(const fs::path& target) {
+  return target.has_parent_path() ? target.parent_path() : fs::path(".");
+}
+
+// Creates and removes a file in `folder`: the only test that also covers read-only mounts,
+// ACLs and quotas. Returns the reason it failed, or "".
+std::string probe_folder(const fs::path& folder, const fs::path& target) {
+  std::error_code ec;
+  if (!fs::exists(folder, ec)) return "the output folder does not exist";
+  if (!fs::is_directory(folder, ec)) return fmt::format("{} is not a folder", folder.string());
+  const fs::path probe = sibling(target, "probe");
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return fmt::format("the output folder is not writable: {}", std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return "";
+}
+
+}  // namespace
+
+void write_file_atomic(const std::string& path, const void* data, std::size_t bytes) {
+  const fs::path temporary = sibling(path, "tmp");
+  std::FILE* file = std::fopen(temporary.c_str(), "wb");
+  if (!file) throw std::runtime_error(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+  const bool written = std::fwrite(data, 1, bytes, file) == bytes;
+  const int write_errno = errno;
+  const bool closed = std::fclose(file) == 0;
+  const int close_errno = errno;
+  if (!written || !closed) {
+    std::remove(temporary.c_str());
+    throw std::runtime_error(fmt::format("cannot write {}: {}", path, std::strerror(written ? close_errno : write_errno)));
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    const int rename_errno = errno;
+    std::remove(temporary.c_str());
+    throw std::runtime_error(fmt::format("cannot write {}: {}", path, std::strerror(rename_errno)));
+  }
+}
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  write_file_atomic(path, content.data(), content.size());
+}
+
+void check_output_path(const std::string& path, const std::string& option, const std::string& origin) {
+  if (path.empty()) return;
+  const fs::path target(path);
+  std::error_code ec;
+  if (fs::is_directory(target, ec)) throw InputError(origin, option, path, "the output path is a folder");
+  if (const std::string reason = probe_folder(folder_of(target), target); !reason.empty())
+    throw InputError(origin, option, path, reason);
+}
+
+void check_output_folder(const std::string& dir, const std::string& option, const std::string& origin) {
+  const fs::path target = fs::path(dir).lexically_normal();
+  std::error_code ec;
+  if (fs::exists(target, ec) && !fs::is_directory(target, ec))
+    throw InputError(origin, option, dir, "exists and is not a folder");
+  const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  if (const std::string reason = probe_folder(parent, target); !reason.empty())
+    throw InputError(origin, option, dir, reason);
+}
+
+OutputTransaction::~OutputTransaction() {
+  std::error_code ignored;
+  for (const Staged& staged : staged_) fs::remove_all(staged.temporary, ignored);
+}
+
+void OutputTransaction::file(const std::string& path, const std::string& content) {
+  const fs::path temporary = sibling(path, "staged");
+  staged_.push_back({temporary.string(), path, false});
+  write_file_atomic(temporary.string(), content);
+}
+
+std::string OutputTransaction::folder(const std::string& dir) {
+  const fs::path target = fs::path(dir).lexically_normal();
+  const fs::path temporary = sibling(target, "staged");
+  std::error_code ec;
+  fs::remove_all(temporary, ec);
+  staged_.push_back({temporary.string(), target.string(), true});
+  fs::create_directories(temporary, ec);
+  if (ec) throw std::runtime_error(fmt::format("cannot write {}: {}", dir, ec.message()));
+  return temporary.string();
+}
+
+void OutputTransaction::commit() {
+  for (Staged& staged : staged_) {
+    std::error_code ec;
+    if (!staged.is_folder) {
+      fs::rename(staged.temporary, staged.target, ec);
+    } else {
+      // A folder cannot be renamed over a non-empty one: move the old one aside first, and
+      // back if the new one cannot take its place.
+      const fs::path old = sibling(staged.target, "old");
+      const bool had_old = fs::exists(staged.target);
+      if (had_old) fs::rename(staged.target, old, ec);
+      if (!ec) fs::rename(staged.temporary, staged.target, ec);
+      std::error_code ignored;
+      if (ec && had_old) fs::rename(old, staged.target, ignored);
+      if (!ec && had_old) fs::remove_all(old, ignored);
+    }
+    if (ec) throw std::runtime_error(fmt::format("cannot write {}: {}", staged.target, ec.message()));
+    staged.temporary.clear();  // in place: nothing left to remove
+  }
+  staged_.clear();
+}
+
+}  // namespace cnnpar
