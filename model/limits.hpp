@@ -26,6 +26,12 @@ inline constexpr std::int64_t kMaxRanks = 16'384;
 inline constexpr std::int64_t kMaxPlatformNodes = std::int64_t(1) << 20;
 /** Training iterations in one run, schedule or trace. */
 inline constexpr std::int64_t kMaxIterations = 10'000'000;
+/** Ops a Schedule (and its Trace) may hold over all ranks and iterations. A rank runs about
+ *  kOpsPerLayerIteration ops per layer and iteration (VGG-A with lee: 100 records for 29
+ *  layers), and each costs about 100 bytes in the Schedule and the Trace together, so the
+ *  bound keeps a prediction near 3 GiB (16,384 ranks x 1,000 iterations asked for 22 GB). */
+inline constexpr double kMaxScheduleOps = double(std::int64_t(1) << 25);
+inline constexpr double kOpsPerLayerIteration = 4;
 /** Any other count or index read into an `int` (op and collective ids, cores, k, f). */
 inline constexpr std::int64_t kMaxIndex = (std::int64_t(1) << 31) - 1;
 

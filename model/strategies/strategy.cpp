@@ -41,6 +41,13 @@ void validate_strategy_options(const Network& network, const StrategyOptions& op
     fail("/warmup", std::to_string(options.warmup_iterations),
          fmt::format("warm-up iterations must be in [0, iterations) = [0, {})", options.iterations));
   if (network.layers.empty()) fail("/network", network.name, "the network has no layers");
+  const double estimated_ops = double(options.ranks) * double(options.iterations) * double(network.layers.size()) *
+                               limits::kOpsPerLayerIteration;
+  if (estimated_ops > limits::kMaxScheduleOps)
+    fail("/iterations", fmt::format("{} iterations on {} ranks", options.iterations, options.ranks),
+         fmt::format("{} ranks x {} iterations x {} layers is about {:.3g} ops, more than the {:.3g} a schedule may "
+                     "hold; use fewer iterations (a few give the steady state)",
+                     options.ranks, options.iterations, network.layers.size(), estimated_ops, limits::kMaxScheduleOps));
   if (!options.values.is_object()) fail("/", options.values.dump(), "strategy options must be a JSON object");
   for (const auto& [key, value] : options.values.items()) {
     const OptionSpec* option = spec.option(key);
