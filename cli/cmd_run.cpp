@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -58,7 +59,8 @@ struct RunOptions {
 };
 
 Trace read_trace(const std::string& path) {
-  if (!std::filesystem::exists(path)) throw InputError(path, "/", path, "cnnpar-run wrote no trace");
+  // Not bad input: cnnpar-run succeeded without its output (status 1).
+  if (!std::filesystem::exists(path)) throw std::runtime_error("cnnpar-run exited 0 but wrote no trace " + path);
   return trace_from_json(read_json_file(path), path);
 }
 

@@ -8,6 +8,8 @@ set(cnnpar_mpi_env "OPENBLAS_NUM_THREADS=1;CNNPAR_SCENARIOS=${PROJECT_SOURCE_DIR
 
 cnnpar_add_test(test_real_interpreter_units SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_interpreter_units.cpp
                 LIBS cnnpar_real_mpi LABELS real)
+cnnpar_add_test(test_real_child_process SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_child_process.cpp
+                LIBS cnnpar_model LABELS real)
 
 # Catch2 with its own main (MPI_Init before the session), run under mpiexec.
 add_executable(test_real_interpreter_mpi ${CMAKE_CURRENT_SOURCE_DIR}/test_interpreter_mpi.cpp)
@@ -340,12 +342,16 @@ if(TARGET cnnpar)
 
   # SIGTERM (and Ctrl-C's SIGINT) to `cnnpar run` alone: mpiexec gets it, hydra hands it to the
   # ranks; cnnpar exits 128 + signal with no process of the job and no temporary file left
-  # (TMPDIR is a fresh folder the script checks).
+  # (TMPDIR is a fresh folder the script checks). The SIGTERM run trains and checkpoints every
+  # iteration, so a rank is often writing when the signal comes: no *.tmp.* may stay behind.
+  set(sig_args_TERM --compute real --checkpoint ${run_out}/sigTERM/out/ckpt --checkpoint-every 1
+      --weights-out ${run_out}/sigTERM/out/weights.bin)
+  set(sig_args_INT --compute sleep)
   foreach(signal TERM INT)
     add_test(NAME real_fault_sig${signal}_cli_run
              COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/sigterm_run.sh ${run_out}/sig${signal} ${signal} --
                      $<TARGET_FILE:cnnpar> run --network ${tiny} --ranks 2 --batch 16 --iterations 3000
-                     --compute sleep --no-predict)
+                     --no-predict ${sig_args_${signal}})
     set_tests_properties(real_fault_sig${signal}_cli_run PROPERTIES LABELS "real;mpi" TIMEOUT 60
                          ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>"
                          PASS_REGULAR_EXPRESSION "no process and no temporary file left")

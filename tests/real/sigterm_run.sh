@@ -3,11 +3,12 @@
 # Starts `cnnpar run` with TMPDIR=DIR/tmp (emptied first), waits until its cnnpar-run ranks
 # run, sends SIGNAL (TERM or INT) to cnnpar alone, and passes when cnnpar exits with
 # 128 + SIGNAL within 10 s, no process of the job (mpiexec, hydra_pmi_proxy, cnnpar-run)
-# is left, and DIR/tmp is empty (no run-spec, trace or other temporary file).
+# is left, DIR/tmp is empty (no run-spec, trace or other temporary file), and DIR/out (for
+# outputs the command names there) holds no half-written file (*.tmp.*).
 dir=$1; sig=$2; shift 2
 [ "$1" = "--" ] && shift
 fail() { echo "sigterm_run: FAIL: $*"; exit 1; }
-rm -rf "$dir" && mkdir -p "$dir/tmp" || exit 1
+rm -rf "$dir" && mkdir -p "$dir/tmp" "$dir/out" || exit 1
 TMPDIR=$dir/tmp; export TMPDIR
 "$@" >"$dir/run.log" 2>&1 &
 cnnpar=$!
@@ -39,4 +40,7 @@ left=""
 for p in $job; do kill -0 "$p" 2>/dev/null && left="$left $p"; done
 [ -n "$left" ] && { ps -o pid,args -p $left; kill -KILL $left; fail "processes left:$left"; }
 if [ -n "$(ls -A "$dir/tmp")" ]; then ls -la "$dir/tmp"; fail "temporary files left in TMPDIR"; fi
+half=$(find "$dir/out" -name '*.tmp.*')
+[ -n "$half" ] && fail "half-written outputs left: $half"
+echo "sigterm_run: outputs: $(cd "$dir/out" && find . -type f | tr '\n' ' ')"
 echo "sigterm_run: no process and no temporary file left"

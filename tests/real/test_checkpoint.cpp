@@ -164,6 +164,19 @@ TEST_CASE("checkpoint: corruption, truncation and another network are input erro
   }
   std::filesystem::remove(folder);
 
+  // A version 1 checkpoint does not say which run wrote it: refused, not guessed.
+  {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f << "CNNPCKP1" << std::string(64, '\0');
+  }
+  try {
+    read_checkpoint(path, net);
+    FAIL("version 1 checkpoint accepted");
+  } catch (const InputError& e) {
+    CHECK(e.json_path() == "/magic");
+    CHECK(std::string(e.what()).find("version 1") != std::string::npos);
+  }
+
   // A crafted weight count (2^62 floats) with a valid checksum: refused before allocating.
   write_checkpoint(path, net, sample_run(), ex.runtime(0).state());
   {
