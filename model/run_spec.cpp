@@ -1,7 +1,9 @@
 #include "model/run_spec.hpp"
 
+#include <cerrno>
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -46,6 +48,15 @@ void check_run_number(RunNumber which, double value, const std::string& file, co
       break;
   }
   if (reason != nullptr) throw InputError(file, path, fmt::format("{}", value), reason);
+}
+
+std::uint64_t parse_seed(const std::string& text, const std::string& file, const std::string& path) {
+  const bool digits = !text.empty() && text.size() <= 20 &&
+                      text.find_first_not_of("0123456789") == std::string::npos;
+  errno = 0;
+  const unsigned long long value = digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
+  if (!digits || errno == ERANGE) throw InputError(file, path, text, "must be an integer in [0, 2^64 - 1]");
+  return std::uint64_t(value);
 }
 
 nlohmann::json to_json(const RunSpec& spec) {

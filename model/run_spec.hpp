@@ -47,6 +47,10 @@ enum class RunNumber {
 /** @throws InputError(file, path, value, reason) when `value` is outside the range of `which`. */
 void check_run_number(RunNumber which, double value, const std::string& file, const std::string& path);
 
+/** A seed given as text: decimal digits only, at most 2^64 - 1 (a "-1" would otherwise wrap
+ *  to 2^64 - 1 unnoticed). @throws InputError(file, path, text, reason). */
+std::uint64_t parse_seed(const std::string& text, const std::string& file, const std::string& path);
+
 nlohmann::json to_json(const RunSpec& spec);
 /** @throws InputError (file, JSON path, value) for a missing or malformed field, an unknown
  *  strategy or an option its schema does not have. */

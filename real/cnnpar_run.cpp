@@ -59,6 +59,7 @@ struct Options {
   int iterations = 3;
   int warmup = 1;
   std::uint64_t seed = 1;
+  std::string seed_text = "1";  // parsed by parse_seed (CLI11 would wrap "-1")
   float lr = 0.01f;
   float momentum = 0.9f;
   float weight_decay = 5e-4f;
@@ -96,7 +97,7 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option("--iterations", o.iterations, "iterations to run, warm-up included")->capture_default_str();
   app.add_option("--warmup", o.warmup, "leading iterations excluded from metrics")->capture_default_str();
-  app.add_option("--seed", o.seed, "seed of weights and synthetic data")->capture_default_str();
+  app.add_option("--seed", o.seed_text, "seed of weights and synthetic data")->capture_default_str();
   app.add_option("--lr", o.lr, "SGD learning rate")->capture_default_str();
   app.add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
   app.add_option("--weight-decay", o.weight_decay, "SGD weight decay (weights only)")->capture_default_str();
@@ -171,8 +172,9 @@ void apply_run_spec(const CLI::App& app, Options& o) {
 /** The numbers with a range (model/run_spec.hpp), checked before any MPI call uses them
  *  (a --timeout-s of 0 would otherwise end the first collective as a "stall").
  *  @throws InputError("command line", "/flag", value, reason). */
-void check_numbers(const CLI::App& app, const Options& o) {
+void check_numbers(const CLI::App& app, Options& o) {
   const std::string file = "command line";
+  if (app.count("--seed") > 0) o.seed = parse_seed(o.seed_text, file, "/seed");
   check_run_number(RunNumber::learning_rate, o.lr, file, "/lr");
   check_run_number(RunNumber::momentum, o.momentum, file, "/momentum");
   check_run_number(RunNumber::weight_decay, o.weight_decay, file, "/weight-decay");
@@ -694,6 +696,9 @@ int run_training(const Options& o, int rank, int size) {
     // Metrics (iteration time, overlap) are analysis/'s job: `cnnpar run` or `cnnpar trace`.
     std::printf("cnnpar-run: wall %.3f s for the whole schedule%s%s\n", wall_s, o.trace.empty() ? "" : ", trace ",
                 o.trace.c_str());
+    if (s.runtime && o.resume)
+      std::printf("cnnpar-run: resumed from %s at iteration %lld, ran to iteration %lld\n", checkpoint_path.c_str(),
+                  (long long)(s.runtime->iteration() - s.schedule.iterations), (long long)s.runtime->iteration());
     if (s.runtime && !global_loss.empty())
       std::printf("cnnpar-run: loss %.4f -> %.4f, weights %s across ranks\n", global_loss.front(), global_loss.back(),
                   identical ? "identical" : "DIFFERENT");

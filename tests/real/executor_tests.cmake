@@ -340,6 +340,28 @@ if(TARGET cnnpar)
                          ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>")
   endforeach()
 
+  # `cnnpar run` hands --checkpoint, --checkpoint-every and --resume over in the run-spec: 4
+  # iterations with checkpoints, then a resume up to 6.
+  add_test(NAME real_cli_run_checkpoint
+           COMMAND $<TARGET_FILE:cnnpar> run --network ${tiny} --ranks 2 --batch 16 --iterations 4 --no-predict
+                   --checkpoint ${run_out}/cli_ckpt --checkpoint-every 2)
+  set_tests_properties(real_cli_run_checkpoint PROPERTIES LABELS "real;mpi" TIMEOUT 120 FIXTURES_SETUP real_cli_ckpt
+                       ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>")
+  add_test(NAME real_cli_run_resume
+           COMMAND $<TARGET_FILE:cnnpar> run --network ${tiny} --ranks 2 --batch 16 --iterations 6
+                   --checkpoint ${run_out}/cli_ckpt --resume)
+  set_tests_properties(real_cli_run_resume PROPERTIES LABELS "real;mpi" TIMEOUT 120 FIXTURES_REQUIRED real_cli_ckpt
+                       ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>"
+                       PASS_REGULAR_EXPRESSION "resumed from [^\n]*cli_ckpt/checkpoint.bin at iteration 4, ran to iteration 6")
+  add_test(NAME real_fail_cli_seed_negative
+           COMMAND ${expect_fail} 30 2 "command line: /seed: must be an integer in .*\\(value: -1\\)" 1 --
+                   $<TARGET_FILE:cnnpar> run --network ${tiny} --ranks 2 --batch 16 --seed -1)
+  add_test(NAME real_fail_seed_negative
+           COMMAND ${expect_fail} 30 2 "command line: /seed: must be an integer in .*\\(value: -1\\)" 1 --
+                   ${cnnpar_mpiexec} -n 2 ${run} --network ${tiny} --batch 16 --seed -1)
+  set_tests_properties(real_fail_cli_seed_negative real_fail_seed_negative PROPERTIES LABELS "real;mpi" TIMEOUT 60
+                       ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>")
+
   # SIGTERM (and Ctrl-C's SIGINT) to `cnnpar run` alone: mpiexec gets it, hydra hands it to the
   # ranks; cnnpar exits 128 + signal with no process of the job and no temporary file left
   # (TMPDIR is a fresh folder the script checks). The SIGTERM run trains and checkpoints every
