@@ -247,11 +247,18 @@ file(WRITE ${run_out}/no_fc.json
      "{\"name\": \"no-fc\", \"input\": {\"channels\": 3, \"height\": 8, \"width\": 8},\n"
      " \"layers\": [{\"name\": \"conv1\", \"type\": \"conv\", \"maps\": 10, \"kernel\": 8},\n"
      "            {\"name\": \"loss\", \"type\": \"softmax\"}]}\n")
+# 3·10^12 parameters (36 TB of weights, gradients and momentum): refused before allocating.
+file(WRITE ${run_out}/huge_fc.json
+     "{\"name\": \"huge-fc\", \"input\": {\"channels\": 3, \"height\": 100, \"width\": 100},\n"
+     " \"layers\": [{\"name\": \"fc1\", \"type\": \"fc\", \"outputs\": 100000000},\n"
+     "            {\"name\": \"fc2\", \"type\": \"fc\", \"outputs\": 10}, {\"name\": \"loss\", \"type\": \"softmax\"}]}\n")
 file(MAKE_DIRECTORY ${run_out}/ckpt_bin_is_dir/checkpoint.bin)
 file(WRITE ${run_out}/ckpt_is_file "not a directory\n")
-set(bad_input_cases no_fc ckpt_is_file ckpt_bin_is_dir resume_missing resume_dir every_lee)
+set(bad_input_cases no_fc huge_fc ckpt_is_file ckpt_bin_is_dir resume_missing resume_dir every_lee)
 set(bad_input_no_fc --network ${run_out}/no_fc.json --batch 16
     "no_fc.json: /layers/1: .*needs logits from an fc layer.*\\(value: loss\\)")
+set(bad_input_huge_fc --network ${run_out}/huge_fc.json --batch 2
+    "huge-fc.*: /layers: weights, gradients and momentum need .* GB, more than this machine's .*\\(value: 3001100000010 parameters\\)")
 set(bad_input_ckpt_is_file --network ${tiny} --batch 16 --checkpoint ${run_out}/ckpt_is_file
     "command line: /checkpoint: exists and is not a directory \\(value: .*ckpt_is_file\\)")
 set(bad_input_ckpt_bin_is_dir --network ${tiny} --batch 16 --checkpoint ${run_out}/ckpt_bin_is_dir
