@@ -385,6 +385,15 @@ if(TARGET cnnpar)
                          ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>"
                          PASS_REGULAR_EXPRESSION "no process and no temporary file left")
   endforeach()
+  # SIGKILL to `cnnpar run` (no forwarding possible): the kernel sends mpiexec SIGTERM
+  # (PR_SET_PDEATHSIG), so no orphaned mpiexec or rank keeps running.
+  add_test(NAME real_fault_sigKILL_cli_run
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/sigterm_run.sh ${run_out}/sigKILL KILL --
+                   $<TARGET_FILE:cnnpar> run --network ${tiny} --ranks 2 --batch 16 --iterations 3000
+                   --no-predict --compute sleep)
+  set_tests_properties(real_fault_sigKILL_cli_run PROPERTIES LABELS "real;mpi" TIMEOUT 60
+                       ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>"
+                       PASS_REGULAR_EXPRESSION "sigterm_run: no process left")
   # cnnpar-run --help lists the registered strategy options with their defaults too.
   add_test(NAME real_help_lists_strategy_options COMMAND ${run} --help)
   set_tests_properties(real_help_lists_strategy_options PROPERTIES LABELS "real"
