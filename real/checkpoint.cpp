@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <memory>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "model/error.hpp"
@@ -68,6 +70,13 @@ std::vector<unsigned char> read_whole_file(const std::string& path) {
     throw InputError(path, "/", path, "cannot open checkpoint: " + (ec ? ec.message() : std::string("no such file")));
   if (fs::is_directory(status)) throw InputError(path, "/", path, "cannot open checkpoint: it is a directory");
   if (!fs::is_regular_file(status)) throw InputError(path, "/", path, "cannot open checkpoint: not a regular file");
+  // Read whole, so bounded first: a file larger than this machine's memory is no checkpoint of a
+  // model it could train.
+  const std::uintmax_t size = fs::file_size(path, ec);
+  const double memory_bytes = double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGESIZE));
+  if (!ec && memory_bytes > 0 && double(size) > memory_bytes)
+    throw InputError(path, "/", fmt::format("{} bytes", size),
+                     fmt::format("checkpoint larger than this machine's memory ({:.3g} GB)", memory_bytes / 1e9));
   const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!file) throw InputError(path, "/", path, std::string("cannot open checkpoint: ") + std::strerror(errno));
   std::vector<unsigned char> bytes;

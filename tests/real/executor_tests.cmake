@@ -270,6 +270,13 @@ set(bad_input_resume_dir --network ${tiny} --batch 16 --checkpoint ${run_out}/ck
 # Lee's replicated fc layers carry gathered data into the next iteration: no periodic checkpoint.
 set(bad_input_every_lee --network ${tiny} --batch 16 --strategy lee --k 3 --f 2 --checkpoint ${run_out}/lee_every
     --checkpoint-every 2 "command line: /checkpoint-every: strategy lee carries work .*\\(value: 2\\)")
+# A checkpoint.bin larger than the machine's memory (a sparse 8 TB file): refused unread.
+add_test(NAME real_fail_input_resume_huge
+         COMMAND sh -c "mkdir -p $0/huge_ckpt && truncate -s 8T $0/huge_ckpt/checkpoint.bin && exec \"$@\""
+                 ${run_out} ${expect_fail} 30 2
+                 "command line: /checkpoint: checkpoint larger than this machine's memory .*huge_ckpt/checkpoint.bin" 1 --
+                 ${cnnpar_mpiexec} -n 2 ${run} --network ${tiny} --batch 16 --checkpoint ${run_out}/huge_ckpt --resume)
+set_tests_properties(real_fail_input_resume_huge PROPERTIES LABELS "real;mpi" TIMEOUT 60 ENVIRONMENT "${cnnpar_mpi_env}")
 foreach(case ${bad_input_cases})
   set(args ${bad_input_${case}})
   list(POP_BACK args pattern)
