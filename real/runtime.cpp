@@ -216,6 +216,8 @@ struct Runtime::Impl {
   void complete_exchange(const Collective& c);
 };
 
+namespace {
+
 // Parameter counts come from the network file: multiply with overflow checks, and refuse
 // a model whose weights, gradients and momentum (3 FP32 arrays) exceed this machine's memory
 // before anything is allocated.
@@ -234,6 +236,8 @@ std::int64_t checked_sum(std::int64_t a, std::int64_t b, const Network& net, int
                      "parameter count overflows 64 bits");
   return sum;
 }
+
+}  // namespace
 
 void Runtime::Impl::init(const Schedule& schedule) {
   CNNPAR_ASSERT(rank >= 0 && rank < schedule.ranks(), "rank outside the schedule");
