@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,7 @@ struct RunOptions {
   std::int64_t batch = 64;
   int iterations = 3;
   int warmup = 1;
-  std::uint64_t seed = 1;
+  std::string seed = "1";  // parse_seed: CLI11 would wrap "-1"
   std::string lr, momentum, weight_decay;  // "" = cnnpar-run's defaults
   std::string dataset = "synthetic";
   std::string compute = "real";
@@ -45,8 +46,12 @@ struct RunOptions {
   std::string collectives = "mpi";
   std::string poll_interval_us;
   double timeout_s = 60;
+  int concurrency = 0;  // 0 = the platform's
   std::string trace_out;
   std::string weights_out;
+  std::string checkpoint;
+  int checkpoint_every = 0;
+  bool resume = false;
   std::string compare_json;
   std::string mpiexec = "mpiexec";
   std::vector<std::string> mpiexec_args;
@@ -54,21 +59,26 @@ struct RunOptions {
 };
 
 Trace read_trace(const std::string& path) {
-  if (!std::filesystem::exists(path)) throw InputError(path, "/", path, "cnnpar-run wrote no trace");
+  // Not bad input: cnnpar-run succeeded without its output (status 1).
+  if (!std::filesystem::exists(path)) throw std::runtime_error("cnnpar-run exited 0 but wrote no trace " + path);
   return trace_from_json(read_json_file(path), path);
 }
 
-// A number given on the command line, or nothing when the flag was not given.
-std::optional<double> optional_number(const std::string& text, const char* path) {
+// A number given on the command line, or nothing when the flag was not given; its range is
+// checked as cnnpar-run and the run-spec check it (model/run_spec.hpp).
+std::optional<double> optional_number(const std::string& text, const char* path, RunNumber which) {
   if (text.empty()) return std::nullopt;
   std::size_t used = 0;
   double value = 0;
   try {
     value = std::stod(text, &used);
+  } catch (const std::out_of_range&) {
+    throw InputError("command line", path, text, "out of the range of a double");
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != text.size() || !std::isfinite(value)) throw InputError("command line", path, text, "expected a number");
+  if (used != text.size()) throw InputError("command line", path, text, "expected a number");
+  check_run_number(which, value, "command line", path);
   return value;
 }
 
@@ -79,6 +89,9 @@ void print_metrics(const char* title, const TraceMetrics& m) {
 
 int run(const RunOptions& o) {
   // Validate the configuration here first, so bad input is reported before mpiexec starts.
+  check_run_number(RunNumber::timeout_s, o.timeout_s, "command line", "/timeout-s");
+  check_run_number(RunNumber::concurrency, o.concurrency, "command line", "/concurrency");
+  check_run_number(RunNumber::checkpoint_every, o.checkpoint_every, "command line", "/checkpoint-every");
   const Network network = load_network(o.network);
   const Platform platform = load_platform(o.platform);
   RunSpec spec;
@@ -98,18 +111,22 @@ int run(const RunOptions& o) {
 
   mpi_launch::TemporaryPath temporary("cnnpar-run-trace");
   mpi_launch::TemporaryPath spec_file("cnnpar-run-spec");
-  spec.seed = o.seed;
-  spec.learning_rate = optional_number(o.lr, "/lr");
-  spec.momentum = optional_number(o.momentum, "/momentum");
-  spec.weight_decay = optional_number(o.weight_decay, "/weight-decay");
+  spec.seed = parse_seed(o.seed, "command line", "/seed");
+  spec.learning_rate = optional_number(o.lr, "/lr", RunNumber::learning_rate);
+  spec.momentum = optional_number(o.momentum, "/momentum", RunNumber::momentum);
+  spec.weight_decay = optional_number(o.weight_decay, "/weight-decay", RunNumber::weight_decay);
   spec.dataset = o.dataset;
   spec.compute = o.compute;
   spec.progress = o.progress;
   spec.collectives = o.collectives;
-  spec.poll_interval_us = optional_number(o.poll_interval_us, "/poll-interval-us");
+  spec.poll_interval_us = optional_number(o.poll_interval_us, "/poll-interval-us", RunNumber::poll_interval_us);
   spec.timeout_s = o.timeout_s;
+  spec.collective_concurrency = o.concurrency;
   spec.trace = o.trace_out.empty() ? temporary.path() : o.trace_out;
   spec.weights_out = o.weights_out;
+  spec.checkpoint = o.checkpoint;
+  spec.checkpoint_every = o.checkpoint_every;
+  spec.resume = o.resume;
   const std::string trace_path = spec.trace;
   write_file_atomic(spec_file.path(), to_json(spec).dump(2) + "\n");
   const std::vector<std::string> args = {"--spec", spec_file.path()};
@@ -128,7 +145,10 @@ int run(const RunOptions& o) {
 
   const Trace measured = read_trace(trace_path);
   const TraceMetrics measured_metrics = compute_metrics(measured);
-  if (o.no_predict) {
+  if (o.no_predict || o.resume) {
+    // A resumed run measures only the iterations after the checkpoint; the prediction is of the
+    // whole run, so an op-by-op comparison would pair different iterations.
+    if (o.resume && !o.no_predict) std::printf("cnnpar run: resumed run: measured only, no prediction\n");
     print_metrics("measured", measured_metrics);
     return 0;
   }
@@ -176,8 +196,13 @@ Runner add_run_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--poll-interval-us", o.poll_interval_us, "least time between polls inside an op (us)");
   sub->add_option("--timeout-s", o.timeout_s, "abort a stalled job after this many seconds")->capture_default_str();
+  sub->add_option("--concurrency", o.concurrency, "collectives run at once (0 = the platform's)")->capture_default_str();
   sub->add_option("--trace", o.trace_out, "keep the measured trace JSON here");
   sub->add_option("--weights-out", o.weights_out, "final weights (FP32) here");
+  sub->add_option("--checkpoint", o.checkpoint, "directory for checkpoint.bin (written at the end)");
+  sub->add_option("--checkpoint-every", o.checkpoint_every, "also checkpoint every N iterations (0 = only at the end)")
+      ->capture_default_str();
+  sub->add_flag("--resume", o.resume, "continue from <checkpoint>/checkpoint.bin up to --iterations in total");
   sub->add_option("--compare-json", o.compare_json, "write the comparison as JSON here");
   sub->add_option("--mpiexec", o.mpiexec, "MPI launcher")->capture_default_str();
   sub->add_option("--mpiexec-arg", o.mpiexec_args, "extra launcher argument (repeatable)");

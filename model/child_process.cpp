@@ -1,6 +1,9 @@
 #include "model/child_process.hpp"
 
 #include <fcntl.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,6 +51,7 @@ int run_child(const std::vector<std::string>& argv, const ChildOptions& options)
     ::sigaction(SIGTERM, &old_term, nullptr);
   };
 
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     restore();
@@ -56,6 +60,13 @@ int run_child(const std::vector<std::string>& argv, const ChildOptions& options)
   if (pid == 0) {
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
+#ifdef __linux__
+    // If cnnpar dies without forwarding (SIGKILL, crash), the child still gets SIGTERM: mpiexec
+    // then ends its ranks instead of running on as orphans. run_child blocks the calling
+    // thread until the child ends, so that thread (whose exit would also fire this) outlives it.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) std::_Exit(128 + SIGTERM);  // cnnpar died before prctl
+#endif
     if (!options.working_directory.empty() && ::chdir(options.working_directory.c_str()) != 0) std::_Exit(127);
     if (options.quiet) {
       const int null = ::open("/dev/null", O_WRONLY);

@@ -1,10 +1,63 @@
 #include "model/run_spec.hpp"
 
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
 #include "model/error.hpp"
 #include "model/json_node.hpp"
 #include "model/strategies/registry.hpp"
 
 namespace cnnpar {
+
+void check_run_number(RunNumber which, double value, const std::string& file, const std::string& path) {
+  const bool finite = std::isfinite(value);
+  const bool integer = finite && std::floor(value) == value && std::abs(value) < 9.0e15;
+  const char* reason = nullptr;
+  switch (which) {
+    case RunNumber::learning_rate:
+      if (!(finite && value > 0)) reason = "must be a finite number > 0";
+      break;
+    case RunNumber::momentum:
+      if (!(finite && value >= 0 && value < 1)) reason = "must be a number in [0, 1)";
+      break;
+    case RunNumber::weight_decay:
+      if (!(finite && value >= 0)) reason = "must be a finite number >= 0";
+      break;
+    case RunNumber::timeout_s:
+      if (!(finite && value > 0)) reason = "must be a finite number of seconds > 0";
+      break;
+    case RunNumber::poll_interval_us:
+      if (!(finite && value >= 0)) reason = "must be a finite number of microseconds >= 0";
+      break;
+    case RunNumber::concurrency:
+      if (!(integer && value >= 0 && value <= INT_MAX)) reason = "must be an integer >= 0 (0 = the platform's)";
+      break;
+    case RunNumber::checkpoint_every:
+      if (!(integer && value >= 0 && value <= INT_MAX))
+        reason = "must be an integer number of iterations >= 0 (0 = only at the end)";
+      break;
+    case RunNumber::gemm_tile_columns:
+      if (!(integer && value >= 0)) reason = "must be an integer number of columns >= 0 (0 = no split)";
+      break;
+    case RunNumber::repeats:
+      if (!(integer && value >= 1 && value <= INT_MAX)) reason = "must be an integer >= 1";
+      break;
+  }
+  if (reason != nullptr) throw InputError(file, path, fmt::format("{}", value), reason);
+}
+
+std::uint64_t parse_seed(const std::string& text, const std::string& file, const std::string& path) {
+  const bool digits = !text.empty() && text.size() <= 20 &&
+                      text.find_first_not_of("0123456789") == std::string::npos;
+  errno = 0;
+  const unsigned long long value = digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
+  if (!digits || errno == ERANGE) throw InputError(file, path, text, "must be an integer in [0, 2^64 - 1]");
+  return std::uint64_t(value);
+}
 
 nlohmann::json to_json(const RunSpec& spec) {
   nlohmann::json options = nlohmann::json::object();
@@ -23,8 +76,12 @@ nlohmann::json to_json(const RunSpec& spec) {
                       {"progress", spec.progress},
                       {"collectives", spec.collectives},
                       {"timeout_s", spec.timeout_s},
+                      {"concurrency", spec.collective_concurrency},
                       {"trace", spec.trace},
-                      {"weights_out", spec.weights_out}};
+                      {"weights_out", spec.weights_out},
+                      {"checkpoint", spec.checkpoint},
+                      {"checkpoint_every", spec.checkpoint_every},
+                      {"resume", spec.resume}};
   if (spec.learning_rate) j["lr"] = *spec.learning_rate;
   if (spec.momentum) j["momentum"] = *spec.momentum;
   if (spec.weight_decay) j["weight_decay"] = *spec.weight_decay;
@@ -36,7 +93,8 @@ RunSpec run_spec_from_json(const nlohmann::json& document, const std::string& fi
   const JsonNode root(document, file);
   root.check_keys({"format", "network", "platform", "strategy", "options", "batch", "iterations", "warmup", "seed",
                    "lr", "momentum", "weight_decay", "dataset", "compute", "progress", "collectives", "poll_interval_us",
-                   "timeout_s", "trace", "weights_out"});
+                   "timeout_s", "concurrency", "trace", "weights_out", "checkpoint", "checkpoint_every",
+                   "resume"});
   if (root.string_or("format", "cnnpar-run-spec") != "cnnpar-run-spec")
     root.at("format").fail("expected \"cnnpar-run-spec\"");
   RunSpec spec;
@@ -60,20 +118,40 @@ RunSpec run_spec_from_json(const nlohmann::json& document, const std::string& fi
       s.values[key] = option->parse_value(value.raw(), file, value.path());
     }
   s.global_batch = root.at("batch").as_positive_int();
-  s.iterations = int(root.at("iterations").as_positive_int());
-  s.warmup_iterations = int(root.int_or("warmup", 1));
-  spec.seed = std::uint64_t(root.int_or("seed", 1));
-  if (root.has("lr")) spec.learning_rate = root.at("lr").as_number();
-  if (root.has("momentum")) spec.momentum = root.at("momentum").as_number();
-  if (root.has("weight_decay")) spec.weight_decay = root.at("weight_decay").as_number();
+  const auto bounded_int = [&](const char* key, std::int64_t fallback, std::int64_t least) {
+    if (!root.has(key)) return fallback;
+    const JsonNode node = root.at(key);
+    const std::int64_t value = node.as_int();
+    if (value < least || value > INT_MAX) node.fail(fmt::format("must be an integer in [{}, {}]", least, INT_MAX));
+    return value;
+  };
+  root.at("iterations");  // required: throws naming the path when absent
+  s.iterations = int(bounded_int("iterations", 0, 1));
+  s.warmup_iterations = int(bounded_int("warmup", 1, 0));
+  spec.seed = std::uint64_t(root.has("seed") ? root.at("seed").as_nonnegative_int() : 1);
+  // The numbers with a range: the same check as cnnpar-run's and `cnnpar run`'s flags.
+  const auto number = [&](const char* key, RunNumber which) {
+    const JsonNode node = root.at(key);
+    const double value = node.as_number();
+    check_run_number(which, value, file, node.path());
+    return value;
+  };
+  if (root.has("lr")) spec.learning_rate = number("lr", RunNumber::learning_rate);
+  if (root.has("momentum")) spec.momentum = number("momentum", RunNumber::momentum);
+  if (root.has("weight_decay")) spec.weight_decay = number("weight_decay", RunNumber::weight_decay);
   spec.dataset = root.string_or("dataset", spec.dataset);
   spec.compute = root.string_or("compute", spec.compute);
   spec.progress = root.string_or("progress", spec.progress);
   spec.collectives = root.string_or("collectives", spec.collectives);
-  if (root.has("poll_interval_us")) spec.poll_interval_us = root.at("poll_interval_us").as_nonnegative_number();
-  spec.timeout_s = root.has("timeout_s") ? root.at("timeout_s").as_positive_number() : spec.timeout_s;
+  if (root.has("poll_interval_us")) spec.poll_interval_us = number("poll_interval_us", RunNumber::poll_interval_us);
+  if (root.has("timeout_s")) spec.timeout_s = number("timeout_s", RunNumber::timeout_s);
+  if (root.has("concurrency")) spec.collective_concurrency = std::int64_t(number("concurrency", RunNumber::concurrency));
   spec.trace = root.string_or("trace", "");
   spec.weights_out = root.string_or("weights_out", "");
+  spec.checkpoint = root.string_or("checkpoint", "");
+  if (root.has("checkpoint_every"))
+    spec.checkpoint_every = std::int64_t(number("checkpoint_every", RunNumber::checkpoint_every));
+  spec.resume = root.bool_or("resume", false);
   return spec;
 }
 

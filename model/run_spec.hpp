@@ -23,9 +23,33 @@ struct RunSpec {
   std::string collectives = "mpi";     ///< mpi | p2p (real/interpreter.hpp CollectiveMode)
   std::optional<double> poll_interval_us;
   double timeout_s = 60;
+  std::int64_t collective_concurrency = 0;  ///< collectives run at once; 0 = the platform's
   std::string trace;                   ///< output paths ("" = none)
   std::string weights_out;
+  std::string checkpoint;              ///< directory of checkpoint.bin ("" = none)
+  std::int64_t checkpoint_every = 0;   ///< iterations between checkpoints; 0 = only at the end
+  bool resume = false;                 ///< start from <checkpoint>/checkpoint.bin
 };
+
+/** Numbers of a run that mean something only in a range. One check serves cnnpar-run's
+ *  flags, `cnnpar run`'s flags and the run-spec's fields, so all three refuse alike. */
+enum class RunNumber {
+  learning_rate,     ///< finite, > 0
+  momentum,          ///< in [0, 1)
+  weight_decay,      ///< finite, >= 0
+  timeout_s,         ///< finite, > 0 (seconds)
+  poll_interval_us,  ///< finite, >= 0 (microseconds)
+  concurrency,       ///< integer >= 0 (0 = the platform's value)
+  checkpoint_every,  ///< integer >= 0 (iterations; 0 = only at the end)
+  gemm_tile_columns, ///< integer >= 0 (columns)
+  repeats,           ///< integer >= 1
+};
+/** @throws InputError(file, path, value, reason) when `value` is outside the range of `which`. */
+void check_run_number(RunNumber which, double value, const std::string& file, const std::string& path);
+
+/** A seed given as text: decimal digits only, at most 2^64 - 1 (a "-1" would otherwise wrap
+ *  to 2^64 - 1 unnoticed). @throws InputError(file, path, text, reason). */
+std::uint64_t parse_seed(const std::string& text, const std::string& file, const std::string& path);
 
 nlohmann::json to_json(const RunSpec& spec);
 /** @throws InputError (file, JSON path, value) for a missing or malformed field, an unknown

@@ -1,5 +1,6 @@
 #include "real/atomic_file.hpp"
 
+#include <csignal>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -9,9 +10,32 @@
 #include "model/error.hpp"
 
 namespace cnnpar::real {
+namespace {
+
+// The temporary file being written, for a signal handler (one write at a time per process).
+char g_temporary[4096];
+volatile std::sig_atomic_t g_pending = 0;
+
+struct PendingTemporary {
+  explicit PendingTemporary(const std::string& path) {
+    if (path.size() >= sizeof g_temporary) return;  // too long to record: not cleaned on a signal
+    std::memcpy(g_temporary, path.c_str(), path.size() + 1);
+    g_pending = 1;
+  }
+  ~PendingTemporary() { g_pending = 0; }
+  PendingTemporary(const PendingTemporary&) = delete;
+  PendingTemporary& operator=(const PendingTemporary&) = delete;
+};
+
+}  // namespace
+
+void remove_pending_temporary() noexcept {
+  if (g_pending) ::unlink(g_temporary);
+}
 
 void write_file_atomically(const std::string& path, const void* data, std::size_t bytes) {
   const std::string temporary = path + ".tmp." + std::to_string(::getpid());
+  const PendingTemporary pending(temporary);
   std::FILE* file = std::fopen(temporary.c_str(), "wb");
   if (!file) throw InputError(path, "/", path, std::string("cannot write output: ") + std::strerror(errno));
   const bool written = std::fwrite(data, 1, bytes, file) == bytes;

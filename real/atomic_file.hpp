@@ -13,4 +13,8 @@ inline void write_file_atomically(const std::string& path, const std::string& te
   write_file_atomically(path, text.data(), text.size());
 }
 
+/** Removes the temporary file of a write_file_atomically in progress, if any. Async-signal-
+ *  safe: for SIGINT/SIGTERM handlers, so an interrupted write leaves nothing behind. */
+void remove_pending_temporary() noexcept;
+
 }  // namespace cnnpar::real

@@ -3,15 +3,19 @@
 // non-blocking collectives, and rank 0 writes the aligned Trace. With --calibrate it
 // measures the machine instead and writes a platform JSON.
 //
-// Exit status: 0 ok, 1 failure (incl. a stalled or dead rank), 2 bad input.
+// Exit status: 0 ok, 1 failure (incl. a stalled or dead rank), 2 bad input. On SIGINT/SIGTERM a
+// rank removes the temporary file of an output it is writing and dies of the signal (outputs
+// are renamed into place, so none is ever half-written).
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -55,6 +59,7 @@ struct Options {
   int iterations = 3;
   int warmup = 1;
   std::uint64_t seed = 1;
+  std::string seed_text = "1";  // parsed by parse_seed (CLI11 would wrap "-1")
   float lr = 0.01f;
   float momentum = 0.9f;
   float weight_decay = 5e-4f;
@@ -68,6 +73,7 @@ struct Options {
   std::string trace;
   std::string weights_out;
   std::string checkpoint;
+  int checkpoint_every = 0;  // iterations; 0 = only at the end
   bool resume = false;
   double timeout_s = 60;
   // calibration
@@ -91,7 +97,7 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option("--iterations", o.iterations, "iterations to run, warm-up included")->capture_default_str();
   app.add_option("--warmup", o.warmup, "leading iterations excluded from metrics")->capture_default_str();
-  app.add_option("--seed", o.seed, "seed of weights and synthetic data")->capture_default_str();
+  app.add_option("--seed", o.seed_text, "seed of weights and synthetic data")->capture_default_str();
   app.add_option("--lr", o.lr, "SGD learning rate")->capture_default_str();
   app.add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
   app.add_option("--weight-decay", o.weight_decay, "SGD weight decay (weights only)")->capture_default_str();
@@ -112,8 +118,14 @@ void add_options(CLI::App& app, Options& o) {
                  "collectives the engine runs at once (default: the platform's collective_concurrency)");
   app.add_option("--trace", o.trace, "write the aligned Trace JSON here (rank 0)");
   app.add_option("--weights-out", o.weights_out, "write the final flat FP32 weights here (rank 0)");
-  app.add_option("--checkpoint", o.checkpoint, "directory for checkpoint.bin (written at the end)");
-  app.add_flag("--resume", o.resume, "start from <checkpoint>/checkpoint.bin");
+  app.add_option("--checkpoint", o.checkpoint,
+                 "directory for checkpoint.bin (written at the end, and every --checkpoint-every iterations)");
+  app.add_option("--checkpoint-every", o.checkpoint_every,
+                 "also write the checkpoint after every N global iterations (0 = only at the end)")
+      ->capture_default_str();
+  app.add_flag("--resume", o.resume,
+               "continue from <checkpoint>/checkpoint.bin up to --iterations in total (same batch, strategy, "
+               "ranks, seed, data, SGD settings)");
   app.add_option("--timeout-s", o.timeout_s, "abort when a wait sees no completion for this long (seconds)")
       ->capture_default_str();
   app.add_flag("--calibrate", o.calibrate, "measure this machine and write a platform JSON (--out)");
@@ -149,8 +161,31 @@ void apply_run_spec(const CLI::App& app, Options& o) {
   if (unset("--collectives")) o.collectives = spec.collectives;
   if (unset("--poll-interval-us") && spec.poll_interval_us) o.poll_interval_us = *spec.poll_interval_us;
   if (unset("--timeout-s")) o.timeout_s = spec.timeout_s;
+  if (unset("--concurrency")) o.collective_concurrency = int(spec.collective_concurrency);
   if (unset("--trace")) o.trace = spec.trace;
   if (unset("--weights-out")) o.weights_out = spec.weights_out;
+  if (unset("--checkpoint")) o.checkpoint = spec.checkpoint;
+  if (unset("--checkpoint-every")) o.checkpoint_every = int(spec.checkpoint_every);
+  if (unset("--resume")) o.resume = spec.resume;
+}
+
+/** The numbers with a range (model/run_spec.hpp), checked before any MPI call uses them
+ *  (a --timeout-s of 0 would otherwise end the first collective as a "stall").
+ *  @throws InputError("command line", "/flag", value, reason). */
+void check_numbers(const CLI::App& app, Options& o) {
+  const std::string file = "command line";
+  if (app.count("--seed") > 0) o.seed = parse_seed(o.seed_text, file, "/seed");
+  check_run_number(RunNumber::learning_rate, o.lr, file, "/lr");
+  check_run_number(RunNumber::momentum, o.momentum, file, "/momentum");
+  check_run_number(RunNumber::weight_decay, o.weight_decay, file, "/weight-decay");
+  check_run_number(RunNumber::timeout_s, o.timeout_s, file, "/timeout-s");
+  check_run_number(RunNumber::poll_interval_us, o.poll_interval_us, file, "/poll-interval-us");
+  check_run_number(RunNumber::concurrency, o.collective_concurrency, file, "/concurrency");
+  check_run_number(RunNumber::checkpoint_every, o.checkpoint_every, file, "/checkpoint-every");
+  if (app.count("--gemm-tile-columns") > 0)
+    check_run_number(RunNumber::gemm_tile_columns, double(o.gemm_tile_columns), file, "/gemm-tile-columns");
+  check_run_number(RunNumber::repeats, o.repeats, file, "/repeats");
+  if (o.batch < 1) throw InputError(file, "/batch", std::to_string(o.batch), "must be an integer >= 1");
 }
 
 /** Exit status of an exception: 2 for bad input, 1 otherwise. */
@@ -202,11 +237,17 @@ std::unique_ptr<Dataset> open_dataset(const std::string& spec, const Network& ne
 /** Drives the numerical Runtime; records the loss sum of every iteration's forward. */
 class RealBackend final : public ComputeBackend {
  public:
-  RealBackend(Runtime& runtime, const Dataset& data, const Network& network, int iterations)
+  /** `between_iterations(i)` runs before iteration i > 0 begins, when iteration i - 1 is
+   *  complete on this rank (checkpoints). */
+  RealBackend(Runtime& runtime, const Dataset& data, const Network& network, int iterations,
+              std::function<void(int)> between_iterations = {})
       : runtime_(runtime), data_(data), network_(network), loss_sums_(std::size_t(iterations), 0.0),
-        correct_(std::size_t(iterations), 0.0) {}
+        correct_(std::size_t(iterations), 0.0), between_iterations_(std::move(between_iterations)) {}
   std::string mode() const override { return "real"; }
-  void begin_iteration(int iteration) override { runtime_.load_batch(iteration, data_); }
+  void begin_iteration(int iteration) override {
+    if (iteration > 0 && between_iterations_) between_iterations_(iteration);
+    runtime_.load_batch(iteration, data_);
+  }
   void run_compute(const Op& op, int iteration, const std::function<void()>& poll) override {
     runtime_.run_compute(op, iteration, poll);
     if (op.layer >= 0 && op.phase == Phase::forward && iteration < int(loss_sums_.size()) &&
@@ -230,6 +271,7 @@ class RealBackend final : public ComputeBackend {
   const Network& network_;
   std::vector<double> loss_sums_;  // per iteration, this rank's images (nats)
   std::vector<double> correct_;    // per iteration, this rank's arg-max hits
+  std::function<void(int)> between_iterations_;
 };
 
 /** A backend that kills its process mid-run (test hook for a dying rank). */
@@ -275,6 +317,69 @@ void check_output_path(const std::string& path, const char* option) {
   if (fs::is_directory(path)) throw InputError("command line", option, path, "is a directory, expected a file");
 }
 
+std::string checkpoint_file(const Options& o) {
+  return (std::filesystem::path(o.checkpoint) / "checkpoint.bin").string();
+}
+
+/** Fails early when checkpoints could not be written: the directory is a file, cannot be
+ *  created, or takes no new file (tried, as root ignores permission bits; FINDINGS.md), or
+ *  its checkpoint.bin is not a regular file. The directory itself is created at the start. */
+void check_checkpoint_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  const auto fail = [&](const std::string& value, const std::string& reason) {
+    throw InputError("command line", "/checkpoint", value, reason);
+  };
+  std::error_code ec;
+  fs::path probe_dir = dir;
+  if (fs::exists(dir, ec)) {
+    if (!fs::is_directory(dir, ec)) fail(dir, "exists and is not a directory");
+    const fs::path file = fs::path(dir) / "checkpoint.bin";
+    if (fs::exists(file, ec) && !fs::is_regular_file(file, ec)) fail(file.string(), "exists and is not a regular file");
+  } else {
+    // The nearest existing ancestor must take the new directory.
+    probe_dir = fs::absolute(dir, ec).parent_path();
+    while (!probe_dir.empty() && !fs::exists(probe_dir, ec) && probe_dir != probe_dir.root_path())
+      probe_dir = probe_dir.parent_path();
+    if (!fs::is_directory(probe_dir, ec)) fail(dir, "cannot be created: " + probe_dir.string() + " is not a directory");
+  }
+  const std::string probe = (probe_dir / (".cnnpar-probe." + std::to_string(::getpid()))).string();
+  std::FILE* f = std::fopen(probe.c_str(), "wb");
+  if (!f) fail(dir, std::string("cannot write in ") + probe_dir.string() + ": " + std::strerror(errno));
+  std::fclose(f);
+  std::remove(probe.c_str());
+}
+
+/** Why the state between two iterations of `schedule` is not a checkpoint ("" if it is): a
+ *  collective posted in one iteration and waited in a later one (Das et al.'s deferred
+ *  updates) would be lost. Mirrors the interpreter: an iteration begins at its first compute
+ *  or post op after a mark. */
+std::string checkpoint_boundary_problem(const Schedule& schedule) {
+  for (std::size_t r = 0; r < schedule.programs.size(); ++r) {
+    std::vector<int> pending;
+    bool begun = true;
+    int iteration = 0;
+    for (const Op& op : schedule.programs[r].ops) {
+      if (op.kind == OpKind::mark) {
+        ++iteration;
+        begun = false;
+        continue;
+      }
+      if (op.kind == OpKind::wait) {
+        pending.erase(std::remove(pending.begin(), pending.end(), op.collective), pending.end());
+        continue;
+      }
+      if (!begun && iteration < schedule.iterations && !pending.empty()) {
+        const Collective& c = schedule.collectives.at(std::size_t(pending.front()));
+        return fmt::format("rank {} waits for collective {} ({}) of iteration {} in iteration {}", r, c.id, c.label,
+                           iteration - 1, iteration);
+      }
+      begun = true;
+      if (op.kind == OpKind::post) pending.push_back(op.collective);
+    }
+  }
+  return "";
+}
+
 /** Everything a rank sets up before the run; built identically on every rank. */
 struct Setup {
   Network network;
@@ -286,6 +391,7 @@ struct Setup {
   ProgressMode progress = ProgressMode::poll;
   InterpreterOptions interpreter;
   std::int64_t tile_columns = 0;
+  CheckpointRun checkpoint_run;  // what a checkpoint of this run records
 };
 
 /** Fills `s` in place: the Runtime keeps references to s.network and s.schedule. */
@@ -302,22 +408,47 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
   if (o.iterations < 1) throw InputError("command line", "/iterations", std::to_string(o.iterations), "must be >= 1");
   if (o.warmup < 0 || o.warmup >= o.iterations)
     throw InputError("command line", "/warmup", std::to_string(o.warmup), "must be in [0, iterations)");
-  if (!(o.timeout_s > 0)) throw InputError("command line", "/timeout-s", fmt::format("{}", o.timeout_s), "must be > 0");
-  if (!(o.poll_interval_us >= 0))
-    throw InputError("command line", "/poll-interval-us", fmt::format("{}", o.poll_interval_us), "must be >= 0");
   if (o.resume && o.checkpoint.empty())
     throw InputError("command line", "/resume", "true", "--resume needs --checkpoint DIR");
+  if (o.checkpoint_every > 0 && o.checkpoint.empty())
+    throw InputError("command line", "/checkpoint-every", std::to_string(o.checkpoint_every),
+                     "--checkpoint-every needs --checkpoint DIR");
+  if (!o.checkpoint.empty() && o.compute != "real")
+    throw InputError("command line", "/checkpoint", o.checkpoint,
+                     "checkpoints hold trained weights: they need --compute real");
+  if (o.compute == "real") check_trainable(s.network, load_scenario("networks", o.network).origin);
 
   if (rank == 0) {  // only rank 0 writes; the set-up agreement tells the others
     check_output_path(o.trace, "/trace");
     check_output_path(o.weights_out, "/weights-out");
+    if (!o.checkpoint.empty() && !o.resume) check_checkpoint_dir(o.checkpoint);
+  }
+
+  // Resuming: the run goes on from the checkpoint's iteration up to --iterations in total.
+  std::optional<Checkpoint> saved;
+  int iterations = o.iterations, warmup = o.warmup;
+  if (o.resume) {
+    const std::string file = checkpoint_file(o);
+    try {
+      saved = read_checkpoint(file, s.network);
+    } catch (const InputError& e) {
+      if (e.json_path() != "/") throw;
+      throw InputError("command line", "/checkpoint", file, e.reason());  // cannot be read at all
+    }
+    if (rank == 0) check_checkpoint_dir(o.checkpoint);
+    const std::int64_t done = saved->state.iteration;
+    if (done >= o.iterations)
+      throw InputError("command line", "/iterations", std::to_string(o.iterations),
+                       fmt::format("{} is already at iteration {}: give --iterations above it to go on", file, done));
+    iterations = int(o.iterations - done);
+    warmup = std::min(o.warmup, iterations - 1);  // the warm-up excludes iterations from metrics only
   }
 
   s.strategy.name = o.strategy.strategy();
   s.strategy.global_batch = o.batch;
   s.strategy.ranks = size;
-  s.strategy.iterations = o.iterations;
-  s.strategy.warmup_iterations = o.warmup;
+  s.strategy.iterations = iterations;
+  s.strategy.warmup_iterations = warmup;
   s.strategy.origin = o.spec.empty() ? "command line" : o.spec;
   s.strategy.values = o.spec_strategy_values;
   const nlohmann::json flag_values = o.strategy.values();
@@ -342,6 +473,23 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
   s.interpreter.debug_stall = rank == o.debug_stall_rank;
   s.tile_columns = o.gemm_tile_columns >= 0 ? o.gemm_tile_columns : (s.progress == ProgressMode::poll ? 4096 : 0);
 
+  // What a resumed run must repeat (real/checkpoint.hpp says why each one).
+  CheckpointRun& id = s.checkpoint_run;
+  id.seed = o.seed;
+  id.global_batch = s.schedule.global_batch;
+  id.ranks = size;
+  id.gemm_tile_columns = s.tile_columns;
+  id.learning_rate = o.lr;
+  id.momentum = o.momentum;
+  id.weight_decay = o.weight_decay;
+  id.strategy = s.schedule.strategy;
+  nlohmann::json options = s.schedule.options.is_object() ? s.schedule.options : nlohmann::json::object();
+  for (const char* free : {"iterations", "warmup", "strategy", "batch", "ranks"}) options.erase(free);
+  id.options = options.dump();
+  id.dataset = o.dataset;
+  id.collectives = to_string(s.interpreter.collectives);
+  if (saved) check_resume(checkpoint_file(o), saved->run, id);
+
   if (o.compute == "real") {
     s.dataset = open_dataset(o.dataset, s.network, o.seed);
     s.dataset->check_matches(s.network);
@@ -351,9 +499,34 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
     sgd.weight_decay = o.weight_decay;
     s.runtime = std::make_unique<Runtime>(s.network, s.schedule, rank, o.seed, sgd);
     s.runtime->set_gemm_tile_columns(s.tile_columns);
-    if (o.resume)
-      s.runtime->restore(read_checkpoint((std::filesystem::path(o.checkpoint) / "checkpoint.bin").string(), s.network));
+    if (saved) s.runtime->restore(saved->state);
   }
+  if (o.checkpoint_every > 0) {
+    std::string problem = checkpoint_boundary_problem(s.schedule);
+    if (problem.empty() && s.runtime && s.runtime->delays_updates())
+      problem = "its replicated fc layers compute each weight gradient in the next iteration";
+    if (!problem.empty())
+      throw InputError("command line", "/checkpoint-every", std::to_string(o.checkpoint_every),
+                       fmt::format("strategy {} carries work from one iteration into the next ({}), so only the end of "
+                                   "the run is a checkpoint; leave --checkpoint-every out",
+                                   s.schedule.strategy, problem));
+  }
+}
+
+/** The whole model on every rank (all ranks must call it): a model-parallel rank holds only
+ *  its rows, so the ranks' owned parts are summed (adding zeros rounds nothing). */
+RuntimeState assembled_state(const Runtime& runtime, double timeout_s) {
+  if (!runtime.model_parallel()) return runtime.state();
+  RuntimeState state = runtime.owned_state();
+  std::vector<float> sum(state.weights.size());
+  mpi::allreduce(state.weights.data(), sum.data(), int(sum.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, timeout_s,
+                 "model assembly");
+  state.weights.swap(sum);
+  sum.assign(state.momentum.size(), 0.0f);
+  mpi::allreduce(state.momentum.data(), sum.data(), int(sum.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, timeout_s,
+                 "model assembly");
+  state.momentum.swap(sum);
+  return state;
 }
 
 /** All ranks learn whether any rank failed; the lowest failing rank prints its message.
@@ -383,11 +556,31 @@ int run_training(const Options& o, int rank, int size) {
   SyncedClock clock;
   clock.synchronise(MPI_COMM_WORLD, 8, o.timeout_s);
 
+  // Checkpoints: the whole model after global iteration m, by rank 0, when m is a multiple of
+  // --checkpoint-every (every rank takes part in assembling a model-parallel model).
+  const std::string checkpoint_path = o.checkpoint.empty() ? "" : checkpoint_file(o);
+  if (rank == 0 && !o.checkpoint.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.checkpoint, ec);  // checked writable in prepare()
+  }
+  const auto write_checkpoint_now = [&](const RuntimeState& state) {
+    if (rank == 0) write_checkpoint(checkpoint_path, s.network, s.checkpoint_run, state);
+  };
+  std::function<void(int)> between_iterations;
+  if (s.runtime && o.checkpoint_every > 0)
+    between_iterations = [&](int iteration) {
+      const std::int64_t global = s.runtime->iteration() + iteration;  // iterations completed
+      if (global % o.checkpoint_every != 0) return;
+      RuntimeState state = assembled_state(*s.runtime, o.timeout_s);
+      state.iteration = global;
+      write_checkpoint_now(state);
+    };
+
   SleepBackend sleeper(s.platform, rank, s.interpreter.poll_interval_s > 0 ? s.interpreter.poll_interval_s : 1e-3);
   std::optional<RealBackend> real;
   ComputeBackend* backend = &sleeper;
   if (s.runtime) {
-    real.emplace(*s.runtime, *s.dataset, s.network, s.schedule.iterations);
+    real.emplace(*s.runtime, *s.dataset, s.network, s.schedule.iterations, between_iterations);
     backend = &*real;
   }
   std::optional<ExitingBackend> exiting;
@@ -421,18 +614,7 @@ int run_training(const Options& o, int rank, int size) {
   std::vector<float> weights;
   RuntimeState final_state;
   if (s.runtime) {
-    // Model-parallel ranks each hold their rows: assemble the whole model on every rank.
-    final_state = s.runtime->model_parallel() ? s.runtime->owned_state() : s.runtime->state();
-    if (s.runtime->model_parallel()) {
-      std::vector<float> sum(final_state.weights.size());
-      mpi::allreduce(final_state.weights.data(), sum.data(), int(sum.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
-                     o.timeout_s, "model assembly");
-      final_state.weights.swap(sum);
-      sum.assign(final_state.momentum.size(), 0.0f);
-      mpi::allreduce(final_state.momentum.data(), sum.data(), int(sum.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
-                     o.timeout_s, "model assembly");
-      final_state.momentum.swap(sum);
-    }
+    final_state = assembled_state(*s.runtime, o.timeout_s);
     weights = final_state.weights;
     weights_hash = fmt::format("{:016x}", fnv1a64(weights.data(), weights.size() * sizeof(float)));
   }
@@ -506,11 +688,7 @@ int run_training(const Options& o, int rank, int size) {
     if (!o.trace.empty()) write_file_atomically(o.trace, to_json(trace).dump(1) + "\n");
     if (!o.weights_out.empty() && s.runtime)
       write_file_atomically(o.weights_out, weights.data(), weights.size() * sizeof(float));
-    if (!o.checkpoint.empty() && s.runtime) {
-      std::filesystem::create_directories(o.checkpoint);
-      write_checkpoint((std::filesystem::path(o.checkpoint) / "checkpoint.bin").string(), s.network,
-                       final_state);
-    }
+    if (!o.checkpoint.empty() && s.runtime) write_checkpoint_now(final_state);
 
     std::printf("cnnpar-run: %s on %s, %d ranks, batch %lld, %d iterations (%d warm-up), %s compute, %s progress\n",
                 s.schedule.strategy.c_str(), s.network.name.c_str(), size, (long long)s.schedule.global_batch,
@@ -518,6 +696,9 @@ int run_training(const Options& o, int rank, int size) {
     // Metrics (iteration time, overlap) are analysis/'s job: `cnnpar run` or `cnnpar trace`.
     std::printf("cnnpar-run: wall %.3f s for the whole schedule%s%s\n", wall_s, o.trace.empty() ? "" : ", trace ",
                 o.trace.c_str());
+    if (s.runtime && o.resume)
+      std::printf("cnnpar-run: resumed from %s at iteration %lld, ran to iteration %lld\n", checkpoint_path.c_str(),
+                  (long long)(s.runtime->iteration() - s.schedule.iterations), (long long)s.runtime->iteration());
     if (s.runtime && !global_loss.empty())
       std::printf("cnnpar-run: loss %.4f -> %.4f, weights %s across ranks\n", global_loss.front(), global_loss.back(),
                   identical ? "identical" : "DIFFERENT");
@@ -567,6 +748,14 @@ int run_calibration(const Options& o, int rank, int size) {
   return 0;
 }
 
+/** SIGINT/SIGTERM: remove the temporary file of an output being written, then die of the
+ *  signal as without a handler (mpiexec reports it and ends the other ranks). */
+extern "C" void on_terminate_signal(int signal) {
+  remove_pending_temporary();
+  ::signal(signal, SIG_DFL);
+  ::raise(signal);
+}
+
 bool wants_thread_multiple(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--progress=thread") == 0) return true;
@@ -585,6 +774,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cnnpar-run: %s\n", e.what());
     return 1;
   }
+  // After MPI_Init, so these handlers are the ones that stay.
+  struct sigaction terminate {};
+  terminate.sa_handler = on_terminate_signal;
+  sigemptyset(&terminate.sa_mask);
+  ::sigaction(SIGINT, &terminate, nullptr);
+  ::sigaction(SIGTERM, &terminate, nullptr);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -601,6 +796,7 @@ int main(int argc, char** argv) {
   }
   try {
     apply_run_spec(app, options);
+    check_numbers(app, options);
   } catch (const InputError& e) {
     // Every rank reads the same spec and fails alike; rank 0 speaks.
     if (rank == 0) std::fprintf(stderr, "cnnpar-run: %s\n", e.what());

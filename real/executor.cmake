@@ -9,7 +9,6 @@ add_library(cnnpar_real_mpi STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/mpi_wrap.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/clock_sync.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/interpreter.cpp
-  ${CMAKE_CURRENT_SOURCE_DIR}/atomic_file.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/calibrate.cpp)
 target_link_libraries(cnnpar_real_mpi PUBLIC
   cnnpar_settings cnnpar_model cnnpar_real_core MPI::MPI_CXX Threads::Threads fmt::fmt)

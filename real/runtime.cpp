@@ -7,6 +7,8 @@
 #include <set>
 #include <tuple>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "model/error.hpp"
@@ -214,6 +216,29 @@ struct Runtime::Impl {
   void complete_exchange(const Collective& c);
 };
 
+namespace {
+
+// Parameter counts come from the network file: multiply with overflow checks, and refuse
+// a model whose weights, gradients and momentum (3 FP32 arrays) exceed this machine's memory
+// before anything is allocated.
+std::int64_t checked_product(std::int64_t a, std::int64_t b, const Network& net, int layer) {
+  std::int64_t product = 0;
+  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &product))
+    throw InputError("<network " + net.name + ">", fmt::format("/layers/{}", layer), fmt::format("{} x {}", a, b),
+                     "parameter count overflows 64 bits");
+  return product;
+}
+
+std::int64_t checked_sum(std::int64_t a, std::int64_t b, const Network& net, int layer) {
+  std::int64_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum))
+    throw InputError("<network " + net.name + ">", fmt::format("/layers/{}", layer), fmt::format("{} + {}", a, b),
+                     "parameter count overflows 64 bits");
+  return sum;
+}
+
+}  // namespace
+
 void Runtime::Impl::init(const Schedule& schedule) {
   CNNPAR_ASSERT(rank >= 0 && rank < schedule.ranks(), "rank outside the schedule");
   ranks = schedule.ranks();
@@ -221,10 +246,7 @@ void Runtime::Impl::init(const Schedule& schedule) {
   schedule_iterations = schedule.iterations;
   const Program& prog = schedule.programs[std::size_t(rank)];
   const int L = int(net.layers.size());
-  CNNPAR_ASSERT(L > 0, "network without layers");
-  if (net.layers.back().spec.kind != LayerKind::softmax)
-    throw InputError("<network " + net.name + ">", fmt::format("/layers/{}", L - 1),
-                     to_string(net.layers.back().spec.kind), "the real executor needs a softmax last layer");
+  check_trainable(net, "<network " + net.name + ">");
   CNNPAR_ASSERT(N > 0, "empty batch");
   layers.resize(std::size_t(L));
 
@@ -296,18 +318,24 @@ void Runtime::Impl::init(const Schedule& schedule) {
       LayerState& x = layers[std::size_t(l)];
       if (!ly.has_parameters() || x.replicated != (pass == 1)) continue;
       if (ly.spec.kind == LayerKind::conv) {
-        x.row_floats = ly.in.c * ly.spec.kernel_h * ly.spec.kernel_w;
-        x.weights = ly.out.c * x.row_floats;
+        x.row_floats = checked_product(checked_product(ly.in.c, ly.spec.kernel_h, net, l), ly.spec.kernel_w, net, l);
+        x.weights = checked_product(ly.out.c, x.row_floats, net, l);
         x.biases = ly.out.c;
       } else {
         x.row_floats = ly.in.elements();
-        x.weights = ly.out.elements() * x.row_floats;
+        x.weights = checked_product(ly.out.elements(), x.row_floats, net, l);
         x.biases = ly.out.elements();
       }
       x.offset = off;
-      off += x.weights + x.biases;
+      off = checked_sum(off, checked_sum(x.weights, x.biases, net, l), net, l);
     }
   params = off;
+  const double memory_bytes = double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGESIZE));
+  const double state_bytes = 3.0 * sizeof(float) * double(params);  // weights, gradients, momentum
+  if (memory_bytes > 0 && state_bytes > memory_bytes)
+    throw InputError("<network " + net.name + ">", "/layers", fmt::format("{} parameters", params),
+                     fmt::format("weights, gradients and momentum need {:.3g} GB, more than this machine's {:.3g} GB",
+                                 state_bytes / 1e9, memory_bytes / 1e9));
 
   for (int l = 0; l < L; ++l) {
     LayerState& x = layers[std::size_t(l)];
@@ -318,7 +346,7 @@ void Runtime::Impl::init(const Schedule& schedule) {
     switch (ly.spec.kind) {
       case LayerKind::conv:
       case LayerKind::pool:
-        CNNPAR_ASSERT(x.in_cm, "conv/pool after an fc layer is not supported: " + ly.spec.name);
+        CNNPAR_ASSERT(x.in_cm, "check_trainable passed conv/pool after an fc layer: " + ly.spec.name);
         x.out_cm = true;
         // A pool layer works on the maps it holds; a conv layer reads every input map.
         x.geo = ConvGeometry{ly.spec.kind == LayerKind::pool ? units : ly.in.c, n_l, ly.in.h, ly.in.w,
@@ -340,7 +368,7 @@ void Runtime::Impl::init(const Schedule& schedule) {
         }
         break;
       case LayerKind::softmax:
-        CNNPAR_ASSERT(!x.in_cm && l > 0, "softmax needs (n, classes) input from an fc layer");
+        CNNPAR_ASSERT(!x.in_cm && l > 0, "check_trainable passed a softmax without an fc layer before it");
         x.out_cm = false;
         break;
       case LayerKind::relu:
@@ -942,6 +970,48 @@ void Runtime::restore(const RuntimeState& st) {
 }
 
 std::int64_t Runtime::iteration() const { return impl_->iteration_base; }
+
+bool Runtime::delays_updates() const {
+  for (const auto& x : impl_->layers)
+    if (x.replicated) return true;
+  return false;
+}
+
+void check_trainable(const Network& network, const std::string& file) {
+  const int L = int(network.layers.size());
+  if (L == 0) throw InputError(file, "/layers", "[]", "the real executor needs at least an fc and a softmax layer");
+  // Channel-major (C, n, H, W) tensors up to the first fc layer, rows (n, K) after it.
+  bool channel_major = network.layers.front().spec.kind != LayerKind::fc;
+  for (int l = 0; l < L; ++l) {
+    const LayerSpec& spec = network.layers[std::size_t(l)].spec;
+    const std::string path = fmt::format("/layers/{}", l);
+    switch (spec.kind) {
+      case LayerKind::conv:
+      case LayerKind::pool:
+        if (!channel_major)
+          throw InputError(file, path, spec.name,
+                           fmt::format("the real executor cannot run a {} layer after an fc layer", to_string(spec.kind)));
+        break;
+      case LayerKind::fc:
+        channel_major = false;
+        break;
+      case LayerKind::softmax:
+        if (l != L - 1)
+          throw InputError(file, path, spec.name, "the real executor needs softmax as the last layer only");
+        if (channel_major)
+          throw InputError(file, path, spec.name,
+                           "the real executor's loss needs logits from an fc layer before the softmax; the network "
+                           "has no fc layer");
+        break;
+      default:
+        break;
+    }
+  }
+  const LayerSpec& last = network.layers.back().spec;
+  if (last.kind != LayerKind::softmax)
+    throw InputError(file, fmt::format("/layers/{}", L - 1), to_string(last.kind),
+                     "the real executor needs a softmax last layer");
+}
 
 const std::vector<float>& Runtime::activations(int layer) const {
   if (layer < 0) return impl_->input;

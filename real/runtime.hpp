@@ -116,6 +116,11 @@ struct RuntimeState {
   std::vector<float> momentum;
 };
 
+/** Refuses a network the executor cannot train: conv/pool after an fc layer, softmax not last,
+ *  or a softmax without an fc layer before it (the loss needs (n, classes) logits).
+ *  @throws InputError(file, "/layers/I", layer name or kind, reason). */
+void check_trainable(const Network& network, const std::string& file);
+
 class Runtime {
  public:
   /** Rank `rank` of `schedule` (must be in [0, schedule.ranks())). Weights come from `seed`
@@ -195,6 +200,10 @@ class Runtime {
   void restore(const RuntimeState& state);
   /** Global iterations completed (restored value + finished schedules). */
   std::int64_t iteration() const;
+  /** True when some layer's weight gradient runs in the next iteration (Lee's replicated fc
+   *  layers): between two iterations such a run holds gathered data that is in no
+   *  RuntimeState, so only the end of a schedule is a checkpoint. */
+  bool delays_updates() const;
 
   /** Output activations of layer `layer` (-1 = the input) and their layout, for tests. */
   const std::vector<float>& activations(int layer) const;

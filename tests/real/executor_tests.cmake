@@ -8,6 +8,8 @@ set(cnnpar_mpi_env "OPENBLAS_NUM_THREADS=1;CNNPAR_SCENARIOS=${PROJECT_SOURCE_DIR
 
 cnnpar_add_test(test_real_interpreter_units SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_interpreter_units.cpp
                 LIBS cnnpar_real_mpi LABELS real)
+cnnpar_add_test(test_real_child_process SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_child_process.cpp
+                LIBS cnnpar_model LABELS real)
 
 # Catch2 with its own main (MPI_Init before the session), run under mpiexec.
 add_executable(test_real_interpreter_mpi ${CMAKE_CURRENT_SOURCE_DIR}/test_interpreter_mpi.cpp)
@@ -124,17 +126,52 @@ foreach(case ${mp_cases})
                    ${run_out}/mp_${case}_np4.json 4 --loss-drop 0.05 --weights-identical --compute real)
 endforeach()
 
-# Checkpoint + resume: 2 + 2 iterations equal 4 straight ones (same data order, momentum).
+# Checkpoint + resume: 2 iterations, then --resume up to 4 in total, equal 4 straight ones bit
+# for bit (same data order, dropout masks, momentum).
 set(ckpt_common --network ${tiny} --batch 16 --warmup 0 --seed 5 --strategy dp)
 cnnpar_mpi_run(real_run_ckpt_straight 2 real_ckpt_runs ${ckpt_common} --iterations 4
                --weights-out ${run_out}/ckpt_straight.bin)
 cnnpar_mpi_run(real_run_ckpt_first 2 real_ckpt_first ${ckpt_common} --iterations 2 --checkpoint ${run_out}/ckpt)
-add_test(NAME real_run_ckpt_resume COMMAND ${cnnpar_mpiexec} -n 2 ${run} ${ckpt_common} --iterations 2
+add_test(NAME real_run_ckpt_resume COMMAND ${cnnpar_mpiexec} -n 2 ${run} ${ckpt_common} --iterations 4
          --checkpoint ${run_out}/ckpt --resume --weights-out ${run_out}/ckpt_resumed.bin)
 set_tests_properties(real_run_ckpt_resume PROPERTIES LABELS "real;mpi" TIMEOUT 120 ENVIRONMENT "${cnnpar_mpi_env}"
                      FIXTURES_REQUIRED real_ckpt_first FIXTURES_SETUP real_ckpt_runs)
-cnnpar_mpi_check(real_weights_ckpt real_ckpt_runs $<TARGET_FILE:cnnpar_weights_compare> 1e-6
+cnnpar_mpi_check(real_weights_ckpt real_ckpt_runs $<TARGET_FILE:cnnpar_weights_compare> 0
                  ${run_out}/ckpt_straight.bin ${run_out}/ckpt_resumed.bin)
+
+# Resuming with a setting that breaks bit-identity (real/checkpoint.hpp) is refused: status 2,
+# one message naming the checkpoint file, the field and both values. --iterations 100 stays
+# above the checkpoint's iteration whether or not real_run_ckpt_resume has rewritten it.
+set(resume_bad --network ${tiny} --warmup 0 --iterations 100 --checkpoint ${run_out}/ckpt --resume)
+set(resume_cases batch seed strategy lr ranks)
+set(resume_args_batch -n 2 ${run} ${resume_bad} --batch 32 --seed 5 --strategy dp)
+set(resume_pattern_batch "ckpt/checkpoint.bin: /global_batch: .*global batch 16, this run has 32")
+set(resume_args_seed -n 2 ${run} ${resume_bad} --batch 16 --seed 6 --strategy dp)
+set(resume_pattern_seed "ckpt/checkpoint.bin: /seed: .*seed 5, this run has 6")
+set(resume_args_strategy -n 2 ${run} ${resume_bad} --batch 16 --seed 5 --strategy dp_buckets)
+set(resume_pattern_strategy "ckpt/checkpoint.bin: /strategy: .*strategy dp, this run has dp_buckets")
+set(resume_args_lr -n 2 ${run} ${resume_bad} --batch 16 --seed 5 --strategy dp --lr 0.02)
+set(resume_pattern_lr "ckpt/checkpoint.bin: /lr: .*learning rate 0.01, this run has 0.02")
+set(resume_args_ranks -n 1 ${run} ${resume_bad} --batch 16 --seed 5 --strategy dp)
+set(resume_pattern_ranks "ckpt/checkpoint.bin: /ranks: .*ranks 2, this run has 1")
+foreach(case ${resume_cases})
+  add_test(NAME real_fail_resume_other_${case}
+           COMMAND ${expect_fail} 30 2 "${resume_pattern_${case}}" 1 -- ${cnnpar_mpiexec} ${resume_args_${case}})
+  set_tests_properties(real_fail_resume_other_${case} PROPERTIES LABELS "real;mpi" TIMEOUT 60
+                       ENVIRONMENT "${cnnpar_mpi_env}" FIXTURES_REQUIRED real_ckpt_first)
+endforeach()
+
+# Periodic checkpoints: a job SIGKILLed after its second checkpoint (every 4 iterations) and
+# resumed ends with the weights of an uninterrupted 60-iteration run, byte for byte: plain dp,
+# and hybrid (model-parallel fc layers: every rank takes part in assembling the checkpoint).
+foreach(strategy dp hybrid)
+  add_test(NAME real_fault_kill_resume_${strategy}
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/kill_resume.sh ${run_out}/kill_resume_${strategy} 4 60 --
+                   ${cnnpar_mpiexec} -n 2 ${run} --network ${tiny} --batch 16 --warmup 1 --seed 5
+                   --strategy ${strategy})
+  set_tests_properties(real_fault_kill_resume_${strategy} PROPERTIES LABELS "real;mpi" TIMEOUT 120
+                       ENVIRONMENT "${cnnpar_mpi_env}" PASS_REGULAR_EXPRESSION "equal the uninterrupted run's byte for byte")
+endforeach()
 
 # Sleep mode: 4 ranks with modelled op times on the `local` platform, layer-wise overlap.
 cnnpar_mpi_run(real_run_sleep_np4 4 real_sleep_runs --network vgg-a-32 --batch 64 --iterations 3
@@ -148,15 +185,17 @@ cnnpar_mpi_run(real_run_calibrate_np2 2 real_calibrate_runs --calibrate --networ
 cnnpar_mpi_check(real_platform_calibrated real_calibrate_runs $<TARGET_FILE:cnnpar_platform_check>
                  ${run_out}/calibrated.json 2)
 
-# Failures end the job, non-zero, within --timeout-s plus a margin, naming the rank.
+# Failures end the job, non-zero, naming the rank: a stalled rank within --timeout-s + 5 s,
+# a killed rank within 5 s (mpiexec sees it die; measured 0.5 s, and 2.8 s for a stall with
+# --timeout-s 2). The timeout of 30 s shows that the dead rank is not found by the timeout.
 add_test(NAME real_fail_stalled_rank
-         COMMAND ${expect_fail} 35 nonzero "rank 0: stalled waiting for collective" any --
+         COMMAND ${expect_fail} 7 nonzero "rank 0: stalled waiting for collective" any --
                  ${cnnpar_mpiexec} -n 2 ${run} --network ${tiny} --batch 16 --iterations 3 --compute sleep
-                 --debug-stall-rank 1 --timeout-s 5)
+                 --debug-stall-rank 1 --timeout-s 2)
 add_test(NAME real_fail_dead_rank
-         COMMAND ${expect_fail} 35 nonzero "BAD TERMINATION" any --
+         COMMAND ${expect_fail} 5 nonzero "BAD TERMINATION" any --
                  ${cnnpar_mpiexec} -n 2 ${run} --network ${tiny} --batch 16 --iterations 3 --compute sleep
-                 --debug-exit-rank 1 --timeout-s 5)
+                 --debug-exit-rank 1 --timeout-s 30)
 # Bad input: exit status 2 and the message exactly once although 2 ranks fail alike.
 add_test(NAME real_fail_bad_network
          COMMAND ${expect_fail} 30 2 "no-such-net" 1 --
@@ -176,6 +215,75 @@ add_test(NAME real_fail_bad_assign
 set_tests_properties(real_fail_stalled_rank real_fail_dead_rank real_fail_bad_network real_fail_bad_batch
                      real_fail_bad_progress real_fail_bad_trace_path real_fail_bad_assign
                      PROPERTIES LABELS "real;mpi" TIMEOUT 120 ENVIRONMENT "${cnnpar_mpi_env}")
+
+# Nonsense numbers: status 2 before any MPI collective (a --timeout-s of 0 was reported as a
+# stall), one message naming the flag and the value.
+set(bad_number_cases lr_nan lr_negative lr_inf momentum weight_decay concurrency timeout_zero timeout_nan
+    poll_interval checkpoint_every)
+set(bad_number_lr_nan --lr nan "command line: /lr: must be a finite number > 0 \\(value: nan\\)")
+set(bad_number_lr_negative --lr -0.5 "command line: /lr: must be a finite number > 0 \\(value: -0.5\\)")
+set(bad_number_lr_inf --lr inf "command line: /lr: must be a finite number > 0 \\(value: inf\\)")
+set(bad_number_momentum --momentum 1 "command line: /momentum: must be a number in \\[0, 1\\) \\(value: 1\\)")
+set(bad_number_weight_decay --weight-decay -1 "command line: /weight-decay: .*\\(value: -1\\)")
+set(bad_number_concurrency --concurrency -5 "command line: /concurrency: .*\\(value: -5\\)")
+set(bad_number_timeout_zero --timeout-s 0 "command line: /timeout-s: .*> 0 \\(value: 0\\)")
+set(bad_number_timeout_nan --timeout-s nan "command line: /timeout-s: .*\\(value: nan\\)")
+set(bad_number_poll_interval --poll-interval-us inf "command line: /poll-interval-us: .*\\(value: inf\\)")
+set(bad_number_checkpoint_every --checkpoint-every -2 "command line: /checkpoint-every: .*\\(value: -2\\)")
+foreach(case ${bad_number_cases})
+  list(GET bad_number_${case} 0 flag)
+  list(GET bad_number_${case} 1 value)
+  list(GET bad_number_${case} 2 pattern)
+  add_test(NAME real_fail_number_${case}
+           COMMAND ${expect_fail} 30 2 "${pattern}" 1 --
+                   ${cnnpar_mpiexec} -n 2 ${run} --network ${tiny} --batch 16 --compute sleep ${flag} ${value})
+  set_tests_properties(real_fail_number_${case} PROPERTIES LABELS "real;mpi" TIMEOUT 60 ENVIRONMENT "${cnnpar_mpi_env}")
+endforeach()
+
+# Input that reached internal assertions: a network without an fc layer (the loss needs an fc
+# layer's logits) and checkpoint paths that cannot be used: status 2 naming file or flag,
+# path and reason.
+file(WRITE ${run_out}/no_fc.json
+     "{\"name\": \"no-fc\", \"input\": {\"channels\": 3, \"height\": 8, \"width\": 8},\n"
+     " \"layers\": [{\"name\": \"conv1\", \"type\": \"conv\", \"maps\": 10, \"kernel\": 8},\n"
+     "            {\"name\": \"loss\", \"type\": \"softmax\"}]}\n")
+# 3·10^12 parameters (36 TB of weights, gradients and momentum): refused before allocating.
+file(WRITE ${run_out}/huge_fc.json
+     "{\"name\": \"huge-fc\", \"input\": {\"channels\": 3, \"height\": 100, \"width\": 100},\n"
+     " \"layers\": [{\"name\": \"fc1\", \"type\": \"fc\", \"outputs\": 100000000},\n"
+     "            {\"name\": \"fc2\", \"type\": \"fc\", \"outputs\": 10}, {\"name\": \"loss\", \"type\": \"softmax\"}]}\n")
+file(MAKE_DIRECTORY ${run_out}/ckpt_bin_is_dir/checkpoint.bin)
+file(WRITE ${run_out}/ckpt_is_file "not a directory\n")
+set(bad_input_cases no_fc huge_fc ckpt_is_file ckpt_bin_is_dir resume_missing resume_dir every_lee)
+set(bad_input_no_fc --network ${run_out}/no_fc.json --batch 16
+    "no_fc.json: /layers/1: .*needs logits from an fc layer.*\\(value: loss\\)")
+set(bad_input_huge_fc --network ${run_out}/huge_fc.json --batch 2
+    "huge-fc.*: /layers: weights, gradients and momentum need .* GB, more than this machine's .*\\(value: 3001100000010 parameters\\)")
+set(bad_input_ckpt_is_file --network ${tiny} --batch 16 --checkpoint ${run_out}/ckpt_is_file
+    "command line: /checkpoint: exists and is not a directory \\(value: .*ckpt_is_file\\)")
+set(bad_input_ckpt_bin_is_dir --network ${tiny} --batch 16 --checkpoint ${run_out}/ckpt_bin_is_dir
+    "command line: /checkpoint: exists and is not a regular file \\(value: .*ckpt_bin_is_dir/checkpoint.bin\\)")
+set(bad_input_resume_missing --network ${tiny} --batch 16 --checkpoint ${run_out}/no_such_ckpt --resume
+    "command line: /checkpoint: cannot open checkpoint: No such file or directory \\(value: .*no_such_ckpt/checkpoint.bin\\)")
+set(bad_input_resume_dir --network ${tiny} --batch 16 --checkpoint ${run_out}/ckpt_bin_is_dir --resume
+    "command line: /checkpoint: cannot open checkpoint: it is a directory \\(value: .*ckpt_bin_is_dir/checkpoint.bin\\)")
+# Lee's replicated fc layers carry gathered data into the next iteration: no periodic checkpoint.
+set(bad_input_every_lee --network ${tiny} --batch 16 --strategy lee --k 3 --f 2 --checkpoint ${run_out}/lee_every
+    --checkpoint-every 2 "command line: /checkpoint-every: strategy lee carries work .*\\(value: 2\\)")
+# A checkpoint.bin larger than the machine's memory (a sparse 8 TB file): refused unread.
+add_test(NAME real_fail_input_resume_huge
+         COMMAND sh -c "mkdir -p $0/huge_ckpt && truncate -s 8T $0/huge_ckpt/checkpoint.bin && exec \"$@\""
+                 ${run_out} ${expect_fail} 30 2
+                 "command line: /checkpoint: checkpoint larger than this machine's memory .*huge_ckpt/checkpoint.bin" 1 --
+                 ${cnnpar_mpiexec} -n 2 ${run} --network ${tiny} --batch 16 --checkpoint ${run_out}/huge_ckpt --resume)
+set_tests_properties(real_fail_input_resume_huge PROPERTIES LABELS "real;mpi" TIMEOUT 60 ENVIRONMENT "${cnnpar_mpi_env}")
+foreach(case ${bad_input_cases})
+  set(args ${bad_input_${case}})
+  list(POP_BACK args pattern)
+  add_test(NAME real_fail_input_${case}
+           COMMAND ${expect_fail} 30 2 "${pattern}" 1 -- ${cnnpar_mpiexec} -n 2 ${run} ${args})
+  set_tests_properties(real_fail_input_${case} PROPERTIES LABELS "real;mpi" TIMEOUT 60 ENVIRONMENT "${cnnpar_mpi_env}")
+endforeach()
 
 # Not a test: the compute-efficiency figure (GEMM rate in the executor vs calibrated sgemm).
 add_executable(cnnpar_gemm_efficiency ${CMAKE_CURRENT_SOURCE_DIR}/gemm_efficiency.cpp)
@@ -212,6 +320,87 @@ if(TARGET cnnpar)
            COMMAND ${expect_fail} 30 2 "bad_spec.json: /options/k" 1 --
                    ${cnnpar_mpiexec} -n 2 ${run} --spec ${run_out}/bad_spec.json)
   set_tests_properties(real_fail_bad_spec PROPERTIES LABELS "real;mpi" TIMEOUT 60 ENVIRONMENT "${cnnpar_mpi_env}")
+  # The run-spec's numbers get the flags' checks, naming the spec file and the JSON path.
+  file(WRITE ${run_out}/bad_spec_lr.json
+       "{\"format\": \"cnnpar-run-spec\", \"network\": \"${tiny}\", \"strategy\": \"dp\",\n"
+       " \"batch\": 16, \"iterations\": 3, \"lr\": -1}\n")
+  add_test(NAME real_fail_bad_spec_lr
+           COMMAND ${expect_fail} 30 2 "bad_spec_lr.json: /lr: must be a finite number > 0 \\(value: -1\\)" 1 --
+                   ${cnnpar_mpiexec} -n 2 ${run} --spec ${run_out}/bad_spec_lr.json)
+  file(WRITE ${run_out}/bad_spec_timeout.json
+       "{\"format\": \"cnnpar-run-spec\", \"network\": \"${tiny}\", \"strategy\": \"dp\",\n"
+       " \"batch\": 16, \"iterations\": 3, \"timeout_s\": 0}\n")
+  add_test(NAME real_fail_bad_spec_timeout
+           COMMAND ${expect_fail} 30 2 "bad_spec_timeout.json: /timeout_s: .*> 0 \\(value: 0\\)" 1 --
+                   ${cnnpar_mpiexec} -n 2 ${run} --spec ${run_out}/bad_spec_timeout.json)
+  set_tests_properties(real_fail_bad_spec_lr real_fail_bad_spec_timeout PROPERTIES LABELS "real;mpi" TIMEOUT 60
+                       ENVIRONMENT "${cnnpar_mpi_env}")
+
+  # `cnnpar run` refuses the same nonsense before mpiexec starts.
+  set(cli_number_cases lr_nan momentum concurrency timeout_zero checkpoint_every)
+  set(cli_number_lr_nan --lr nan "command line: /lr: must be a finite number > 0 \\(value: nan\\)")
+  set(cli_number_momentum --momentum -0.1 "command line: /momentum: must be a number in \\[0, 1\\) \\(value: -0.1\\)")
+  set(cli_number_concurrency --concurrency -5 "command line: /concurrency: .*\\(value: -5\\)")
+  set(cli_number_timeout_zero --timeout-s 0 "command line: /timeout-s: .*> 0 \\(value: 0\\)")
+  set(cli_number_checkpoint_every --checkpoint-every -1 "command line: /checkpoint-every: .*\\(value: -1\\)")
+  foreach(case ${cli_number_cases})
+    list(GET cli_number_${case} 0 flag)
+    list(GET cli_number_${case} 1 value)
+    list(GET cli_number_${case} 2 pattern)
+    add_test(NAME real_fail_cli_number_${case}
+             COMMAND ${expect_fail} 30 2 "${pattern}" 1 --
+                     $<TARGET_FILE:cnnpar> run --network ${tiny} --ranks 2 --batch 16 --compute sleep ${flag} ${value})
+    set_tests_properties(real_fail_cli_number_${case} PROPERTIES LABELS "real;mpi" TIMEOUT 60
+                         ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>")
+  endforeach()
+
+  # `cnnpar run` hands --checkpoint, --checkpoint-every and --resume over in the run-spec: 4
+  # iterations with checkpoints, then a resume up to 6.
+  add_test(NAME real_cli_run_checkpoint
+           COMMAND $<TARGET_FILE:cnnpar> run --network ${tiny} --ranks 2 --batch 16 --iterations 4 --no-predict
+                   --checkpoint ${run_out}/cli_ckpt --checkpoint-every 2)
+  set_tests_properties(real_cli_run_checkpoint PROPERTIES LABELS "real;mpi" TIMEOUT 120 FIXTURES_SETUP real_cli_ckpt
+                       ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>")
+  add_test(NAME real_cli_run_resume
+           COMMAND $<TARGET_FILE:cnnpar> run --network ${tiny} --ranks 2 --batch 16 --iterations 6
+                   --checkpoint ${run_out}/cli_ckpt --resume)
+  set_tests_properties(real_cli_run_resume PROPERTIES LABELS "real;mpi" TIMEOUT 120 FIXTURES_REQUIRED real_cli_ckpt
+                       ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>"
+                       PASS_REGULAR_EXPRESSION "resumed from [^\n]*cli_ckpt/checkpoint.bin at iteration 4, ran to iteration 6")
+  add_test(NAME real_fail_cli_seed_negative
+           COMMAND ${expect_fail} 30 2 "command line: /seed: must be an integer in .*\\(value: -1\\)" 1 --
+                   $<TARGET_FILE:cnnpar> run --network ${tiny} --ranks 2 --batch 16 --seed -1)
+  add_test(NAME real_fail_seed_negative
+           COMMAND ${expect_fail} 30 2 "command line: /seed: must be an integer in .*\\(value: -1\\)" 1 --
+                   ${cnnpar_mpiexec} -n 2 ${run} --network ${tiny} --batch 16 --seed -1)
+  set_tests_properties(real_fail_cli_seed_negative real_fail_seed_negative PROPERTIES LABELS "real;mpi" TIMEOUT 60
+                       ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>")
+
+  # SIGTERM (and Ctrl-C's SIGINT) to `cnnpar run` alone: mpiexec gets it, hydra hands it to the
+  # ranks; cnnpar exits 128 + signal with no process of the job and no temporary file left
+  # (TMPDIR is a fresh folder the script checks). The SIGTERM run trains and checkpoints every
+  # iteration, so a rank is often writing when the signal comes: no *.tmp.* may stay behind.
+  set(sig_args_TERM --compute real --checkpoint ${run_out}/sigTERM/out/ckpt --checkpoint-every 1
+      --weights-out ${run_out}/sigTERM/out/weights.bin)
+  set(sig_args_INT --compute sleep)
+  foreach(signal TERM INT)
+    add_test(NAME real_fault_sig${signal}_cli_run
+             COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/sigterm_run.sh ${run_out}/sig${signal} ${signal} --
+                     $<TARGET_FILE:cnnpar> run --network ${tiny} --ranks 2 --batch 16 --iterations 3000
+                     --no-predict ${sig_args_${signal}})
+    set_tests_properties(real_fault_sig${signal}_cli_run PROPERTIES LABELS "real;mpi" TIMEOUT 60
+                         ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>"
+                         PASS_REGULAR_EXPRESSION "no process and no temporary file left")
+  endforeach()
+  # SIGKILL to `cnnpar run` (no forwarding possible): the kernel sends mpiexec SIGTERM
+  # (PR_SET_PDEATHSIG), so no orphaned mpiexec or rank keeps running.
+  add_test(NAME real_fault_sigKILL_cli_run
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/sigterm_run.sh ${run_out}/sigKILL KILL --
+                   $<TARGET_FILE:cnnpar> run --network ${tiny} --ranks 2 --batch 16 --iterations 3000
+                   --no-predict --compute sleep)
+  set_tests_properties(real_fault_sigKILL_cli_run PROPERTIES LABELS "real;mpi" TIMEOUT 60
+                       ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>"
+                       PASS_REGULAR_EXPRESSION "sigterm_run: no process left")
   # cnnpar-run --help lists the registered strategy options with their defaults too.
   add_test(NAME real_help_lists_strategy_options COMMAND ${run} --help)
   set_tests_properties(real_help_lists_strategy_options PROPERTIES LABELS "real"

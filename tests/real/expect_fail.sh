@@ -6,10 +6,10 @@
 max=$1; want=$2; pattern=$3; count=$4; shift 4
 [ "$1" = "--" ] && shift
 out=$(mktemp)
-start=$(date +%s)
+start=$(date +%s.%N)
 timeout -k 5 $((max + 30)) "$@" >"$out" 2>&1
 status=$?
-elapsed=$(( $(date +%s) - start ))
+elapsed=$(awk "BEGIN { printf \"%.2f\", $(date +%s.%N) - $start }")
 cat "$out"
 found=$(grep -E -c -- "$pattern" "$out")
 rm -f "$out"
@@ -17,7 +17,7 @@ echo "expect_fail: status $status after ${elapsed}s, pattern matched $found line
 if [ "$status" -eq 0 ]; then echo "expect_fail: FAIL: the command succeeded"; exit 1; fi
 if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then echo "expect_fail: FAIL: the command hung"; exit 1; fi
 if [ "$want" != "nonzero" ] && [ "$status" -ne "$want" ]; then echo "expect_fail: FAIL: wanted status $want"; exit 1; fi
-if [ "$elapsed" -gt "$max" ]; then echo "expect_fail: FAIL: took longer than ${max}s"; exit 1; fi
+if awk "BEGIN { exit !($elapsed > $max) }"; then echo "expect_fail: FAIL: took longer than ${max}s"; exit 1; fi
 if [ "$count" = "any" ]; then
   [ "$found" -ge 1 ] || { echo "expect_fail: FAIL: no line matches '$pattern'"; exit 1; }
 elif [ "$found" -ne "$count" ]; then

@@ -1,8 +1,10 @@
 // Checkpoints: round trip, corruption and wrong-network detection, bit-identical resume.
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,33 @@ std::string temp_path(const std::string& name) {
 }
 
 const SgdConfig kSgd{0.05f, 0.9f, 5e-4f};
+
+CheckpointRun sample_run() {
+  CheckpointRun run;
+  run.seed = 3;
+  run.global_batch = 8;
+  run.ranks = 2;
+  run.gemm_tile_columns = 4096;
+  run.learning_rate = kSgd.learning_rate;
+  run.momentum = kSgd.momentum;
+  run.weight_decay = kSgd.weight_decay;
+  run.strategy = "dp";
+  run.options = "{}";
+  run.dataset = "synthetic";
+  run.collectives = "mpi";
+  return run;
+}
+
+// Rewrites the checksum after editing a checkpoint's bytes, as a crafted file would.
+void reseal(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  const std::uint64_t sum = fnv1a64(bytes.data(), bytes.size() - 8);
+  std::memcpy(bytes.data() + bytes.size() - 8, &sum, 8);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), std::streamsize(bytes.size()));
+}
 
 }  // namespace
 
@@ -47,14 +76,17 @@ TEST_CASE("checkpoint: 10 + resumed 10 iterations equal 20 straight, bit for bit
     {
       LocalExecutor first(net, s10, 3, kSgd);
       first.run(data);
-      write_checkpoint(path, net, first.runtime(0).state());
+      write_checkpoint(path, net, sample_run(), first.runtime(0).state());
       // Nothing but the checkpoint is left behind (the temporary file was renamed).
       int leftovers = 0;
       for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(path).parent_path()))
         leftovers += e.path().filename().string().rfind(std::filesystem::path(path).filename().string() + ".tmp", 0) == 0;
       CHECK(leftovers == 0);
     }
-    const RuntimeState st = read_checkpoint(path, net);
+    const Checkpoint read = read_checkpoint(path, net);
+    const RuntimeState& st = read.state;
+    CHECK(read.run.options == "{}");
+    CHECK(read.run.learning_rate == kSgd.learning_rate);
     CHECK(st.iteration == 10);
     // The Runtime's seed also keys the dropout masks, so resume with the original seed.
     LocalExecutor resumed(net, s10, 3, kSgd);
@@ -73,7 +105,7 @@ TEST_CASE("checkpoint: corruption, truncation and another network are input erro
   const Schedule s = make_schedule(net, "dp", 1, 4, 1);
   LocalExecutor ex(net, s, 3, kSgd);
   const std::string path = temp_path("bad.ckpt");
-  write_checkpoint(path, net, ex.runtime(0).state());
+  write_checkpoint(path, net, sample_run(), ex.runtime(0).state());
   const auto size = std::filesystem::file_size(path);
 
   {  // flip one byte in the weights
@@ -93,11 +125,11 @@ TEST_CASE("checkpoint: corruption, truncation and another network are input erro
     CHECK(e.file() == path);
   }
 
-  write_checkpoint(path, net, ex.runtime(0).state());
+  write_checkpoint(path, net, sample_run(), ex.runtime(0).state());
   std::filesystem::resize_file(path, size / 2);
   CHECK_THROWS_AS(read_checkpoint(path, net), InputError);
 
-  write_checkpoint(path, net, ex.runtime(0).state());
+  write_checkpoint(path, net, sample_run(), ex.runtime(0).state());
   Network other = net;
   other.name = "another-net";
   try {
@@ -121,8 +153,87 @@ TEST_CASE("checkpoint: corruption, truncation and another network are input erro
   CHECK_THROWS_AS(read_checkpoint(temp_path("missing.ckpt"), net), InputError);
   std::filesystem::remove(path);
 
+  // A directory where the file should be: an input error naming the reason, no stream message.
+  const std::string folder = temp_path("folder.ckpt");
+  std::filesystem::create_directories(folder);
+  try {
+    read_checkpoint(folder, net);
+    FAIL("directory accepted");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("it is a directory") != std::string::npos);
+  }
+  std::filesystem::remove(folder);
+
+  // A version 1 checkpoint does not say which run wrote it: refused, not guessed.
+  {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f << "CNNPCKP1" << std::string(64, '\0');
+  }
+  try {
+    read_checkpoint(path, net);
+    FAIL("version 1 checkpoint accepted");
+  } catch (const InputError& e) {
+    CHECK(e.json_path() == "/magic");
+    CHECK(std::string(e.what()).find("version 1") != std::string::npos);
+  }
+
+  // A crafted weight count (2^62 floats) with a valid checksum: refused before allocating.
+  write_checkpoint(path, net, sample_run(), ex.runtime(0).state());
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    // count follows the fixed header (8 + 8·6 + 3·4 bytes) and the four strings.
+    const CheckpointRun run = sample_run();
+    const std::streamoff at = 8 + 8 * 6 + 3 * 4 +
+                              std::streamoff(4 * 4 + run.strategy.size() + run.options.size() + run.dataset.size() +
+                                             run.collectives.size());
+    const std::int64_t huge = std::int64_t(1) << 62;
+    f.seekp(at);
+    f.write(reinterpret_cast<const char*>(&huge), 8);
+  }
+  reseal(path);
+  try {
+    read_checkpoint(path, net);
+    FAIL("crafted count accepted");
+  } catch (const InputError& e) {
+    CHECK(e.json_path() == "/weights");
+  }
+  std::filesystem::remove(path);
+
   RuntimeState wrong = ex.runtime(0).state();
   wrong.weights.pop_back();
   wrong.momentum.pop_back();
   CHECK_THROWS_AS(ex.runtime(0).restore(wrong), InputError);
+}
+
+TEST_CASE("checkpoint: a resume with other settings is refused naming the field and both values") {
+  const CheckpointRun saved = sample_run();
+  CHECK_NOTHROW(check_resume("c.bin", saved, saved));
+  const auto refused = [&](CheckpointRun now, const char* field, const char* both) {
+    try {
+      check_resume("c.bin", saved, now);
+      FAIL("accepted a different " << field);
+    } catch (const InputError& e) {
+      CHECK(e.file() == "c.bin");
+      CHECK(e.json_path() == field);
+      CHECK(std::string(e.what()).find(both) != std::string::npos);
+    }
+  };
+  CheckpointRun now = saved;
+  now.global_batch = 16;
+  refused(now, "/global_batch", "global batch 8, this run has 16");
+  now = saved;
+  now.ranks = 4;
+  refused(now, "/ranks", "ranks 2, this run has 4");
+  now = saved;
+  now.seed = 4;
+  refused(now, "/seed", "seed 3, this run has 4");
+  now = saved;
+  now.strategy = "lee";
+  refused(now, "/strategy", "strategy dp, this run has lee");
+  now = saved;
+  now.options = R"({"bucket_bytes":1})";
+  refused(now, "/options", R"(strategy options {}, this run has {"bucket_bytes":1})");
+  now = saved;
+  now.learning_rate = 0.1f;
+  refused(now, "/lr", "learning rate 0.05, this run has 0.1");
 }
