@@ -92,6 +92,10 @@ int run(const RunOptions& o) {
   check_run_number(RunNumber::timeout_s, o.timeout_s, "command line", "/timeout-s");
   check_run_number(RunNumber::concurrency, o.concurrency, "command line", "/concurrency");
   check_run_number(RunNumber::checkpoint_every, o.checkpoint_every, "command line", "/checkpoint-every");
+  // Outputs are checked before mpiexec starts, not found unwritable after the run.
+  check_output_path(o.trace_out, "--trace");
+  check_output_path(o.weights_out, "--weights-out");
+  check_output_path(o.compare_json, "--compare-json");
   const Network network = load_network(o.network);
   const Platform platform = load_platform(o.platform);
   RunSpec spec;

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/strategy_flags.hpp"
 #include "model/error.hpp"
 
 int main(int argc, char** argv) {
@@ -21,10 +22,7 @@ int main(int argc, char** argv) {
 #endif
   CLI::App app{"cnnpar: predict and measure how CNN training scales over nodes.\n"
                "With no sub-command: predict VGG-A on Cori Haswell with lee (k 9, f 2), batch 256, 1-128 nodes."};
-  // One line per bad command line, like every other bad input (before sub-commands copy it).
-  app.failure_message([](const CLI::App*, const CLI::Error& e) {
-    return std::string("cnnpar: command line: ") + e.what() + " (--help lists the options)\n";
-  });
+  cnnpar::cli::set_one_line_failure_message(app, "cnnpar");  // before the sub-commands copy it
   app.require_subcommand(0, 1);
   app.set_version_flag("--version", std::string("cnnpar ") + CNNPAR_VERSION);
   std::map<CLI::App*, cnnpar::cli::Runner> runners;

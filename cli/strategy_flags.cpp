@@ -57,4 +57,10 @@ nlohmann::json StrategyFlags::values() const {
   return values;
 }
 
+void set_one_line_failure_message(CLI::App& app, const std::string& program) {
+  app.failure_message([program](const CLI::App*, const CLI::Error& e) {
+    return program + ": command line: " + e.what() + " (--help lists the options)\n";
+  });
+}
+
 }  // namespace cnnpar::cli

@@ -36,4 +36,9 @@ class StrategyFlags {
   std::map<std::string, std::string> text_;  // by key; std::map keeps the bound strings in place
 };
 
+/** Makes a command line that does not parse print one line, "PROGRAM: command line: REASON
+ *  (--help lists the options)", like every other bad input. Call before adding sub-commands
+ *  (they copy it). Shared by cnnpar and cnnpar-run. */
+void set_one_line_failure_message(CLI::App& app, const std::string& program);
+
 }  // namespace cnnpar::cli

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -41,10 +42,30 @@ std::string probe_folder(const fs::path& folder, const fs::path& target) {
   return "";
 }
 
+// The temporary file being written, for a signal handler (one write at a time per process).
+char g_temporary[4096];
+volatile std::sig_atomic_t g_pending = 0;
+
+struct PendingTemporary {
+  explicit PendingTemporary(const std::string& path) {
+    if (path.size() >= sizeof g_temporary) return;  // too long to record: not cleaned on a signal
+    std::memcpy(g_temporary, path.c_str(), path.size() + 1);
+    g_pending = 1;
+  }
+  ~PendingTemporary() { g_pending = 0; }
+  PendingTemporary(const PendingTemporary&) = delete;
+  PendingTemporary& operator=(const PendingTemporary&) = delete;
+};
+
 }  // namespace
+
+void remove_pending_temporary() noexcept {
+  if (g_pending) ::unlink(g_temporary);
+}
 
 void write_file_atomic(const std::string& path, const void* data, std::size_t bytes) {
   const fs::path temporary = sibling(path, "tmp");
+  const PendingTemporary pending(temporary.string());
   std::FILE* file = std::fopen(temporary.c_str(), "wb");
   if (!file) throw std::runtime_error(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
   const bool written = std::fwrite(data, 1, bytes, file) == bytes;

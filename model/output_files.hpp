@@ -13,6 +13,10 @@ namespace cnnpar {
 void write_file_atomic(const std::string& path, const void* data, std::size_t bytes);
 void write_file_atomic(const std::string& path, const std::string& content);
 
+/** Removes the temporary file of a write_file_atomic in progress, if any. Async-signal-safe:
+ *  for SIGINT/SIGTERM handlers, so an interrupted write leaves nothing behind. */
+void remove_pending_temporary() noexcept;
+
 /** Checks, before any work, that `path` can be written as a file: its folder exists and
  *  accepts a new file (probed by creating and removing one), and `path` is not a folder.
  *  Empty paths are skipped. @throws InputError(origin, option, path, reason). */

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "model/error.hpp"
-#include "real/atomic_file.hpp"
+#include "model/output_files.hpp"
 
 namespace cnnpar::real {
 namespace {
@@ -140,7 +140,7 @@ void write_checkpoint(const std::string& path, const Network& network, const Che
   out.insert(out.end(), m, m + state.momentum.size() * sizeof(float));
   put_text(out, network.name);
   put(out, fnv1a64(out.data(), out.size()));
-  write_file_atomically(path, out.data(), out.size());
+  write_file_atomic(path, out.data(), out.size());
 }
 
 Checkpoint read_checkpoint(const std::string& path, const Network& network) {

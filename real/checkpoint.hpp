@@ -1,6 +1,6 @@
 #pragma once
 // Checkpoints: weights + momentum + iteration + network fingerprint + the run settings a
-// resumed run must keep, with a checksum, written atomically (real/atomic_file.hpp).
+// resumed run must keep, with a checksum, written atomically (model/output_files.hpp).
 //
 // File layout, version 2 (little-endian):
 //   "CNNPCKP2" (8 bytes) | iteration i64 (global iterations completed; at byte 8 so a script
@@ -52,7 +52,8 @@ std::uint64_t fnv1a64(const void* data, std::size_t bytes,
                       std::uint64_t hash = 0xcbf29ce484222325ull);
 
 /** Writes `state` atomically to `path` (a temporary file beside it, renamed). @throws
- *  InputError (path, "/", reason) when it cannot be written. */
+ *  std::runtime_error naming `path` when it cannot be written (the folder is checked before
+ *  the run, so this is a full disk or a vanished folder). */
 void write_checkpoint(const std::string& path, const Network& network, const CheckpointRun& run,
                       const RuntimeState& state);
 

@@ -32,7 +32,7 @@
 #include "model/schedule.hpp"
 #include "model/strategies/strategy.hpp"
 #include "model/trace.hpp"
-#include "real/atomic_file.hpp"
+#include "model/output_files.hpp"
 #include "real/calibrate.hpp"
 #include "cli/strategy_flags.hpp"
 #include "model/json_node.hpp"
@@ -305,16 +305,6 @@ std::string mpi_library_version() {
   MPI_Get_library_version(text, &length);
   std::string version(text, std::size_t(length));
   return version.substr(0, version.find('\n'));
-}
-
-/** Fails early (before any training) when an output could not be written later. */
-void check_output_path(const std::string& path, const char* option) {
-  namespace fs = std::filesystem;
-  if (path.empty()) return;
-  const fs::path parent = fs::path(path).parent_path();
-  if (!parent.empty() && !fs::is_directory(parent))
-    throw InputError("command line", option, path, "its directory does not exist");
-  if (fs::is_directory(path)) throw InputError("command line", option, path, "is a directory, expected a file");
 }
 
 std::string checkpoint_file(const Options& o) {
@@ -685,9 +675,9 @@ int run_training(const Options& o, int rank, int size) {
     }
     trace.warmup_iterations = s.schedule.warmup_iterations;
 
-    if (!o.trace.empty()) write_file_atomically(o.trace, to_json(trace).dump(1) + "\n");
+    if (!o.trace.empty()) write_file_atomic(o.trace, to_json(trace).dump(1) + "\n");
     if (!o.weights_out.empty() && s.runtime)
-      write_file_atomically(o.weights_out, weights.data(), weights.size() * sizeof(float));
+      write_file_atomic(o.weights_out, weights.data(), weights.size() * sizeof(float));
     if (!o.checkpoint.empty() && s.runtime) write_checkpoint_now(final_state);
 
     std::printf("cnnpar-run: %s on %s, %d ranks, batch %lld, %d iterations (%d warm-up), %s compute, %s progress\n",
@@ -728,7 +718,7 @@ int run_calibration(const Options& o, int rank, int size) {
   options.timeout_s = o.timeout_s;
   CalibrationResult result = calibrate(network, base, options, MPI_COMM_WORLD);
   if (rank == 0) {
-    write_file_atomically(o.out, to_json(result.platform).dump(2) + "\n");
+    write_file_atomic(o.out, to_json(result.platform).dump(2) + "\n");
     if (!result.ping_pong.empty()) {
       std::printf("cnnpar-run: ping-pong ranks 0-1 (one way):");
       for (const auto& [bytes, seconds] : result.ping_pong) std::printf(" %.0fB:%.3gs", bytes, seconds);
@@ -786,6 +776,7 @@ int main(int argc, char** argv) {
 
   Options options;
   CLI::App app;
+  cli::set_one_line_failure_message(app, "cnnpar-run");
   add_options(app, options);
   try {
     app.parse(argc, argv);

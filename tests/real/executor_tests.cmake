@@ -247,10 +247,11 @@ file(WRITE ${run_out}/no_fc.json
      "{\"name\": \"no-fc\", \"input\": {\"channels\": 3, \"height\": 8, \"width\": 8},\n"
      " \"layers\": [{\"name\": \"conv1\", \"type\": \"conv\", \"maps\": 10, \"kernel\": 8},\n"
      "            {\"name\": \"loss\", \"type\": \"softmax\"}]}\n")
-# 3·10^12 parameters (36 TB of weights, gradients and momentum): refused before allocating.
+# 3·10^10 parameters (360 GB of weights, gradients and momentum; within the per-layer bound of
+# model/limits.hpp): refused before allocating. 30000·10^6 + 10^6 + 10^6·10 + 10 = 30011000010.
 file(WRITE ${run_out}/huge_fc.json
      "{\"name\": \"huge-fc\", \"input\": {\"channels\": 3, \"height\": 100, \"width\": 100},\n"
-     " \"layers\": [{\"name\": \"fc1\", \"type\": \"fc\", \"outputs\": 100000000},\n"
+     " \"layers\": [{\"name\": \"fc1\", \"type\": \"fc\", \"outputs\": 1000000},\n"
      "            {\"name\": \"fc2\", \"type\": \"fc\", \"outputs\": 10}, {\"name\": \"loss\", \"type\": \"softmax\"}]}\n")
 file(MAKE_DIRECTORY ${run_out}/ckpt_bin_is_dir/checkpoint.bin)
 file(WRITE ${run_out}/ckpt_is_file "not a directory\n")
@@ -258,7 +259,7 @@ set(bad_input_cases no_fc huge_fc ckpt_is_file ckpt_bin_is_dir resume_missing re
 set(bad_input_no_fc --network ${run_out}/no_fc.json --batch 16
     "no_fc.json: /layers/1: .*needs logits from an fc layer.*\\(value: loss\\)")
 set(bad_input_huge_fc --network ${run_out}/huge_fc.json --batch 2
-    "huge-fc.*: /layers: weights, gradients and momentum need .* GB, more than this machine's .*\\(value: 3001100000010 parameters\\)")
+    "huge-fc.*: /layers: weights, gradients and momentum need .* GB, more than this machine's .*\\(value: 30011000010 parameters\\)")
 set(bad_input_ckpt_is_file --network ${tiny} --batch 16 --checkpoint ${run_out}/ckpt_is_file
     "command line: /checkpoint: exists and is not a directory \\(value: .*ckpt_is_file\\)")
 set(bad_input_ckpt_bin_is_dir --network ${tiny} --batch 16 --checkpoint ${run_out}/ckpt_bin_is_dir
@@ -379,7 +380,7 @@ if(TARGET cnnpar)
   # SIGTERM (and Ctrl-C's SIGINT) to `cnnpar run` alone: mpiexec gets it, hydra hands it to the
   # ranks; cnnpar exits 128 + signal with no process of the job and no temporary file left
   # (TMPDIR is a fresh folder the script checks). The SIGTERM run trains and checkpoints every
-  # iteration, so a rank is often writing when the signal comes: no *.tmp.* may stay behind.
+  # iteration, so a rank is often writing when the signal comes: no temporary may stay behind.
   set(sig_args_TERM --compute real --checkpoint ${run_out}/sigTERM/out/ckpt --checkpoint-every 1
       --weights-out ${run_out}/sigTERM/out/weights.bin)
   set(sig_args_INT --compute sleep)

@@ -4,7 +4,7 @@
 # run, sends SIGNAL (TERM, INT or KILL) to cnnpar alone, and passes when cnnpar exits with
 # 128 + SIGNAL within 10 s, no process of the job (mpiexec, hydra_pmi_proxy, cnnpar-run)
 # is left, DIR/tmp is empty (no run-spec, trace or other temporary file), and DIR/out (for
-# outputs the command names there) holds no half-written file (*.tmp.*).
+# outputs the command names there) holds no half-written file (.NAME.PID.tmp).
 # SIGNAL KILL: cnnpar cannot forward or clean up; its child mpiexec gets SIGTERM from the
 # kernel (PR_SET_PDEATHSIG) and ends the ranks. Only the processes are checked then.
 dir=$1; sig=$2; shift 2
@@ -51,7 +51,7 @@ done
 echo "sigterm_run: job gone $(awk "BEGIN { print $(date +%s.%N) - $start }") s after the signal"
 [ "$sig" = KILL ] && { echo "sigterm_run: no process left"; exit 0; }
 if [ -n "$(ls -A "$dir/tmp")" ]; then ls -la "$dir/tmp"; fail "temporary files left in TMPDIR"; fi
-half=$(find "$dir/out" -name '*.tmp.*')
+half=$(find "$dir/out" -name '.*')  # temporaries are hidden siblings (.NAME.PID.tmp)
 [ -n "$half" ] && fail "half-written outputs left: $half"
 echo "sigterm_run: outputs: $(cd "$dir/out" && find . -type f | tr '\n' ' ')"
 echo "sigterm_run: no process and no temporary file left"

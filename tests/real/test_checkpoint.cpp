@@ -80,7 +80,7 @@ TEST_CASE("checkpoint: 10 + resumed 10 iterations equal 20 straight, bit for bit
       // Nothing but the checkpoint is left behind (the temporary file was renamed).
       int leftovers = 0;
       for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(path).parent_path()))
-        leftovers += e.path().filename().string().rfind(std::filesystem::path(path).filename().string() + ".tmp", 0) == 0;
+        leftovers += e.path().filename().string().rfind("." + std::filesystem::path(path).filename().string(), 0) == 0;
       CHECK(leftovers == 0);
     }
     const Checkpoint read = read_checkpoint(path, net);
