@@ -7,6 +7,7 @@
 #   --seconds N   fuzz each target N seconds (default 60)
 #   --runs N      stop each target after N executions instead (libFuzzer -runs)
 #   --keep-going  fork mode: keep fuzzing after a crash, timeout or OOM (for campaigns)
+#   --no-regressions  skip replaying tests/fuzz/regressions (campaigns while they still fail)
 #   --ci          15 s per target plus every regression input; exits 1 on any crash
 #   TARGET        network platform study trace schedule units compare run_spec (default: all)
 #
@@ -21,13 +22,15 @@ seconds=60
 runs=""
 keep_going=0
 ci=0
+regressions=1
 targets=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
     --runs) runs="$2"; shift 2 ;;
     --keep-going) keep_going=1; shift ;;
-    --ci) ci=1; seconds=15; shift ;;
+    --no-regressions) regressions=0; shift ;;
+    --ci) ci=1; seconds=15; regressions=1; shift ;;
     -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *)
@@ -45,6 +48,11 @@ fuzz_dir=tests/fuzz
 findings="$fuzz_dir/findings"
 mkdir -p "$findings"
 
+# Debian packages clang and libclang-rt-14-dev (libFuzzer and the sanitizer runtimes).
+if ! command -v clang++ >/dev/null || ! compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a" >/dev/null; then
+  echo "fuzz.sh: needs clang++ and libFuzzer (apt-get install clang libclang-rt-14-dev)" >&2
+  exit 2
+fi
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 # -O2 -g without -DNDEBUG: assertions stay on. Only the libraries the targets need are built.
@@ -65,7 +73,7 @@ failed=()
 # Regression inputs: one process per file, so every failing file is reported.
 for target in "${targets[@]}"; do
   dir="$fuzz_dir/regressions/$target"
-  [[ -d $dir ]] || continue
+  [[ $regressions == 1 && -d $dir ]] || continue
   for input in "$dir"/*; do
     [[ -f $input ]] || continue
     log="$findings/regression-$target-$(basename "$input").log"
