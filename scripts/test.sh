@@ -8,3 +8,6 @@ bash scripts/build.sh
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 cd build
 ctest --output-on-failure -j"$(nproc 2>/dev/null || echo 2)" --timeout 900
+# libFuzzer targets (tests/fuzz): every regression input, then 15 s per target; any crash fails.
+cd ..
+bash scripts/fuzz.sh --ci
