@@ -264,6 +264,12 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& origi
 nlohmann::json read_json_file(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw InputError(path, "/", path, "is a folder, not a JSON file");
+  // Devices and pipes (/dev/zero) never end; a file's size is known before it is read.
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw InputError(path, "/", path, "is not a regular file");
+  if (const auto bytes = std::filesystem::file_size(path, ec); !ec && bytes > limits::kMaxInputFileBytes)
+    throw InputError(path, "/", fmt::format("{} bytes", bytes),
+                     fmt::format("a JSON input may have at most {} bytes", limits::kMaxInputFileBytes));
   std::ifstream stream(path, std::ios::binary);
   if (!stream) throw InputError(path, "/", path, "cannot open file");
   std::ostringstream buffer;

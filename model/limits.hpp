@@ -10,6 +10,9 @@ namespace cnnpar::limits {
  *  levels, and recursion over a 100,000-level document overflows the stack. */
 inline constexpr int kMaxJsonDepth = 64;
 
+/** A JSON input file (a trace of 128 ranks x 100 iterations is about 200 MB). */
+inline constexpr std::uintmax_t kMaxInputFileBytes = std::uintmax_t(4) << 30;
+
 /** One tensor dimension, kernel, stride, pad, map count or fc width (elements). */
 inline constexpr std::int64_t kMaxDimension = std::int64_t(1) << 24;
 /** Elements of one image's tensor, or of one layer's weights: 2^36 floats = 256 GiB. */

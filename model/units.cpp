@@ -130,7 +130,12 @@ double parse_quantity(std::string_view text, Unit unit, bool allow_bare_number) 
   const double factor = unit_factor(unit_text, unit);
   if (factor <= 0)
     throw std::invalid_argument(fmt::format("expected {}: unknown unit \"{}\"", unit_example(unit), unit_text));
-  return check_quantity(number * factor, unit);
+  // A non-zero number whose product underflows to 0 ("1e-320ps") is tiny, not zero.
+  const double value = number * factor;
+  if (value == 0 && number != 0)
+    throw std::invalid_argument(fmt::format("{} is below the plausible range {} (after the unit)", trimmed,
+                                            plausible_range(unit).text));
+  return check_quantity(value, unit);
 }
 
 std::string format_seconds(double seconds) {

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages cnnpar needs (only the missing ones). Run as root.
+# Installs the Debian 12 packages cnnpar needs (only the missing ones); --test adds what the
+# tests need beyond the build. Run as root.
 set -euo pipefail
 packages=(build-essential cmake pkg-config libsimgrid-dev mpich libmpich-dev libopenblas-dev
           nlohmann-json3-dev libfmt-dev catch2 libcli11-dev libbenchmark-dev gnuplot-nox libtbb-dev)
+# The tests also fuzz the parsers (tests/fuzz): clang and its libFuzzer runtime.
+[ "${1:-}" = "--test" ] && packages+=(clang libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -53,3 +53,9 @@ TEST_CASE("a quantity is checked after its unit is applied (issue 8, item 4)") {
   CHECK(parse_quantity("0us", Unit::time_s) == 0.0);
   CHECK(cnnpar::check_quantity(-5e9, Unit::bandwidth_Bps) == -5e9);  // the sign is the caller's to judge
 }
+
+TEST_CASE("a non-zero quantity that underflows to zero after its unit is refused, not taken as 0") {
+  // 1e-320 * 1e-12 s and 4e-324 / 8 B round to 0 in double: they are tiny, not zero.
+  CHECK_THROWS_WITH(parse_quantity("1e-320ps", Unit::time_s), Catch::Contains("below the plausible range"));
+  CHECK_THROWS_WITH(parse_quantity("4e-324b", Unit::size_bytes), Catch::Contains("below the plausible range"));
+}
