@@ -8,3 +8,8 @@ bash scripts/build.sh
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 cd build
 ctest --output-on-failure -j"$(nproc 2>/dev/null || echo 2)" --timeout 900
+cd ..
+
+# Sanitizers (issue 8): ASan+UBSan over the whole suite, TSan over the communication thread.
+bash scripts/sanitize.sh asan
+bash scripts/sanitize.sh tsan
