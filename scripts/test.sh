@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # README command 2: install what is missing, build, and run every test (unit, golden, CLI,
-# SimGrid and MPI integration). .ci/run calls this.
+# SimGrid and MPI integration), then the sanitizer runs (scripts/sanitize.sh). .ci/run calls this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
