@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <simgrid/Exception.hpp>
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Comm.hpp>
 #include <simgrid/s4u/ConditionVariable.hpp>
@@ -228,7 +229,15 @@ class Replay {
           record.wait_start_s = sg4::Engine::get_clock();
           {
             std::unique_lock lock(*st.mutex);
-            while (!st.done[std::size_t(found->second)]) st.changed->wait(lock);
+            try {
+              while (!st.done[std::size_t(found->second)]) st.changed->wait(lock);
+            } catch (const simgrid::ForcefulKillException&) {
+              // A deadlocked replay's actors are killed in this wait. Unlocking is a simcall
+              // a dying actor cannot make with thread contexts (it blocks forever); the
+              // simulation is over, so the lock is dropped without unlocking.
+              lock.release();
+              throw;
+            }
           }
           record.wait_end_s = sg4::Engine::get_clock();
           break;
