@@ -250,8 +250,9 @@ TEST_CASE("data-parallel ranks share one op list; an uneven split gives two") {
   double total = 0, single = 0;
   for (const Program& program : uneven.programs)
     for (const Op& op : program.ops) total += op.phase == Phase::forward ? op.flops : 0;
-  for (const Op& op : build_schedule(vgg_a(), cori(), options_for("dp", 1)).programs[0].ops)
-    single += op.phase == Phase::forward ? op.flops : 0;
+  // Named: a range-for over a temporary's member does not extend the temporary's life (C++20).
+  const Schedule one_rank = build_schedule(vgg_a(), cori(), options_for("dp", 1));
+  for (const Op& op : one_rank.programs[0].ops) single += op.phase == Phase::forward ? op.flops : 0;
   CHECK(total == Approx(single).epsilon(1e-12));
 }
 
