@@ -25,30 +25,6 @@ inline std::string text_of(const std::uint8_t* data, std::size_t size) {
   return std::string(reinterpret_cast<const char*>(data), size);
 }
 
-/** CNNPAR_FUZZ_MASK_KNOWN set: skip the defect classes of issue 8 that are already regression
- *  inputs (nesting deeper than 512, numbers beyond double's range, values narrowed to int),
- *  so a campaign finds something else while their fixes are pending. CI never sets it. */
-inline bool mask_known() {
-  static const bool masked = std::getenv("CNNPAR_FUZZ_MASK_KNOWN") != nullptr;
-  return masked;
-}
-
-/** parse_json_text, or with mask_known() the masked classes rejected as bad input. */
-inline nlohmann::json parse(const std::string& text, const std::string& origin) {
-  if (!mask_known()) return parse_json_text(text, origin);
-  int depth = 0, deepest = 0;
-  for (char c : text) {
-    if (c == '[' || c == '{') deepest = std::max(deepest, ++depth);
-    if (c == ']' || c == '}') --depth;
-  }
-  if (deepest > 512) throw InputError(origin, "/", "", "masked: deep nesting");
-  try {
-    return parse_json_text(text, origin);
-  } catch (const nlohmann::json::out_of_range&) {
-    throw InputError(origin, "/", "", "masked: number out of range");
-  }
-}
-
 /** A broken promise of the parser under test: abort so libFuzzer records the input. */
 [[noreturn]] inline void fuzz_failed(const char* condition, const char* file, int line, const std::string& detail) {
   std::fprintf(stderr, "fuzz invariant failed at %s:%d: %s (%s)\n", file, line, condition, detail.c_str());
@@ -76,8 +52,7 @@ inline bool document_number(const nlohmann::json& object, const char* key, doubl
 #define FUZZ_REQUIRE_SAME(object, key, read_value)                                                  \
   do {                                                                                              \
     double fuzz_document_value = 0;                                                                 \
-    if (!::cnnpar::fuzz::mask_known() &&                                                            \
-        ::cnnpar::fuzz::document_number((object), (key), fuzz_document_value))                      \
+    if (::cnnpar::fuzz::document_number((object), (key), fuzz_document_value))                      \
       FUZZ_REQUIRE(double(read_value) == fuzz_document_value,                                       \
                    std::string(key) + " read as " + std::to_string(read_value) + ", document has " + \
                        std::to_string(fuzz_document_value));                                        \

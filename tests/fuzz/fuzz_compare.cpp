@@ -17,8 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string first = at == std::string::npos ? text : text.substr(0, at);
   const std::string second = at == std::string::npos ? text : text.substr(at + kSeparator.size());
   try {
-    const Trace predicted = trace_from_json(fuzz::parse(first, "<fuzz predicted>"), "<fuzz predicted>");
-    const Trace measured = trace_from_json(fuzz::parse(second, "<fuzz measured>"), "<fuzz measured>");
+    const Trace predicted = trace_from_json(parse_json_text(first, "<fuzz predicted>"), "<fuzz predicted>");
+    const Trace measured = trace_from_json(parse_json_text(second, "<fuzz measured>"), "<fuzz measured>");
     const CompareReport report = compare_traces(predicted, measured);
     format_compare_table(report);
     to_json(report).dump();

@@ -12,7 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   using namespace cnnpar;
   static const Platform platform = load_platform("local");
   try {
-    const nlohmann::json document = fuzz::parse(fuzz::text_of(data, size), fuzz::kOrigin);
+    const nlohmann::json document = parse_json_text(fuzz::text_of(data, size), fuzz::kOrigin);
     const Network network = parse_network(document, fuzz::kOrigin);
     for (const Layer& layer : network.layers) {
       FUZZ_REQUIRE(layer.out.c >= 1 && layer.out.h >= 1 && layer.out.w >= 1, layer.spec.name);

@@ -11,7 +11,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   using namespace cnnpar;
   static const Network network = load_network("lenet-5");
   try {
-    const nlohmann::json document = fuzz::parse(fuzz::text_of(data, size), fuzz::kOrigin);
+    const nlohmann::json document = parse_json_text(fuzz::text_of(data, size), fuzz::kOrigin);
     const Platform platform = parse_platform(document, fuzz::kOrigin);
     const nlohmann::json& nodes = document.at("nodes");
     FUZZ_REQUIRE_SAME(nodes, "count", platform.nodes.count);

@@ -19,7 +19,7 @@ void check_integers(const nlohmann::json& document, const cnnpar::Schedule& sche
     const cnnpar::Collective& c = schedule.collectives[i];
     FUZZ_REQUIRE_SAME(collectives.at(i), "root", c.root);
     FUZZ_REQUIRE_SAME(collectives.at(i), "iteration", c.iteration);
-    for (std::size_t l = 0; l < c.layers.size() && !cnnpar::fuzz::mask_known(); ++l)
+    for (std::size_t l = 0; l < c.layers.size(); ++l)
       FUZZ_REQUIRE(double(c.layers[l]) == collectives.at(i).at("layers").at(l).get<double>(), "layers");
   }
   const nlohmann::json& programs = document.at("programs");
@@ -41,7 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static const Platform platform = load_platform("cori-haswell");  // 768 nodes
   Schedule schedule;
   try {
-    const nlohmann::json document = fuzz::parse(fuzz::text_of(data, size), fuzz::kOrigin);
+    const nlohmann::json document = parse_json_text(fuzz::text_of(data, size), fuzz::kOrigin);
     schedule = schedule_from_json(document, fuzz::kOrigin);
     check_integers(document, schedule);
     verify_or_throw(schedule, fuzz::kOrigin, &network);

@@ -30,7 +30,7 @@ void check_integers(const nlohmann::json& document, const cnnpar::Trace& trace) 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace cnnpar;
   try {
-    const nlohmann::json document = fuzz::parse(fuzz::text_of(data, size), fuzz::kOrigin);
+    const nlohmann::json document = parse_json_text(fuzz::text_of(data, size), fuzz::kOrigin);
     const Trace trace = trace_from_json(document, fuzz::kOrigin);
     check_integers(document, trace);
     const TraceMetrics metrics = compute_metrics(trace);
