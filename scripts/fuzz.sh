@@ -59,7 +59,7 @@ command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCNNPAR_FUZZ=ON -DCNNPAR_WITH_SIMGRID=OFF \
   -DCNNPAR_WITH_MPI=OFF -DCNNPAR_BUILD_TESTS=OFF -DCNNPAR_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g" "${launcher[@]}" >/dev/null
-cmake --build "$build" -j"$(nproc 2>/dev/null || echo 2)" --target "${targets[@]/#/cnnpar_fuzz_}"
+cmake --build "$build" -j"$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)" --target "${targets[@]/#/cnnpar_fuzz_}"
 
 # Deep nesting needs 100,000+ bytes of "["; 1 MiB leaves room for large documents.
 max_len=1048576
