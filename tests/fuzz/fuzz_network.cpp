@@ -7,6 +7,7 @@
 #include "model/strategies/strategy.hpp"
 #include "sim/analytic/analytic_engine.hpp"
 #include "tests/fuzz/fuzz_common.hpp"
+#include "tests/fuzz/fuzz_replay.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace cnnpar;
@@ -21,16 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       FUZZ_REQUIRE(cost.weights >= 0 && cost.biases >= 0 && cost.output_elements >= 1, layer.spec.name);
     }
     total_parameters(network);
-    StrategyOptions options;
-    options.name = "dp";
-    options.global_batch = 2;
-    options.ranks = 2;
-    options.iterations = 2;
-    options.warmup_iterations = 1;
-    options.origin = fuzz::kOrigin;
-    const Schedule schedule = build_schedule(network, platform, options);
-    const TraceMetrics metrics = compute_metrics(analytic::analytic_replay(schedule, platform));
-    FUZZ_REQUIRE(std::isfinite(metrics.iteration_s) && metrics.iteration_s >= 0, std::to_string(metrics.iteration_s));
+    fuzz::replay_dp_on_two_ranks(network, platform);
   } catch (const InputError&) {
   }
   return 0;
