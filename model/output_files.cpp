@@ -19,13 +19,12 @@ namespace cnnpar {
 namespace fs = std::filesystem;
 namespace {
 
-fs::path sibling(const fs::path& target, const char* suffix) {
-  const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  return folder / fmt::format(".{}.{}.{}", target.filename().string(), ::getpid(), suffix);
-}
-
 fs::path folder_of(const fs::path& target) {
   return target.has_parent_path() ? target.parent_path() : fs::path(".");
+}
+
+fs::path sibling(const fs::path& target, const char* suffix) {
+  return folder_of(target) / fmt::format(".{}.{}.{}", target.filename().string(), ::getpid(), suffix);
 }
 
 // Creates and removes a file in `folder`: the only test that also covers read-only mounts,
@@ -101,8 +100,7 @@ void check_output_folder(const std::string& dir, const std::string& option, cons
   std::error_code ec;
   if (fs::exists(target, ec) && !fs::is_directory(target, ec))
     throw InputError(origin, option, dir, "exists and is not a folder");
-  const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  if (const std::string reason = probe_folder(parent, target); !reason.empty())
+  if (const std::string reason = probe_folder(folder_of(target), target); !reason.empty())
     throw InputError(origin, option, dir, reason);
 }
 
