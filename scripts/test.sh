@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
 # README command 2: install what is missing, build, and run every test (unit, golden, CLI,
 # SimGrid and MPI integration), then the fuzz targets (scripts/fuzz.sh --ci) and the sanitizer
-# runs (scripts/sanitize.sh). .ci/run calls this.
+# runs (scripts/sanitize.sh). .ci/run calls this. Each stage prints its wall time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh --test
-bash scripts/build.sh
+stage() {
+  local name=$1 start=$SECONDS
+  shift
+  "$@"
+  echo "test.sh: $name took $(( SECONDS - start )) s"
+}
+# nproc honours OMP_NUM_THREADS, set to 1 below for the tests: count the cores first.
+jobs=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)
+stage setup bash scripts/setup.sh --test
+stage build bash scripts/build.sh
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
-cd build
-ctest --output-on-failure -j"$(nproc 2>/dev/null || echo 2)" --timeout 900
-cd ..
+stage tests bash -c "cd build && ctest --output-on-failure -j$jobs --timeout 900"
 # libFuzzer targets (tests/fuzz): every regression input, then 15 s per target; any crash fails.
-bash scripts/fuzz.sh --ci
+stage fuzz bash scripts/fuzz.sh --ci
 # Sanitizers (issue 8): ASan+UBSan over the whole suite, TSan over the communication thread.
-bash scripts/sanitize.sh asan
-bash scripts/sanitize.sh tsan
+stage asan bash scripts/sanitize.sh asan
+stage tsan bash scripts/sanitize.sh tsan
+echo "test.sh: all stages passed in $SECONDS s"

@@ -1,0 +1,1 @@
+// Translation unit that builds the tests' precompiled header (tests/CMakeLists.txt).
