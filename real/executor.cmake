@@ -11,7 +11,7 @@ add_library(cnnpar_real_mpi STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/interpreter.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/calibrate.cpp)
 target_link_libraries(cnnpar_real_mpi PUBLIC
-  cnnpar_settings cnnpar_model cnnpar_real_core MPI::MPI_CXX Threads::Threads fmt::fmt)
+  cnnpar_settings cnnpar_model cnnpar_real_core MPI::MPI_CXX Threads::Threads fmt::fmt PRIVATE cnnpar_library_settings)
 
 add_executable(cnnpar-run ${CMAKE_CURRENT_SOURCE_DIR}/cnnpar_run.cpp)
 target_link_libraries(cnnpar-run PRIVATE cnnpar_real_mpi cnnpar_strategy_flags CLI11::CLI11)

@@ -13,10 +13,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 mode=${1:-asan}
 [ $# -gt 0 ] && shift
-# nproc honours OMP_NUM_THREADS, which test.sh sets to 1 for the tests: count the cores.
-jobs=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+source scripts/build_env.sh
 supp=$root/scripts/sanitizers
 
 case $mode in

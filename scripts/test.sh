@@ -10,13 +10,12 @@ stage() {
   "$@"
   echo "test.sh: $name took $(( SECONDS - start )) s"
 }
-# nproc honours OMP_NUM_THREADS, set to 1 below for the tests: count the cores first.
-jobs=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 2)
+source scripts/build_env.sh
 stage setup bash scripts/setup.sh --test
 stage build bash scripts/build.sh
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 stage tests bash -c "cd build && ctest --output-on-failure -j$jobs --timeout 900"
-# libFuzzer targets (tests/fuzz): every regression input, then 15 s per target; any crash fails.
+# libFuzzer targets (tests/fuzz): every regression input, then 5 s per target; any crash fails.
 stage fuzz bash scripts/fuzz.sh --ci
 # Sanitizers (issue 8): ASan+UBSan over the whole suite, TSan over the communication thread.
 stage asan bash scripts/sanitize.sh asan

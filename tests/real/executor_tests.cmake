@@ -13,7 +13,7 @@ cnnpar_add_test(test_real_child_process SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test
 
 # Catch2 with its own main (MPI_Init before the session), run under mpiexec.
 add_executable(test_real_interpreter_mpi ${CMAKE_CURRENT_SOURCE_DIR}/test_interpreter_mpi.cpp)
-target_link_libraries(test_real_interpreter_mpi PRIVATE Catch2::Catch2 cnnpar_settings cnnpar_real_mpi)
+target_link_libraries(test_real_interpreter_mpi PRIVATE Catch2::Catch2 cnnpar_settings cnnpar_test_settings cnnpar_real_mpi)
 foreach(np 1 2 3 4)
   add_test(NAME real_interpreter_mpi_np${np}
            COMMAND ${cnnpar_mpiexec} -n ${np} $<TARGET_FILE:test_real_interpreter_mpi>)
@@ -22,11 +22,11 @@ foreach(np 1 2 3 4)
 endforeach()
 
 add_executable(cnnpar_weights_compare ${CMAKE_CURRENT_SOURCE_DIR}/weights_compare.cpp)
-target_link_libraries(cnnpar_weights_compare PRIVATE cnnpar_settings)
+target_link_libraries(cnnpar_weights_compare PRIVATE cnnpar_settings cnnpar_test_settings)
 add_executable(cnnpar_trace_check ${CMAKE_CURRENT_SOURCE_DIR}/trace_check.cpp)
-target_link_libraries(cnnpar_trace_check PRIVATE cnnpar_settings cnnpar_model)
+target_link_libraries(cnnpar_trace_check PRIVATE cnnpar_settings cnnpar_test_settings cnnpar_model)
 add_executable(cnnpar_platform_check ${CMAKE_CURRENT_SOURCE_DIR}/platform_check.cpp)
-target_link_libraries(cnnpar_platform_check PRIVATE cnnpar_settings cnnpar_model)
+target_link_libraries(cnnpar_platform_check PRIVATE cnnpar_settings cnnpar_test_settings cnnpar_model)
 
 set(run_out ${CMAKE_CURRENT_BINARY_DIR}/mpi_runs)
 file(MAKE_DIRECTORY ${run_out})
@@ -288,7 +288,7 @@ endforeach()
 
 # Not a test: the compute-efficiency figure (GEMM rate in the executor vs calibrated sgemm).
 add_executable(cnnpar_gemm_efficiency ${CMAKE_CURRENT_SOURCE_DIR}/gemm_efficiency.cpp)
-target_link_libraries(cnnpar_gemm_efficiency PRIVATE cnnpar_settings cnnpar_model)
+target_link_libraries(cnnpar_gemm_efficiency PRIVATE cnnpar_settings cnnpar_test_settings cnnpar_model)
 
 # `cnnpar run` / `cnnpar calibrate` (the cnnpar executable, no MPI inside) launch cnnpar-run
 # under mpiexec and read its output back; the run also predicts and compares.

@@ -39,7 +39,11 @@ inline Schedule empty_schedule(int ranks) {
   schedule.global_batch = ranks;
   schedule.iterations = 1;
   schedule.warmup_iterations = 0;
-  for (int r = 0; r < ranks; ++r) schedule.programs.push_back(Program{r, {}});
+  for (int r = 0; r < ranks; ++r) {
+    Program program;
+    program.rank = r;
+    schedule.programs.push_back(program);
+  }
   return schedule;
 }
 
