@@ -59,7 +59,9 @@ source scripts/build_env.sh
 cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCNNPAR_FUZZ=ON -DCNNPAR_WITH_SIMGRID=OFF \
   -DCNNPAR_WITH_MPI=OFF -DCNNPAR_BUILD_TESTS=OFF -DCNNPAR_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" "${launcher[@]}" >/dev/null
+start=$SECONDS
 cmake --build "$build" -j"$jobs" --target "${targets[@]/#/cnnpar_fuzz_}"
+echo "fuzz.sh: build took $(( SECONDS - start )) s"
 
 # Deep nesting needs 100,000+ bytes of "["; 1 MiB leaves room for large documents.
 max_len=1048576
