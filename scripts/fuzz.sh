@@ -2,13 +2,16 @@
 # Builds the libFuzzer targets (tests/fuzz, clang, ASan+UBSan) into ./build-fuzz, replays the
 # regression inputs, then fuzzes each target with its seed corpus and the dictionary.
 #
-#   bash scripts/fuzz.sh [--seconds N] [--runs N] [--keep-going] [--ci] [TARGET...]
+#   bash scripts/fuzz.sh [--seconds N] [--runs N] [--keep-going] [--ci] [--build DIR] [TARGET...]
 #
 #   --seconds N   fuzz each target N seconds (default 60)
 #   --runs N      stop each target after N executions instead (libFuzzer -runs)
 #   --keep-going  fork mode: keep fuzzing after a crash, timeout or OOM (for campaigns)
 #   --no-regressions  skip replaying tests/fuzz/regressions (campaigns while they still fail)
 #   --ci          5 s per target plus every regression input; exits 1 on any crash
+#   --build DIR   fuzz with the targets of an existing build configured with CNNPAR_FUZZ=ON
+#                 (CI: the clang ASan+UBSan build of scripts/sanitize.sh asan) instead of
+#                 configuring ./build-fuzz
 #   TARGET        network platform study trace schedule units compare run_spec (default: all)
 #
 # Crashes go to tests/fuzz/findings/ (gitignored); a minimised one becomes a regression input
@@ -24,6 +27,7 @@ keep_going=0
 ci=0
 regressions=1
 targets=()
+build=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
@@ -31,6 +35,7 @@ while [[ $# -gt 0 ]]; do
     --keep-going) keep_going=1; shift ;;
     --no-regressions) regressions=0; shift ;;
     --ci) ci=1; seconds=5; regressions=1; shift ;;
+    --build) build="$2"; shift 2 ;;
     -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *)
@@ -43,7 +48,6 @@ while [[ $# -gt 0 ]]; do
 done
 [[ ${#targets[@]} -gt 0 ]] || targets=("${all_targets[@]}")
 
-build=build-fuzz
 fuzz_dir=tests/fuzz
 findings="$fuzz_dir/findings"
 mkdir -p "$findings"
@@ -54,12 +58,20 @@ if ! command -v clang++ >/dev/null || ! compgen -G "/usr/lib/llvm-*/lib/clang/*/
   exit 2
 fi
 source scripts/build_env.sh
-# -O1 -g1 without -DNDEBUG: assertions stay on, line tables name file:line in a crash; -O1
-# compiles faster than -O2 -g (CI builds it cold every run). Only the libraries the targets need are built.
-cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCNNPAR_FUZZ=ON -DCNNPAR_WITH_SIMGRID=OFF \
-  -DCNNPAR_WITH_MPI=OFF -DCNNPAR_BUILD_TESTS=OFF -DCNNPAR_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" "${launcher[@]}" >/dev/null
 start=$SECONDS
+if [[ -n $build ]]; then
+  if ! grep -q '^CNNPAR_FUZZ:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
+    echo "fuzz.sh: --build $build is not a build configured with -DCNNPAR_FUZZ=ON" >&2
+    exit 2
+  fi
+else
+  build=build-fuzz
+  # -O1 -g1 without -DNDEBUG: assertions stay on, line tables name file:line in a crash; -O1
+  # compiles faster than -O2 -g. Only the libraries the targets need are built.
+  cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCNNPAR_FUZZ=ON -DCNNPAR_WITH_SIMGRID=OFF \
+    -DCNNPAR_WITH_MPI=OFF -DCNNPAR_BUILD_TESTS=OFF -DCNNPAR_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" "${launcher[@]}" >/dev/null
+fi
 cmake --build "$build" -j"$jobs" --target "${targets[@]/#/cnnpar_fuzz_}"
 echo "fuzz.sh: build took $(( SECONDS - start )) s"
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sanitizer runs (CI calls both after the release tests). Extra arguments go to ctest.
 #   bash scripts/sanitize.sh asan   ASan+UBSan build in build-asan; the whole unit and
-#                                   integration suite, MPI tests included.
+#                                   integration suite, MPI tests included. Built with clang
+#                                   and the libFuzzer targets when clang is installed, so
+#                                   `fuzz.sh --build build-asan` needs no build of its own.
 #   bash scripts/sanitize.sh tsan   TSan build in build-tsan of cnnpar-run and the MPI tests;
 #                                   runs the executor's communication-thread mode (--progress
 #                                   thread) and the MPI interpreter tests on 2 ranks.
@@ -14,6 +16,7 @@ root=$PWD
 mode=${1:-asan}
 [ $# -gt 0 ] && shift
 source scripts/build_env.sh
+compiler=()
 supp=$root/scripts/sanitizers
 
 case $mode in
@@ -21,6 +24,9 @@ case $mode in
     build=build-asan
     sanitize=address,undefined
     targets=(all)
+    if command -v clang++ >/dev/null && compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a" >/dev/null; then
+      compiler=(-DCMAKE_CXX_COMPILER=clang++ -DCNNPAR_FUZZ=ON)
+    fi
     ;;
   tsan)
     build=build-tsan
@@ -38,7 +44,7 @@ esac
 
 # Benchmarks are programs, not tests: left out of the sanitized build.
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCNNPAR_SANITIZE=$sanitize -DCNNPAR_BUILD_BENCH=OFF \
-      "${launcher[@]}" >/dev/null
+      "${compiler[@]}" "${launcher[@]}" >/dev/null
 start=$(date +%s)
 cmake --build "$build" -j"$jobs" --target "${targets[@]}"
 echo "sanitize.sh $mode: build took $(( $(date +%s) - start )) s"
@@ -71,6 +77,22 @@ status=0
 ) || status=$?
 echo "sanitize.sh $mode: tests took $(( $(date +%s) - start )) s"
 
+# One warning is not a finding, and is dropped here (only when nothing else is in the file):
+# clang (unlike gcc) calls __asan_handle_no_return before every [[noreturn]] call, and in the
+# SimGrid engine's forked children (sim/simgrid/simgrid_engine.cpp: start_child -> run_child,
+# which ends in _exit) ASan takes the stack to span ~78 GB, declines to unpoison it and warns
+# "False positive error reports may follow". It reports no error itself; an error that
+# followed would be a report of its own and still fail the run.
+ignored=0
+for f in $(find "$logs" -type f); do
+  if ! grep -qv -e '^==[0-9]*==WARNING: ASan is ignoring requested __asan_handle_no_return: ' \
+                -e '^False positive error reports may follow$' \
+                -e '^For details see https://github.com/google/sanitizers/issues/189$' "$f"; then
+    rm -f "$f"
+    ignored=$((ignored + 1))
+  fi
+done
+[ "$ignored" -eq 0 ] || echo "sanitize.sh $mode: $ignored process(es) logged only the __asan_handle_no_return warning (see above)"
 reports=$(find "$logs" -type f | sort)
 if [ -n "$reports" ]; then
   for f in $reports; do

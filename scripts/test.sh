@@ -15,9 +15,10 @@ stage setup bash scripts/setup.sh --test
 stage build bash scripts/build.sh
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 stage tests bash -c "cd build && ctest --output-on-failure -j$jobs --timeout 900"
-# libFuzzer targets (tests/fuzz): every regression input, then 5 s per target; any crash fails.
-stage fuzz bash scripts/fuzz.sh --ci
-# Sanitizers (issue 8): ASan+UBSan over the whole suite, TSan over the communication thread.
+# Sanitizers (issue 8): ASan+UBSan over the whole suite (a clang build that also holds the
+# libFuzzer targets), TSan over the communication thread.
 stage asan bash scripts/sanitize.sh asan
+# libFuzzer targets (tests/fuzz) from that build: every regression input, then 5 s per target.
+stage fuzz bash scripts/fuzz.sh --ci --build build-asan
 stage tsan bash scripts/sanitize.sh tsan
 echo "test.sh: all stages passed in $SECONDS s"

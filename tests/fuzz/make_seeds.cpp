@@ -6,6 +6,7 @@
 #include <string>
 
 #include "model/json_node.hpp"
+#include "model/output_files.hpp"
 #include "model/run_spec.hpp"
 #include "model/scenarios.hpp"
 #include "model/strategies/strategy.hpp"
