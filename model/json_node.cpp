@@ -155,6 +155,13 @@ double JsonNode::as_number_in(double min, double max) const {
 }
 
 std::int64_t JsonNode::as_int() const {
+  // nlohmann keeps integers above 2^63 - 1 as unsigned; get<int64_t> would wrap them negative.
+  if (value_->is_number_unsigned()) {
+    const std::uint64_t number = value_->get<std::uint64_t>();
+    if (number > std::uint64_t(std::numeric_limits<std::int64_t>::max()))
+      fail("expected an integer in [-2^63, 2^63 - 1]");
+    return std::int64_t(number);
+  }
   if (value_->is_number_integer()) return value_->get<std::int64_t>();
   if (value_->is_number_float()) {
     const double number = value_->get<double>();
@@ -180,6 +187,11 @@ std::int64_t JsonNode::as_nonnegative_int() const {
   const std::int64_t number = as_int();
   if (number < 0) fail("must not be negative");
   return number;
+}
+
+std::uint64_t JsonNode::as_uint64() const {
+  if (value_->is_number_unsigned()) return value_->get<std::uint64_t>();
+  return std::uint64_t(as_nonnegative_int());
 }
 
 bool JsonNode::as_bool() const {

@@ -41,6 +41,8 @@ class JsonNode {
   std::int64_t as_int() const;
   std::int64_t as_positive_int() const;
   std::int64_t as_nonnegative_int() const;
+  /** An integer in [0, 2^64 - 1] (seeds): the only accessor that takes values above 2^63 - 1. */
+  std::uint64_t as_uint64() const;
   /** An integer in [min, max]; the bound is named in the error, so a count of 2^31 is
    *  refused instead of being cut to int. */
   std::int64_t as_int_in(std::int64_t min, std::int64_t max) const;

@@ -128,7 +128,7 @@ RunSpec run_spec_from_json(const nlohmann::json& document, const std::string& fi
   root.at("iterations");  // required: throws naming the path when absent
   s.iterations = int(bounded_int("iterations", 0, 1));
   s.warmup_iterations = int(bounded_int("warmup", 1, 0));
-  spec.seed = std::uint64_t(root.has("seed") ? root.at("seed").as_nonnegative_int() : 1);
+  spec.seed = root.has("seed") ? root.at("seed").as_uint64() : 1;
   // The numbers with a range: the same check as cnnpar-run's and `cnnpar run`'s flags.
   const auto number = [&](const char* key, RunNumber which) {
     const JsonNode node = root.at(key);

@@ -51,6 +51,19 @@ TEST_CASE("bounded integers refuse what would be cut to int") {
   CHECK_THROWS_AS(root.at("small").as_int_in(8, 10), InputError);
 }
 
+TEST_CASE("integers above 2^63 - 1 are refused as int64 and kept whole as uint64") {
+  // nlohmann stores 2^64 - 1 as unsigned; read as int64 it used to wrap to -1 and be reported
+  // as "must not be negative" with the right value beside it.
+  const nlohmann::json document = nlohmann::json::parse(R"({"big": 18446744073709551615, "top": 9223372036854775807, "neg": -1})");
+  const JsonNode root(document, "s.json");
+  CHECK_THROWS_WITH(root.at("big").as_int(),
+                    "s.json: /big: expected an integer in [-2^63, 2^63 - 1] (value: 18446744073709551615)");
+  CHECK(root.at("top").as_int() == 9223372036854775807LL);
+  CHECK(root.at("big").as_uint64() == 18446744073709551615ULL);
+  CHECK(root.at("top").as_uint64() == 9223372036854775807ULL);
+  CHECK_THROWS_AS(root.at("neg").as_uint64(), InputError);
+}
+
 TEST_CASE("a value with a newline stays on the message's one line") {
   const InputError error("f.json", "/name", "a\nb", "bad");
   CHECK(std::string(error.what()) == "f.json: /name: bad (value: a\\nb)");

@@ -109,4 +109,8 @@ TEST_CASE("run-spec: the JSON round trip keeps every field; bad specs name file,
   bad = to_json(spec);
   bad["options"]["k"] = "many";
   CHECK_THROWS_AS(run_spec_from_json(bad, "spec.json"), InputError);
+
+  // The largest seed the flags take (2^64 - 1) survives the file cnnpar run hands cnnpar-run.
+  spec.seed = 18446744073709551615ULL;
+  CHECK(run_spec_from_json(to_json(spec), "spec.json").seed == 18446744073709551615ULL);
 }
