@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # README command 2: install what is missing, build, and run every test (unit, golden, CLI,
-# SimGrid and MPI integration), then the fuzz targets (scripts/fuzz.sh --ci) and the sanitizer
-# runs (scripts/sanitize.sh). .ci/run calls this. Each stage prints its wall time.
+# SimGrid and MPI integration), then the sanitizer runs (scripts/sanitize.sh) and the fuzz
+# targets (scripts/fuzz.sh --ci). .ci/run calls this. Each stage prints its wall time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stage() {
