@@ -24,7 +24,6 @@ all_targets=(network platform study trace schedule units compare run_spec)
 seconds=60
 runs=""
 keep_going=0
-ci=0
 regressions=1
 targets=()
 build=""
@@ -34,9 +33,9 @@ while [[ $# -gt 0 ]]; do
     --runs) runs="$2"; shift 2 ;;
     --keep-going) keep_going=1; shift ;;
     --no-regressions) regressions=0; shift ;;
-    --ci) ci=1; seconds=5; regressions=1; shift ;;
+    --ci) seconds=5; regressions=1; shift ;;
     --build) build="$2"; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *)
       if [[ " ${all_targets[*]} " != *" $1 "* ]]; then
@@ -53,11 +52,11 @@ findings="$fuzz_dir/findings"
 mkdir -p "$findings"
 
 # Debian packages clang and libclang-rt-14-dev (libFuzzer and the sanitizer runtimes).
-if ! command -v clang++ >/dev/null || ! compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a" >/dev/null; then
+source scripts/build_env.sh
+if ! libfuzzer_available; then
   echo "fuzz.sh: needs clang++ and libFuzzer (apt-get install clang libclang-rt-14-dev)" >&2
   exit 2
 fi
-source scripts/build_env.sh
 start=$SECONDS
 if [[ -n $build ]]; then
   if ! grep -q '^CNNPAR_FUZZ:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then

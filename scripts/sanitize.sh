@@ -24,7 +24,7 @@ case $mode in
     build=build-asan
     sanitize=address,undefined
     targets=(all)
-    if command -v clang++ >/dev/null && compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a" >/dev/null; then
+    if libfuzzer_available; then
       compiler=(-DCMAKE_CXX_COMPILER=clang++ -DCNNPAR_FUZZ=ON)
     fi
     ;;

@@ -1,11 +1,10 @@
 // Network files: parse, shape inference, per-layer costs, then what `cnnpar predict` does
 // with a network (a dp schedule for 2 ranks on platform "local", analytic replay, metrics).
-#include "analysis/metrics.hpp"
+#include <cmath>
+
 #include "model/cost.hpp"
 #include "model/network.hpp"
 #include "model/scenarios.hpp"
-#include "model/strategies/strategy.hpp"
-#include "sim/analytic/analytic_engine.hpp"
 #include "tests/fuzz/fuzz_common.hpp"
 #include "tests/fuzz/fuzz_replay.hpp"
 

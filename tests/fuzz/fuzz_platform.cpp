@@ -1,10 +1,9 @@
 // Platform files: parse, then predict a fixed small schedule on the platform, as
 // `cnnpar predict --platform FILE` does.
-#include "analysis/metrics.hpp"
+#include <cmath>
+
 #include "model/platform.hpp"
 #include "model/scenarios.hpp"
-#include "model/strategies/strategy.hpp"
-#include "sim/analytic/analytic_engine.hpp"
 #include "tests/fuzz/fuzz_common.hpp"
 #include "tests/fuzz/fuzz_replay.hpp"
 
