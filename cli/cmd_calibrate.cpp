@@ -14,6 +14,7 @@
 #include "cli/mpi_launch.hpp"
 #include "model/child_process.hpp"
 #include "model/error.hpp"
+#include "model/run_spec.hpp"
 #include "model/platform.hpp"
 #include "model/scenarios.hpp"
 
@@ -31,13 +32,19 @@ struct CalibrateOptions {
   double timeout_s = 60;
   std::string mpiexec = "mpiexec";
   std::vector<std::string> mpiexec_args;
+  std::string gemm = "openblas";
+  int threads = 0;  // 0 = OPENBLAS_NUM_THREADS, else the cores per rank
 };
 
 int calibrate(const CalibrateOptions& o) {
   load_network(o.network);  // report bad input before starting MPI
   load_platform(o.platform);
   if (o.ranks < 1) throw InputError("command line", "/ranks", std::to_string(o.ranks), "must be >= 1");
-  const std::vector<std::string> args = {"--calibrate",  "--network",  o.network, "--platform", o.platform,
+  if (o.gemm != "openblas" && o.gemm != "onednn")
+    throw InputError("command line", "/gemm", o.gemm, "expected openblas or onednn");
+  check_run_number(RunNumber::threads, o.threads, "command line", "/threads");
+  if (o.threads > 0) ::setenv("OPENBLAS_NUM_THREADS", std::to_string(o.threads).c_str(), 1);
+  const std::vector<std::string> args = {"--gemm", o.gemm,"--calibrate",  "--network",  o.network, "--platform", o.platform,
                                          "--batch",      std::to_string(o.batch), "--repeats", std::to_string(o.repeats),
                                          "--timeout-s",  fmt::format("{}", o.timeout_s), "--out", o.out};
   const auto command = mpi_launch::command(o.mpiexec, o.mpiexec_args, o.ranks, mpi_launch::find_executor(), args);
@@ -79,6 +86,9 @@ Runner add_calibrate_command(CLI::App& app) {
   sub->add_option("--timeout-s", o.timeout_s, "abort a stalled job after this many seconds")->capture_default_str();
   sub->add_option("--mpiexec", o.mpiexec, "MPI launcher")->capture_default_str();
   sub->add_option("--mpiexec-arg", o.mpiexec_args, "extra launcher argument (repeatable)");
+  sub->add_option("--gemm", o.gemm, "GEMM back-end measured: openblas | onednn (use the one the runs will use)")
+      ->capture_default_str();
+  sub->add_option("--threads", o.threads, "compute threads per rank (default: OPENBLAS_NUM_THREADS, else cores / ranks)");
   return [options] { return calibrate(*options); };
 }
 

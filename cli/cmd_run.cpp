@@ -56,6 +56,9 @@ struct RunOptions {
   std::string mpiexec = "mpiexec";
   std::vector<std::string> mpiexec_args;
   bool no_predict = false;
+  int threads = 0;  // 0 = OPENBLAS_NUM_THREADS, else the cores per rank
+  std::string gemm = "openblas";
+  std::string columns = "recomputed";  // the executor's default: one shared im2col buffer
 };
 
 Trace read_trace(const std::string& path) {
@@ -109,6 +112,10 @@ int run(const RunOptions& o) {
   strategy.warmup_iterations = o.warmup;
   strategy.origin = "command line";
   strategy.values = o.strategy.values();
+  strategy.recompute_columns = parse_columns(o.columns, "command line", "/columns");
+  if (o.gemm != "openblas" && o.gemm != "onednn")
+    throw InputError("command line", "/gemm", o.gemm, "expected openblas or onednn");
+  check_run_number(RunNumber::threads, o.threads, "command line", "/threads");
   if (o.ranks < 1) throw InputError("command line", "/ranks", std::to_string(o.ranks), "must be >= 1");
   const Schedule schedule = build_schedule(network, platform, strategy);
   verify_or_throw(schedule, "<schedule " + strategy.name + ">", &network);
@@ -131,12 +138,15 @@ int run(const RunOptions& o) {
   spec.checkpoint = o.checkpoint;
   spec.checkpoint_every = o.checkpoint_every;
   spec.resume = o.resume;
+  spec.threads = o.threads;
+  spec.gemm = o.gemm;
   const std::string trace_path = spec.trace;
   write_file_atomic(spec_file.path(), to_json(spec).dump(2) + "\n");
   const std::vector<std::string> args = {"--spec", spec_file.path()};
 
   const std::vector<std::string> command =
       mpi_launch::command(o.mpiexec, o.mpiexec_args, o.ranks, mpi_launch::find_executor(), args);
+  if (o.threads > 0) ::setenv("OPENBLAS_NUM_THREADS", std::to_string(o.threads).c_str(), 1);
   const std::string blas_threads = mpi_launch::default_blas_threads(o.ranks);
   std::string shown = "OPENBLAS_NUM_THREADS=" + blas_threads;
   for (const auto& part : command) shown += (shown.empty() ? "" : " ") + part;
@@ -200,6 +210,14 @@ Runner add_run_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--poll-interval-us", o.poll_interval_us, "least time between polls inside an op (us)");
   sub->add_option("--timeout-s", o.timeout_s, "abort a stalled job after this many seconds")->capture_default_str();
+  sub->add_option("--threads", o.threads,
+                  "compute threads per rank: GEMMs, im2col/col2im, pooling, element-wise ops, SGD "
+                  "(default: OPENBLAS_NUM_THREADS, else cores / ranks)");
+  sub->add_option("--gemm", o.gemm, "GEMM back-end of cnnpar-run: openblas | onednn")->capture_default_str();
+  sub->add_option("--columns", o.columns,
+                  "conv im2col columns: recomputed (one shared buffer, an im2col op before each weight gradient) "
+                  "| kept (Lee)")
+      ->capture_default_str();
   sub->add_option("--concurrency", o.concurrency, "collectives run at once (0 = the platform's)")->capture_default_str();
   sub->add_option("--trace", o.trace_out, "keep the measured trace JSON here");
   sub->add_option("--weights-out", o.weights_out, "final weights (FP32) here");

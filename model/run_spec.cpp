@@ -46,6 +46,10 @@ void check_run_number(RunNumber which, double value, const std::string& file, co
     case RunNumber::repeats:
       if (!(integer && value >= 1 && value <= INT_MAX)) reason = "must be an integer >= 1";
       break;
+    case RunNumber::threads:
+      if (!(integer && value >= 0 && value <= 1024))
+        reason = "must be an integer in [0, 1024] (0 = OPENBLAS_NUM_THREADS, else 1)";
+      break;
   }
   if (reason != nullptr) throw InputError(file, path, fmt::format("{}", value), reason);
 }
@@ -81,7 +85,10 @@ nlohmann::json to_json(const RunSpec& spec) {
                       {"weights_out", spec.weights_out},
                       {"checkpoint", spec.checkpoint},
                       {"checkpoint_every", spec.checkpoint_every},
-                      {"resume", spec.resume}};
+                      {"resume", spec.resume},
+                      {"threads", spec.threads},
+                      {"gemm", spec.gemm},
+                      {"columns", columns_name(spec.strategy.recompute_columns)}};
   if (spec.learning_rate) j["lr"] = *spec.learning_rate;
   if (spec.momentum) j["momentum"] = *spec.momentum;
   if (spec.weight_decay) j["weight_decay"] = *spec.weight_decay;
@@ -94,7 +101,7 @@ RunSpec run_spec_from_json(const nlohmann::json& document, const std::string& fi
   root.check_keys({"format", "network", "platform", "strategy", "options", "batch", "iterations", "warmup", "seed",
                    "lr", "momentum", "weight_decay", "dataset", "compute", "progress", "collectives", "poll_interval_us",
                    "timeout_s", "concurrency", "trace", "weights_out", "checkpoint", "checkpoint_every",
-                   "resume"});
+                   "resume", "threads", "gemm", "columns"});
   if (root.string_or("format", "cnnpar-run-spec") != "cnnpar-run-spec")
     root.at("format").fail("expected \"cnnpar-run-spec\"");
   RunSpec spec;
@@ -152,6 +159,12 @@ RunSpec run_spec_from_json(const nlohmann::json& document, const std::string& fi
   if (root.has("checkpoint_every"))
     spec.checkpoint_every = std::int64_t(number("checkpoint_every", RunNumber::checkpoint_every));
   spec.resume = root.bool_or("resume", false);
+  if (root.has("threads")) spec.threads = std::int64_t(number("threads", RunNumber::threads));
+  spec.gemm = root.string_or("gemm", spec.gemm);
+  if (root.has("columns")) {
+    const JsonNode node = root.at("columns");
+    s.recompute_columns = parse_columns(node.as_string(), file, node.path());
+  }
   return spec;
 }
 

@@ -29,6 +29,9 @@ struct RunSpec {
   std::string checkpoint;              ///< directory of checkpoint.bin ("" = none)
   std::int64_t checkpoint_every = 0;   ///< iterations between checkpoints; 0 = only at the end
   bool resume = false;                 ///< start from <checkpoint>/checkpoint.bin
+  std::int64_t threads = 0;            ///< compute threads per rank; 0 = OPENBLAS_NUM_THREADS, else 1
+  std::string gemm = "openblas";       ///< GEMM back-end: openblas | onednn (real/kernels.hpp)
+  // strategy.recompute_columns is the "columns" field: "kept" | "recomputed"
 };
 
 /** Numbers of a run that mean something only in a range. One check serves cnnpar-run's
@@ -43,6 +46,7 @@ enum class RunNumber {
   checkpoint_every,  ///< integer >= 0 (iterations; 0 = only at the end)
   gemm_tile_columns, ///< integer >= 0 (columns)
   repeats,           ///< integer >= 1
+  threads,           ///< integer in [0, 1024] (0 = the default)
 };
 /** @throws InputError(file, path, value, reason) when `value` is outside the range of `which`. */
 void check_run_number(RunNumber which, double value, const std::string& file, const std::string& path);

@@ -93,6 +93,7 @@ std::map<std::string, double> time_ops(const Network& network, const Platform& b
   strategy.ranks = 1;
   strategy.iterations = o.repeats + 1;  // iteration 0 warms caches and allocations up
   strategy.warmup_iterations = 1;
+  strategy.recompute_columns = true;  // times the `.im2col_w` ops too (forward labels are the same)
   strategy.origin = o.origin;
   const Schedule schedule = build_schedule(network, base, strategy);
   verify_or_throw(schedule, "<calibration schedule>");
@@ -238,9 +239,10 @@ CalibrationResult calibrate(const Network& network, const Platform& base, const 
     for (const auto& [bytes, seconds] : result.allreduce)
       allreduce_text += fmt::format("{}{:.0f} B {:.3g} s", allreduce_text.empty() ? "" : ", ", bytes, seconds);
     result.platform.source = fmt::format(
-        "cnnpar calibrate on {} at {}: {} at local batch {}, OPENBLAS_NUM_THREADS={}, {} MPI ranks{}; "
+        "cnnpar calibrate on {} at {}: {} at local batch {}, GEMMs on {}, {} compute threads "
+        "(OPENBLAS_NUM_THREADS={}), {} MPI ranks{}; "
         "allreduce over {} ranks: {}; base platform: {}",
-        host, date, network.name, o.batch, threads ? threads : "default", size,
+        host, date, network.name, o.batch, to_string(gemm_backend()), compute_threads(), threads ? threads : "default", size,
         size >= 2 ? " (network from a ping-pong between ranks 0 and 1, weighted least-squares fit)" : " (network not measured)",
         size, allreduce_text, base.name);
   }

@@ -6,6 +6,7 @@
 // Exit status: 0 ok, 1 failure (incl. a stalled or dead rank), 2 bad input. On SIGINT/SIGTERM a
 // rank removes the temporary file of an output it is writing and dies of the signal (outputs
 // are renamed into place, so none is ever half-written).
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,6 +42,7 @@
 #include "real/clock_sync.hpp"
 #include "real/dataset.hpp"
 #include "real/interpreter.hpp"
+#include "real/kernels.hpp"
 #include "real/mpi_wrap.hpp"
 #include "real/runtime.hpp"
 
@@ -69,6 +71,9 @@ struct Options {
   std::string collectives = "mpi";
   double poll_interval_us = 200;
   std::int64_t gemm_tile_columns = -1;  // -1: 4096 when polling, else no split
+  int threads = 0;                      // 0: OPENBLAS_NUM_THREADS, else 1
+  std::string gemm = "openblas";
+  std::string columns = "recomputed";   // the executor's default: one shared im2col buffer
   int collective_concurrency = 0;       // 0: the platform's value
   std::string trace;
   std::string weights_out;
@@ -114,6 +119,16 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option("--gemm-tile-columns", o.gemm_tile_columns,
                  "GEMM column tile between polls (0 = no split; default 4096 when polling)");
+  app.add_option("--threads", o.threads,
+                 "threads of the GEMMs and of im2col/col2im, pooling, element-wise ops and SGD "
+                 "(default: OPENBLAS_NUM_THREADS, else 1)");
+  std::string backends;
+  for (GemmBackend b : available_gemm_backends()) backends += (backends.empty() ? "" : " | ") + std::string(to_string(b));
+  app.add_option("--gemm", o.gemm, "GEMM back-end: " + backends)->capture_default_str();
+  app.add_option("--columns", o.columns,
+                 "recomputed (one shared im2col buffer, refilled by an im2col op before each conv weight gradient) "
+                 "| kept (Lee: every conv layer's columns kept from forward)")
+      ->capture_default_str();
   app.add_option("--concurrency", o.collective_concurrency,
                  "collectives the engine runs at once (default: the platform's collective_concurrency)");
   app.add_option("--trace", o.trace, "write the aligned Trace JSON here (rank 0)");
@@ -167,6 +182,12 @@ void apply_run_spec(const CLI::App& app, Options& o) {
   if (unset("--checkpoint")) o.checkpoint = spec.checkpoint;
   if (unset("--checkpoint-every")) o.checkpoint_every = int(spec.checkpoint_every);
   if (unset("--resume")) o.resume = spec.resume;
+  if (unset("--threads")) o.threads = int(spec.threads);
+  if (unset("--gemm")) {
+    o.gemm = spec.gemm;
+    parse_gemm_backend(o.gemm, o.spec, "/gemm");  // a back-end this build lacks: name the spec
+  }
+  if (unset("--columns")) o.columns = columns_name(spec.strategy.recompute_columns);
 }
 
 /** The numbers with a range (model/run_spec.hpp), checked before any MPI call uses them
@@ -185,6 +206,7 @@ void check_numbers(const CLI::App& app, Options& o) {
   if (app.count("--gemm-tile-columns") > 0)
     check_run_number(RunNumber::gemm_tile_columns, double(o.gemm_tile_columns), file, "/gemm-tile-columns");
   check_run_number(RunNumber::repeats, o.repeats, file, "/repeats");
+  check_run_number(RunNumber::threads, o.threads, file, "/threads");
   if (o.batch < 1) throw InputError(file, "/batch", std::to_string(o.batch), "must be an integer >= 1");
 }
 
@@ -436,6 +458,7 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
 
   s.strategy.name = o.strategy.strategy();
   s.strategy.global_batch = o.batch;
+  s.strategy.recompute_columns = parse_columns(o.columns, "command line", "/columns");
   s.strategy.ranks = size;
   s.strategy.iterations = iterations;
   s.strategy.warmup_iterations = warmup;
@@ -474,7 +497,8 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
   id.weight_decay = o.weight_decay;
   id.strategy = s.schedule.strategy;
   nlohmann::json options = s.schedule.options.is_object() ? s.schedule.options : nlohmann::json::object();
-  for (const char* free : {"iterations", "warmup", "strategy", "batch", "ranks"}) options.erase(free);
+  // Free to change on resume: the run's length, and the columns (the same numbers either way).
+  for (const char* free : {"iterations", "warmup", "strategy", "batch", "ranks", "columns"}) options.erase(free);
   id.options = options.dump();
   id.dataset = o.dataset;
   id.collectives = to_string(s.interpreter.collectives);
@@ -530,10 +554,36 @@ int agree_on_failure(const std::exception_ptr& error, int rank, int size, double
   return status;
 }
 
+/** --threads (else OPENBLAS_NUM_THREADS, else 1) and --gemm, for every kernel of this process.
+ *  @throws InputError for a back-end this build lacks or a bad OPENBLAS_NUM_THREADS. */
+void configure_compute(const Options& o) {
+  int threads = o.threads;
+  if (threads == 0) {
+    threads = 1;
+    if (const char* env = std::getenv("OPENBLAS_NUM_THREADS"); env && *env) {
+      char* end = nullptr;
+      const long value = std::strtol(env, &end, 10);
+      if (*end != '\0' || value < 1 || value > 1024)
+        throw InputError("environment", "/OPENBLAS_NUM_THREADS", env, "must be an integer in [1, 1024]");
+      threads = int(value);
+    }
+  }
+  set_gemm_backend(parse_gemm_backend(o.gemm, "command line", "/gemm"));
+  set_compute_threads(threads);
+}
+
+/** Largest resident set of this process so far (bytes). */
+double peak_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return double(usage.ru_maxrss) * 1024.0;  // Linux reports KiB
+}
+
 int run_training(const Options& o, int rank, int size) {
   std::optional<Setup> setup;
   std::exception_ptr error;
   try {
+    configure_compute(o);
     setup.emplace();
     prepare(*setup, o, rank, size);
   } catch (...) {
@@ -614,13 +664,15 @@ int run_training(const Options& o, int rank, int size) {
   own.ranks.push_back(std::move(mine));
   const nlohmann::json clock_json = {{"offset_s", clock.offset_s()}, {"round_trip_s", clock.best_round_trip_s()}};
   const std::string payload = nlohmann::json{{"trace", to_json(own)}, {"weights", weights_hash}, {"clock", clock_json},
-                                             {"host", host_name()}}
+                                             {"host", host_name()}, {"peak_rss_bytes", peak_rss_bytes()}}
                                   .dump();
   const std::vector<std::string> gathered = mpi::gather_strings(payload, 0, MPI_COMM_WORLD, o.timeout_s, "trace gather");
 
   if (rank == 0) {
     Trace trace = make_empty_trace(s.schedule, "real");
     nlohmann::json offsets = nlohmann::json::array(), hosts = nlohmann::json::array();
+    nlohmann::json peak_rss = nlohmann::json::array();
+    double largest_rss_bytes = 0;
     bool identical = true;
     std::string first_hash;
     for (int r = 0; r < size; ++r) {
@@ -631,6 +683,8 @@ int run_training(const Options& o, int rank, int size) {
       trace.ranks[std::size_t(r)].rank = r;
       offsets.push_back(part.at("clock"));
       hosts.push_back(part.at("host"));
+      peak_rss.push_back(part.at("peak_rss_bytes"));
+      largest_rss_bytes = std::max(largest_rss_bytes, part.at("peak_rss_bytes").get<double>());
       if (r == 0) first_hash = part.at("weights").get<std::string>();
       identical = identical && part.at("weights").get<std::string>() == first_hash;
     }
@@ -655,8 +709,14 @@ int run_training(const Options& o, int rank, int size) {
                                     ? "MPI library default"
                                     : "the engines' (model/collective.hpp steps, resolve_algorithm on the platform)";
     const char* blas_threads = std::getenv("OPENBLAS_NUM_THREADS");
-    m["threads"] = {{"openblas_num_threads", blas_threads ? blas_threads : "default"},
+    m["threads"] = {{"compute", compute_threads()},
+                    {"openblas_num_threads", blas_threads ? blas_threads : "default"},
                     {"communication_thread", s.progress == ProgressMode::thread}};
+    m["gemm_backend"] = to_string(gemm_backend());
+    m["im2col_columns"] = !s.runtime                 ? "none (sleep compute)"
+                          : s.runtime->keep_columns() ? "kept"
+                                                      : "shared, recomputed for each conv weight gradient";
+    m["peak_rss_bytes"] = peak_rss;
     m["mpi"] = mpi_library_version();
     m["hosts"] = hosts;
     m["clock"] = offsets;
@@ -684,6 +744,9 @@ int run_training(const Options& o, int rank, int size) {
                 s.schedule.strategy.c_str(), s.network.name.c_str(), size, (long long)s.schedule.global_batch,
                 s.schedule.iterations, s.schedule.warmup_iterations, backend->mode().c_str(), to_string(s.progress));
     // Metrics (iteration time, overlap) are analysis/'s job: `cnnpar run` or `cnnpar trace`.
+    std::printf("cnnpar-run: %d compute threads per rank, GEMMs on %s, im2col columns %s\n", compute_threads(),
+                to_string(gemm_backend()), s.runtime ? (s.runtime->keep_columns() ? "kept" : "shared") : "none");
+    std::printf("cnnpar-run: peak resident memory %.1f MB (largest rank)\n", largest_rss_bytes / 1e6);
     std::printf("cnnpar-run: wall %.3f s for the whole schedule%s%s\n", wall_s, o.trace.empty() ? "" : ", trace ",
                 o.trace.c_str());
     if (s.runtime && o.resume)
@@ -702,6 +765,7 @@ int run_calibration(const Options& o, int rank, int size) {
   Network network;
   Platform base;
   try {
+    configure_compute(o);
     if (o.out.empty()) throw InputError("command line", "/out", "", "--calibrate needs --out PLATFORM.json");
     if (rank == 0) check_output_path(o.out, "/out");
     network = load_network(o.network);

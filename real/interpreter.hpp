@@ -55,7 +55,8 @@ class ComputeBackend {
   virtual std::string mode() const = 0;
   /** Called before the first compute or post op of schedule-local `iteration` (< iterations). */
   virtual void begin_iteration(int iteration) = 0;
-  /** Runs compute op `op`; calls `poll` between slices of its work. */
+  /** Runs compute op `op`; calls `poll` between slices of its work. `poll` is empty when no
+   *  collective is pending: then there is nothing to progress and the op runs whole. */
   virtual void run_compute(const Op& op, int iteration, const std::function<void()>& poll) = 0;
   /** Buffers of `collective`, filled with this rank's data, at post time; they stay valid
    *  and untouched until complete(). */

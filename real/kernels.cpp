@@ -1,14 +1,23 @@
 #include "real/kernels.hpp"
 
 #include <cblas.h>
+#ifdef CNNPAR_HAVE_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+// The OpenMP API function (libgomp, linked by real/CMakeLists.txt); omp.h would need -fopenmp
+// with some compilers.
+extern "C" void omp_set_num_threads(int threads);
+#endif
+#include <tbb/blocked_range.h>
+#include <tbb/global_control.h>
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cmath>
-#include <condition_variable>
 #include <cstring>
 #include <limits>
-#include <mutex>
-#include <thread>
+#include <memory>
 #include <vector>
 
 #include "model/error.hpp"
@@ -22,6 +31,8 @@ int as_blas_int(std::int64_t v, const char* what) {
   return int(v);
 }
 
+GemmBackend g_backend = GemmBackend::openblas;
+
 void sgemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
            const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
            std::int64_t ldc) {
@@ -31,102 +42,91 @@ void sgemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, flo
       for (std::int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
     return;
   }
+#ifdef CNNPAR_HAVE_ONEDNN
+  if (g_backend == GemmBackend::onednn) {
+    // dnnl_sgemm is row-major with the same argument order as cblas (dnnl.h).
+    const dnnl_status_t status = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    CNNPAR_ASSERT(status == dnnl_success, "dnnl_sgemm failed with status " + std::to_string(int(status)));
+    return;
+  }
+#endif
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
               as_blas_int(m, "m"), as_blas_int(n, "n"), as_blas_int(k, "k"), alpha, a,
               as_blas_int(lda, "lda"), b, as_blas_int(ldb, "ldb"), beta, c, as_blas_int(ldc, "ldc"));
 }
 
 int g_threads = 1;
+// The own loops' workers: an arena of g_threads (the calling thread joins it), so the loops
+// never take more cores than the GEMMs were given.
+std::unique_ptr<tbb::task_arena> g_arena;
+// oneTBB caps its workers at the cores by default; --threads above that is the user's choice.
+std::unique_ptr<tbb::global_control> g_parallelism;
 
-// Persistent workers for the project's own loops. Work is split into g_threads contiguous
-// chunks by index, each element written by exactly one thread, so results do not depend on
-// the thread count or timing. Idle workers sleep on a condition variable (no spinning that
-// would steal the cores from OpenBLAS).
-class WorkerPool {
- public:
-  ~WorkerPool() { resize(0); }
-  void resize(int workers) {
-    {
-      std::unique_lock lock(mutex_);
-      stop_ = true;
-      ++generation_;
-    }
-    wake_.notify_all();
-    for (auto& t : threads_) t.join();
-    threads_.clear();
-    stop_ = false;
-    const std::uint64_t start = generation_;  // workers wait for the next generation
-    for (int i = 0; i < workers; ++i) threads_.emplace_back([this, i, start] { loop(i + 1, start); });
-  }
-  int size() const { return int(threads_.size()); }
-  // Runs chunk(0) here and chunk(1..workers) on the workers; returns when all are done.
-  void run(const std::function<void(int)>& chunk) {
-    {
-      std::unique_lock lock(mutex_);
-      job_ = &chunk;
-      pending_ = int(threads_.size());
-      ++generation_;
-    }
-    wake_.notify_all();
-    chunk(0);
-    std::unique_lock lock(mutex_);
-    done_.wait(lock, [this] { return pending_ == 0; });
-    job_ = nullptr;
-  }
-
- private:
-  void loop(int index, std::uint64_t seen) {
-    for (;;) {
-      const std::function<void(int)>* job;
-      {
-        std::unique_lock lock(mutex_);
-        wake_.wait(lock, [&] { return generation_ != seen; });
-        seen = generation_;
-        if (stop_) return;
-        job = job_;
-      }
-      (*job)(index);
-      std::unique_lock lock(mutex_);
-      if (--pending_ == 0) done_.notify_one();
-    }
-  }
-  std::vector<std::thread> threads_;
-  std::mutex mutex_;
-  std::condition_variable wake_, done_;
-  const std::function<void(int)>* job_ = nullptr;
-  int pending_ = 0;
-  std::uint64_t generation_ = 0;
-  bool stop_ = false;
-};
-
-WorkerPool& pool() {
-  static WorkerPool p;
-  return p;
-}
-
-// f(begin, end) over [0, count) split into compute_threads() contiguous chunks. Small loops
-// (below `grain` elements) stay on the calling thread.
+// f(begin, end) over [0, count), split into about compute_threads() contiguous chunks. Every
+// element is written by one chunk and computed the same way in any chunk, so the result does
+// not depend on the split. Small loops (below 2·grain elements) stay on the calling thread.
 template <class F>
 void parallel_for(std::int64_t count, F&& f, std::int64_t grain = 1) {
   const int t = g_threads;
-  if (t <= 1 || count < 2 * grain || count < 2) {
+  if (t <= 1 || !g_arena || count < 2 * grain || count < 2) {
     if (count > 0) f(std::int64_t(0), count);
     return;
   }
-  const std::function<void(int)> chunk = [&](int i) {
-    const std::int64_t b = count * i / t, e = count * (i + 1) / t;
-    if (e > b) f(b, e);
-  };
-  pool().run(chunk);
+  g_arena->execute([&] {
+    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, count, std::max<std::int64_t>(grain, 1)),
+                      [&](const tbb::blocked_range<std::int64_t>& r) { f(r.begin(), r.end()); },
+                      tbb::static_partitioner());
+  });
 }
 
 }  // namespace
 
+const char* to_string(GemmBackend backend) { return backend == GemmBackend::onednn ? "onednn" : "openblas"; }
+
+std::vector<GemmBackend> available_gemm_backends() {
+#ifdef CNNPAR_HAVE_ONEDNN
+  return {GemmBackend::openblas, GemmBackend::onednn};
+#else
+  return {GemmBackend::openblas};
+#endif
+}
+
+GemmBackend parse_gemm_backend(const std::string& text, const std::string& file, const std::string& path) {
+  std::string names;
+  for (GemmBackend b : available_gemm_backends()) {
+    if (text == to_string(b)) return b;
+    names += (names.empty() ? "" : " | ") + std::string(to_string(b));
+  }
+  if (text == "onednn")
+    throw InputError(file, path, text, "this build has no oneDNN (configure with -DCNNPAR_ONEDNN=ON; libdnnl-dev)");
+  throw InputError(file, path, text, "unknown GEMM back-end; expected " + names);
+}
+
+void set_gemm_backend(GemmBackend backend) {
+  const auto have = available_gemm_backends();
+  CNNPAR_ASSERT(std::find(have.begin(), have.end(), backend) != have.end(),
+                std::string("GEMM back-end not in this build: ") + to_string(backend));
+  g_backend = backend;
+}
+
+GemmBackend gemm_backend() { return g_backend; }
+
 void set_compute_threads(int blas_threads, int loop_threads) {
   CNNPAR_ASSERT(blas_threads >= 1 && loop_threads >= 1, "thread counts must be positive");
-  g_threads = loop_threads;
   openblas_set_num_threads(blas_threads);
-  if (pool().size() != loop_threads - 1) pool().resize(loop_threads - 1);
+#ifdef CNNPAR_HAVE_ONEDNN
+  omp_set_num_threads(blas_threads);  // dnnl_sgemm's threads (Debian builds oneDNN on OpenMP)
+#endif
+  if (loop_threads != g_threads || (loop_threads > 1 && !g_arena)) {
+    g_arena.reset();
+    g_parallelism.reset();
+    if (loop_threads > 1) {
+      g_parallelism = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
+                                                            std::size_t(loop_threads));
+      g_arena = std::make_unique<tbb::task_arena>(loop_threads);
+    }
+  }
+  g_threads = loop_threads;
 }
 
 void set_compute_threads(int threads) { set_compute_threads(threads, threads); }
@@ -136,9 +136,10 @@ int compute_threads() { return g_threads; }
 void gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
           const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
           std::int64_t ldc, const Tiling& tiling) {
-  const std::int64_t tile = tiling.columns > 0 ? tiling.columns : n;
+  const bool progress = tiling.between_tiles && *tiling.between_tiles;
+  const std::int64_t tile = progress && tiling.columns > 0 ? tiling.columns : n;
   for (std::int64_t j0 = 0; j0 < n; j0 += tile) {
-    if (j0 > 0 && tiling.between_tiles && *tiling.between_tiles) (*tiling.between_tiles)();
+    if (j0 > 0) (*tiling.between_tiles)();
     const std::int64_t w = std::min(tile, n - j0);
     // Column tile j0..j0+w of C uses columns j0.. of op(B): B (k × n) -> b + j0; B^T stored (n × k) -> rows.
     const float* bt = trans_b ? b + j0 * ldb : b + j0;

@@ -1,11 +1,15 @@
 #pragma once
-// FP32 layer kernels over a whole sub-batch (Lee et al. Eq. 4-8). GEMMs go to cblas_sgemm.
+// FP32 layer kernels over a whole sub-batch (Lee et al. Eq. 4-8). GEMMs go to the chosen
+// back-end (OpenBLAS's cblas_sgemm or oneDNN's dnnl_sgemm): the same row-major sgemm, so the
+// Schedule's ops (im2col + GEMM + col2im) are the same whichever runs them.
 //
 // Layouts: conv/pool/lrn tensors are channel-major across the batch, (C, N, H, W);
 // fc tensors are (N, K) row-major. Every kernel is deterministic: same inputs and thread
 // count give the same bits.
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace cnnpar::real {
 
@@ -22,11 +26,25 @@ struct ConvGeometry {
   std::int64_t column_cols() const { return batch * out_h() * out_w(); }        ///< N·OH·OW
 };
 
-/** Calls between_tiles() between column tiles of the GEMMs (never after the last). */
+/** Calls between_tiles() between column tiles of the GEMMs (never after the last). A GEMM is
+ *  split only when between_tiles is set and non-empty: tiles cost time and buy nothing when
+ *  there is no collective to progress. */
 struct Tiling {
   std::int64_t columns = 0;                    ///< max output columns per tile; 0 = no split
   const std::function<void()>* between_tiles = nullptr;
 };
+
+/** The library that runs gemm(). */
+enum class GemmBackend { openblas, onednn };
+const char* to_string(GemmBackend backend);
+/** The back-ends this build has (OpenBLAS always; oneDNN when built with CNNPAR_ONEDNN). */
+std::vector<GemmBackend> available_gemm_backends();
+/** "openblas" | "onednn". @throws InputError(file, path, text, reason) for another name or
+ *  a back-end this build lacks. */
+GemmBackend parse_gemm_backend(const std::string& text, const std::string& file, const std::string& path);
+/** Process-wide; default OpenBLAS. Call between kernels, not during one. */
+void set_gemm_backend(GemmBackend backend);
+GemmBackend gemm_backend();
 
 /** Row-major C (m × n) = alpha·op(A)·op(B) + beta·C with op = transpose when trans_*.
  *  lda/ldb/ldc are row strides. Split into column tiles of C as `tiling` says. */
@@ -133,16 +151,16 @@ void softmax_cross_entropy_backward(std::int64_t batch, std::int64_t classes,
 void sgd_update(std::int64_t count, float learning_rate, float momentum, float weight_decay,
                 const float* grad, float* weights, float* velocity);
 
-/** Sets the threads used by OpenBLAS and by the project's own loops (im2col, col2im,
- *  pooling, relu, lrn, dropout, SGD), which split their outputs into `threads` contiguous
- *  chunks on a persistent pool of sleeping workers: every output element is computed by one
+/** Sets the threads of the GEMM back-ends (OpenBLAS's and oneDNN's OpenMP pool) and of the
+ *  project's own loops (im2col, col2im, pooling, relu, lrn, dropout, SGD), which run as
+ *  oneTBB parallel_for in an arena of `threads`: every output element is computed by one
  *  thread in a fixed order, so those loops give identical bits for any thread count (the
- *  OpenBLAS GEMMs are reproducible for a fixed count). Process-wide; the kernels must be
- *  called from one thread at a time. Until it is called, OpenBLAS uses its own default
- *  (OPENBLAS_NUM_THREADS or all cores) and the own loops run on the calling thread. */
+ *  GEMMs are reproducible for a fixed count and back-end). Process-wide; the kernels must be
+ *  called from one thread at a time. Until it is called, the back-ends use their own
+ *  defaults (OPENBLAS_NUM_THREADS / OMP_NUM_THREADS or all cores) and the own loops run on
+ *  the calling thread. */
 void set_compute_threads(int threads);
-/** Same, with a different thread count for the own loops than for OpenBLAS (e.g. 1, when
- *  OpenBLAS's spinning workers and the loop workers would share too few cores). */
+/** Same, with a different thread count for the own loops than for the GEMMs. */
 void set_compute_threads(int blas_threads, int loop_threads);
 int compute_threads();  ///< threads of the own loops
 

@@ -66,6 +66,39 @@ void copy_region(const Region& from, const float* src, const Region& to, float* 
 
 }  // namespace
 
+// A layer's activations or errors: its own storage, or the buffer of the layer before it
+// (in-place relu and dropout). Never copied: a shared buffer points into another layer's.
+class LayerBuffer {
+ public:
+  LayerBuffer() = default;
+  LayerBuffer(LayerBuffer&&) noexcept = default;  // moving a vector keeps its storage
+  LayerBuffer& operator=(LayerBuffer&&) noexcept = default;
+  void allocate(std::size_t count) {
+    own_.assign(count, 0.0f);
+    data_ = own_.data();
+    size_ = count;
+  }
+  void share(LayerBuffer& other) {
+    std::vector<float>().swap(own_);
+    data_ = other.data_;
+    size_ = other.size_;
+  }
+  bool shared() const { return own_.empty() && size_ > 0; }
+  float* data() { return data_; }
+  const float* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  float* begin() { return data_; }
+  float* end() { return data_ + size_; }
+  const float* begin() const { return data_; }
+  const float* end() const { return data_ + size_; }
+  float& operator[](std::size_t i) { return data_[i]; }
+
+ private:
+  std::vector<float> own_;
+  float* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
 struct Runtime::Impl {
   // Where a layer's input comes from and where its backward-data output goes.
   enum class Input { previous, extract, gathered };            // previous layer's output / local slice / allgather
@@ -84,7 +117,8 @@ struct Runtime::Impl {
     std::int64_t weights = 0, biases = 0;
     std::int64_t offset = 0;             // into weights_/grads_/momentum_ (internal order)
     std::int64_t row_floats = 0;         // weights per output unit (C·KH·KW or K_b)
-    std::vector<float> out, err;         // activations and errors over out_region
+    LayerBuffer out, err;                // activations and errors over out_region (in-place
+                                         // relu/dropout: the previous layer's buffers)
     std::vector<float> cols;             // conv: (C·KH·KW, n·OH·OW) kept for backward_weight
                                          // (empty when the columns are shared, see keep_columns)
     std::vector<float> rows_in;          // fc with channel-major input: (n, K_b)
@@ -92,6 +126,7 @@ struct Runtime::Impl {
     std::vector<std::int32_t> argmax;    // max pool, like out
     std::vector<float> aux;              // lrn: scale; dropout: mask (like out)
     bool im2col_op = false, bias_op = false, col2im_op = false, softmax_bwd_op = false;
+    bool im2col_w_op = false;            // backward_weight im2col op (recomputed columns)
     // Replicated with batch-sliced activations (Lee): gathered (N, K_b) inputs and (N, K_c)
     // errors by iteration parity.
     bool replicated = false;
@@ -181,6 +216,31 @@ struct Runtime::Impl {
     copy_region(before.out_region, before.out.data(), x.in_region, x.xin.data());
   }
   std::int64_t global_iteration(int it) const { return iteration_base + it; }
+
+  // relu and dropout overwrite their input and its errors when nothing else reads them: same
+  // region as the layer before (no transition between) and a layer before whose backward does
+  // not read its own output. relu's backward reads its output only by sign, which relu and
+  // dropout keep (dropout scales by >= 0, and a dropped unit's errors are 0 anyway), so the
+  // bits do not change.
+  bool in_place(int l) const {
+    if (l == 0) return false;
+    const LayerState& x = layers[std::size_t(l)];
+    const LayerKind kind = x.layer->spec.kind;
+    if (kind != LayerKind::relu && kind != LayerKind::dropout) return false;
+    if (x.input != Input::previous || x.errors != Errors::previous) return false;
+    switch (net.layers[std::size_t(l - 1)].spec.kind) {
+      case LayerKind::conv:
+      case LayerKind::fc:
+      case LayerKind::pool:
+      case LayerKind::relu:
+      case LayerKind::dropout:
+        return true;
+      case LayerKind::lrn:      // its backward reads its output
+      case LayerKind::softmax:  // last layer
+        return false;
+    }
+    return false;
+  }
 
   // Region of layer l's output that rank r holds, and the input region layer l needs on rank r.
   Region held_region(int r, int l) const {
@@ -288,6 +348,7 @@ void Runtime::Impl::init(const Schedule& schedule) {
     auto& x = layers[std::size_t(op.layer)];
     const LayerKind kind = net.layers[std::size_t(op.layer)].spec.kind;
     if (op.phase == Phase::forward && op.kernel == KernelClass::im2col) x.im2col_op = true;
+    if (op.phase == Phase::backward_weight && op.kernel == KernelClass::im2col) x.im2col_w_op = true;
     if (op.phase == Phase::forward && op.kernel == KernelClass::eltwise &&
         (kind == LayerKind::conv || kind == LayerKind::fc))
       x.bias_op = true;
@@ -379,8 +440,6 @@ void Runtime::Impl::init(const Schedule& schedule) {
         break;
     }
     x.out_region = held_region(rank, l);
-    x.out.assign(std::size_t(x.out_region.elements()), 0.0f);
-    x.err.assign(std::size_t(x.out_region.elements()), 0.0f);
     x.in_region = input_region(rank, l);
     if (l > 0) {
       const LayerState& before = layers[std::size_t(l - 1)];
@@ -395,6 +454,14 @@ void Runtime::Impl::init(const Schedule& schedule) {
       x.errors = partial || !covers ? Errors::exchanged : same ? Errors::previous : Errors::extract;
       if (x.input != Input::previous) x.xin.assign(std::size_t(need.elements()), 0.0f);
       if (x.errors != Errors::previous) x.din.assign(std::size_t(need.elements()), 0.0f);
+    }
+    if (in_place(l)) {
+      LayerState& before = layers[std::size_t(l - 1)];
+      x.out.share(before.out);
+      x.err.share(before.err);
+    } else {
+      x.out.allocate(std::size_t(x.out_region.elements()));
+      x.err.allocate(std::size_t(x.out_region.elements()));
     }
     if (x.replicated)
       for (int p = 0; p < 2; ++p) {
@@ -413,7 +480,12 @@ void Runtime::Impl::init(const Schedule& schedule) {
   }
   dcols.assign(std::size_t(max_dcols), 0.0f);
   max_cols = max_dcols;
-  set_keep_columns(4.0 * double(total_cols) <= kKeepColumnsLimitBytes);
+  // The Schedule says whether the columns are recomputed (`.im2col_w` ops, --columns
+  // recomputed); kept columns beyond kKeepColumnsLimitBytes are recomputed inside the
+  // backward_weight gemm op instead.
+  bool recomputed = false;
+  for (const LayerState& x : layers) recomputed = recomputed || x.im2col_w_op;
+  set_keep_columns(!recomputed && 4.0 * double(total_cols) <= kKeepColumnsLimitBytes);
 
   weights.assign(std::size_t(params), 0.0f);
   grads.assign(std::size_t(params), 0.0f);
@@ -587,7 +659,8 @@ void Runtime::Impl::backward_weight(LayerState& x, const Op& op, const Tiling& t
       return;
     }
     CNNPAR_ASSERT(op.kernel == KernelClass::gemm, "unexpected conv backward_weight op: " + op.label);
-    if (!keep_columns) im2col(x.geo, in_of(x.index), columns(x));  // the shared buffer holds another layer's
+    // The shared buffer holds another layer's columns unless an im2col_w op just refilled it.
+    if (!keep_columns && !x.im2col_w_op) im2col(x.geo, in_of(x.index), columns(x));
     conv_backward_weight_gemm(x.geo, units, x.err.data(), columns(x), gw, gb, t);
     return;
   }
@@ -1013,9 +1086,10 @@ void check_trainable(const Network& network, const std::string& file) {
                      "the real executor needs a softmax last layer");
 }
 
-const std::vector<float>& Runtime::activations(int layer) const {
+std::vector<float> Runtime::activations(int layer) const {
   if (layer < 0) return impl_->input;
-  return impl_->layers.at(std::size_t(layer)).out;
+  const LayerBuffer& out = impl_->layers.at(std::size_t(layer)).out;
+  return {out.begin(), out.end()};
 }
 
 bool Runtime::channel_major(int layer) const {

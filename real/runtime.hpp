@@ -6,7 +6,8 @@
 // weights, gradients, momentum (whole arrays; a model-parallel layer uses its rows), the
 // activations and errors of the region of every layer this rank holds, the input (and input
 // errors) a layer needs when the previous layer holds another region, the im2col columns
-// kept from forward for the weight gradient, and the gathered buffers of replicated layers
+// kept from forward for the weight gradient (or one shared column buffer, see
+// set_keep_columns), and the gathered buffers of replicated layers
 // with batch-sliced activations (Lee). The interpreter walks the rank's Program:
 //
 //   for op in program.ops:
@@ -33,8 +34,11 @@
 //        forward  eltwise: bias add (then the gemm op leaves the bias out)
 //        backward_data gemm: dcolumns = W^T · E          (+ col2im when there is no col2im op)
 //        backward_data col2im: E_in = col2im(dcolumns)   (accumulating)
+//        backward_weight im2col: the columns again, into the shared buffer (--columns recomputed)
 //        backward_weight gemm: dW = E · columns^T, db = row sums of E (when the columns are
-//                          not kept — see set_keep_columns — it redoes the im2col first)
+//                          neither kept nor refilled by an im2col op, it redoes the im2col first)
+//  relu and dropout work in place (on the previous layer's output and errors) when the
+//  previous layer's backward does not read its output; see Impl::in_place.
 //  fc    forward gemm: (n, K_c) = (n, K_b) · W^T + b;  backward_data gemm: E_in = E · W;
 //        backward_weight gemm: dW = E^T · X, db = column sums of E
 //  pool/relu/lrn/dropout: forward / backward_data, one op each
@@ -148,8 +152,9 @@ class Runtime {
   std::int64_t gemm_tile_columns() const;
 
   /** Keep every conv layer's forward im2col columns for its weight gradient (Lee: "if memory
-   *  space is sufficiently large"; default: when they total at most 2 GiB), or share one
-   *  buffer and redo the im2col in the backward_weight gemm op. Call between iterations. */
+   *  space is sufficiently large"; default: when the Schedule has no `.im2col_w` ops and they
+   *  total at most 2 GiB), or share one buffer, refilled by the `.im2col_w` ops (or, without
+   *  them, inside the backward_weight gemm op). Call between iterations. */
   void set_keep_columns(bool keep);
   bool keep_columns() const;
 
@@ -205,8 +210,9 @@ class Runtime {
    *  RuntimeState, so only the end of a schedule is a checkpoint. */
   bool delays_updates() const;
 
-  /** Output activations of layer `layer` (-1 = the input) and their layout, for tests. */
-  const std::vector<float>& activations(int layer) const;
+  /** Output activations of layer `layer` (-1 = the input) and their layout, for tests. A
+   *  layer followed by an in-place relu or dropout shows that layer's output. */
+  std::vector<float> activations(int layer) const;
   bool channel_major(int layer) const;  ///< true: (C, n, H, W); false: (n, C·H·W)
 
  private:

@@ -3,7 +3,8 @@
 # tests need beyond the build. Run as root.
 set -euo pipefail
 packages=(build-essential cmake pkg-config libsimgrid-dev mpich libmpich-dev libopenblas-dev
-          nlohmann-json3-dev libfmt-dev catch2 libcli11-dev libbenchmark-dev gnuplot-nox libtbb-dev)
+          nlohmann-json3-dev libfmt-dev catch2 libcli11-dev libbenchmark-dev gnuplot-nox libtbb-dev
+          libdnnl-dev)
 # The tests also fuzz the parsers (tests/fuzz): clang and its libFuzzer runtime.
 [ "${1:-}" = "--test" ] && packages+=(clang libclang-rt-14-dev)
 missing=()

@@ -1,5 +1,8 @@
 #include "model/strategies/strategy.hpp"
 
+#include <algorithm>
+#include <map>
+
 #include <fmt/format.h>
 
 #include "model/error.hpp"
@@ -16,6 +19,7 @@ nlohmann::json to_json(const StrategyOptions& options) {
                       {"warmup", options.warmup_iterations}};
   for (const OptionSpec& o : strategy_spec(options.name, options.origin).options) j[o.key] = options.value(o.key);
   if (options.uneven_batch) j["uneven_batch"] = true;
+  if (options.recompute_columns) j["columns"] = columns_name(true);
   return j;
 }
 
@@ -63,9 +67,55 @@ void validate_strategy_options(const Network& network, const StrategyOptions& op
   if (spec.validate != nullptr) spec.validate(network, options);
 }
 
+const char* columns_name(bool recompute_columns) { return recompute_columns ? "recomputed" : "kept"; }
+
+bool parse_columns(const std::string& text, const std::string& file, const std::string& path) {
+  if (text == "kept") return false;
+  if (text == "recomputed") return true;
+  throw InputError(file, path, text, "expected kept (Lee: im2col columns kept for the weight gradient) or recomputed");
+}
+
+void add_column_recompute(Schedule& schedule) {
+  std::vector<std::pair<const Program*, std::size_t>> done;  // program already rewritten -> its index
+  for (std::size_t r = 0; r < schedule.programs.size(); ++r) {
+    Program& program = schedule.programs[r];
+    const auto shared = std::find_if(done.begin(), done.end(), [&](const auto& d) {
+      return schedule.programs[d.second].ops.same_storage(program.ops);
+    });
+    if (shared != done.end()) continue;  // shares the rewritten list already
+    std::vector<Op> ops;
+    ops.reserve(program.ops.size() + program.ops.size() / 8);
+    std::map<std::pair<int, std::int64_t>, const Op*> forward_im2col;  // (layer, batch) -> op
+    for (const Op& op : program.ops)
+      if (op.kind == OpKind::compute && op.kernel == KernelClass::im2col && op.phase == Phase::forward)
+        forward_im2col.emplace(std::make_pair(op.layer, op.batch), &op);
+    for (const Op& op : program.ops) {
+      if (op.kind == OpKind::compute && op.phase == Phase::backward_weight && op.kernel == KernelClass::gemm) {
+        const auto it = forward_im2col.find({op.layer, op.batch});
+        if (it != forward_im2col.end()) {
+          Op again = *it->second;
+          again.phase = Phase::backward_weight;
+          const std::string& label = again.label;
+          again.label = label.substr(0, label.size() - std::string(".im2col").size()) + ".im2col_w";
+          ops.push_back(std::move(again));
+        }
+      }
+      ops.push_back(op);
+    }
+    const OpList before = program.ops;
+    program.ops = OpList(std::move(ops));
+    // Every later program that shared the old list shares the new one.
+    for (std::size_t q = r + 1; q < schedule.programs.size(); ++q)
+      if (schedule.programs[q].ops.same_storage(before)) schedule.programs[q].ops = program.ops;
+    done.emplace_back(&program, r);
+  }
+}
+
 Schedule build_schedule(const Network& network, const Platform& platform, const StrategyOptions& options) {
   validate_strategy_options(network, options);
-  return strategy_spec(options.name, options.origin).build(network, platform, options);
+  Schedule schedule = strategy_spec(options.name, options.origin).build(network, platform, options);
+  if (options.recompute_columns) add_column_recompute(schedule);  // to_json(options) records it
+  return schedule;
 }
 
 }  // namespace cnnpar

@@ -22,6 +22,11 @@ struct StrategyOptions {
   /** Allow N not divisible by P: ranks 0..N%P-1 take ceil(N/P) images, the others floor(N/P);
    *  lee's allgathers are then sized for the larger share. Off: N % P != 0 is bad input. */
   bool uneven_batch = false;
+  /** Lee et al. keep each conv layer's im2col columns from forward for the weight gradient
+   *  "if memory space is sufficiently large" (false, the default). True: the columns share one
+   *  buffer and every conv layer's backward_weight starts with an explicit `<layer>.im2col_w`
+   *  op that recomputes them, so predictions and measurements still pair op by op. */
+  bool recompute_columns = false;
   std::string origin = "<options>"; ///< where the options came from (file or "command line")
   /** The strategy's own options by schema key ("k", "bucket_bytes", ...), typed as the schema
    *  says; a key not given takes the schema's default. */
@@ -44,7 +49,17 @@ std::vector<std::string> strategy_names();
  *  by P, k or f beyond the network's layers. */
 void validate_strategy_options(const Network& network, const StrategyOptions& options);
 
-/** Builds the Schedule of `options.name` after validate_strategy_options. */
+/** "kept" | "recomputed" (StrategyOptions::recompute_columns). */
+const char* columns_name(bool recompute_columns);
+/** @throws InputError(file, path, text, reason) for another text. */
+bool parse_columns(const std::string& text, const std::string& file, const std::string& path);
+
+/** Inserts a `<layer>.im2col_w` op (phase backward_weight, the forward im2col's bytes) before
+ *  every conv layer's backward_weight GEMM of every program; identical programs stay shared. */
+void add_column_recompute(Schedule& schedule);
+
+/** Builds the Schedule of `options.name` after validate_strategy_options (and
+ *  add_column_recompute when options.recompute_columns). */
 Schedule build_schedule(const Network& network, const Platform& platform, const StrategyOptions& options);
 
 /** JSON form of the options with every schema default filled in (Schedule::options, Trace

@@ -322,3 +322,54 @@ TEST_CASE("lee's defaults fit small networks; explicit values out of range are r
     CHECK(std::string(e.what()).find("set --k") != std::string::npos);
   }
 }
+
+TEST_CASE("recomputed columns: one im2col_w op, a copy of the forward im2col, before every conv weight gradient") {
+  const Network net = load_network("vgg-a");
+  for (const std::string name : {"dp", "lee", "hybrid"}) {
+    StrategyOptions o;
+    o.name = name;
+    o.global_batch = 256;
+    o.ranks = 4;
+    o.iterations = 2;
+    const Schedule kept = build_schedule(net, Platform{}, o);
+    o.recompute_columns = true;
+    const Schedule recomputed = build_schedule(net, Platform{}, o);
+    CHECK(recomputed.options.at("columns") == "recomputed");
+    CHECK_FALSE(kept.options.contains("columns"));
+    REQUIRE(recomputed.ranks() == kept.ranks());
+    for (int r = 0; r < kept.ranks(); ++r) {
+      const auto& before = kept.programs[std::size_t(r)].ops;
+      const auto& after = recomputed.programs[std::size_t(r)].ops;
+      std::size_t conv_weight_gradients = 0, added = 0;
+      for (const Op& op : before)
+        if (op.kind == OpKind::compute && op.phase == Phase::backward_weight && op.kernel == KernelClass::gemm &&
+            net.layers[std::size_t(op.layer)].spec.kind == LayerKind::conv)
+          ++conv_weight_gradients;
+      CHECK(conv_weight_gradients == 8 * 2);  // VGG-A: 8 conv layers, 2 iterations
+      for (std::size_t i = 0; i < after.size(); ++i) {
+        const Op& op = after[i];
+        if (op.kind != OpKind::compute || op.phase != Phase::backward_weight || op.kernel != KernelClass::im2col) continue;
+        ++added;
+        REQUIRE(i + 1 < after.size());
+        const Op& next = after[i + 1];  // the weight-gradient GEMM of the same layer and batch
+        CHECK((next.kernel == KernelClass::gemm && next.phase == Phase::backward_weight));
+        CHECK(next.layer == op.layer);
+        CHECK(next.batch == op.batch);
+        CHECK(op.label == net.layers[std::size_t(op.layer)].spec.name + ".im2col_w");
+        // Same work as the forward im2col of that layer: its bytes and batch.
+        const auto fwd = std::find_if(after.begin(), after.end(), [&](const Op& f) {
+          return f.kind == OpKind::compute && f.phase == Phase::forward && f.kernel == KernelClass::im2col &&
+                 f.layer == op.layer;
+        });
+        REQUIRE(fwd != after.end());
+        CHECK(fwd->bytes == op.bytes);
+      }
+      CHECK(added == conv_weight_gradients);
+      CHECK(after.size() == before.size() + added);
+    }
+    // Identical programs stay one list (dp: every rank).
+    if (name == "dp")
+      for (int r = 1; r < recomputed.ranks(); ++r)
+        CHECK(recomputed.programs[std::size_t(r)].ops.same_storage(recomputed.programs[0].ops));
+  }
+}

@@ -40,10 +40,10 @@ function(cnnpar_mpi_run name np fixture)
   set_tests_properties(${name} PROPERTIES LABELS "real;mpi" TIMEOUT 120 ENVIRONMENT "${cnnpar_mpi_env}"
                        FIXTURES_SETUP ${fixture})
 endfunction()
-# cnnpar_mpi_check(NAME FIXTURE COMMAND...): a check that needs FIXTURE's outputs.
+# cnnpar_mpi_check(NAME FIXTURES COMMAND...): a check that needs the outputs of FIXTURES (a list).
 function(cnnpar_mpi_check name fixture)
   add_test(NAME ${name} COMMAND ${ARGN})
-  set_tests_properties(${name} PROPERTIES LABELS "real;mpi" TIMEOUT 60 FIXTURES_REQUIRED ${fixture})
+  set_tests_properties(${name} PROPERTIES LABELS "real;mpi" TIMEOUT 60 FIXTURES_REQUIRED "${fixture}")
 endfunction()
 
 # Numerics: the same seed and global batch on 1, 2 and 4 ranks must give the same weights
@@ -70,6 +70,20 @@ foreach(strategy dp lee)
                    $<TARGET_FILE:cnnpar_weights_compare> 1e-4
                    ${run_out}/${strategy}_np1.bin ${run_out}/${strategy}_np2.bin ${run_out}/${strategy}_np4.bin)
 endforeach()
+
+# The same numerics with oneDNN's GEMMs (and the im2col columns kept, the other memory mode):
+# 1, 2 and 4 ranks agree with each other, and with OpenBLAS's P = 1 to the same tolerance.
+if(CNNPAR_ONEDNN)
+  foreach(np 1 2 4)
+    cnnpar_mpi_run(real_run_onednn_np${np} ${np} real_onednn_runs ${common} --strategy dp --gemm onednn
+                   --columns kept --trace ${run_out}/onednn_np${np}.json --weights-out ${run_out}/onednn_np${np}.bin)
+    cnnpar_mpi_check(real_trace_onednn_np${np} real_onednn_runs
+                     $<TARGET_FILE:cnnpar_trace_check> ${run_out}/onednn_np${np}.json ${np}
+                     --loss-drop 0.2 --weights-identical --compute real --progress poll)
+  endforeach()
+  cnnpar_mpi_check(real_weights_onednn_np124 "real_onednn_runs;real_dp_runs" $<TARGET_FILE:cnnpar_weights_compare> 1e-4
+                   ${run_out}/dp_np1.bin ${run_out}/onednn_np1.bin ${run_out}/onednn_np2.bin ${run_out}/onednn_np4.bin)
+endif()
 
 # The other data-parallel builders and the communication thread on the tiny network (LRN,
 # dropout, avg pool): 2 ranks must match 1 rank of plain dp.

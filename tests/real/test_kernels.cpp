@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <random>
 #include <vector>
 
+#include "model/error.hpp"
 #include "real/kernels.hpp"
 #include "real/reference_kernels.hpp"
 
@@ -133,6 +136,64 @@ TEST_CASE("gemm with column tiles equals the naive product for every transpose")
       CHECK(report("gemm (tiles of 8 columns)", fast, ref) < kGemmTolerance);
       CHECK(calls == 3);  // ceil(29 / 8) = 4 tiles, 3 gaps
     }
+}
+
+TEST_CASE("every GEMM back-end of the build equals the naive product, whole and tiled") {
+  std::mt19937 rng(14);
+  const GemmBackend in_use = gemm_backend();
+  for (GemmBackend backend : available_gemm_backends()) {
+    set_gemm_backend(backend);
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        // Strides larger than the matrices (a sub-matrix of a wider buffer) and beta = 1.
+        const std::int64_t m = 19, n = 33, k = 23, pad = 3;
+        const std::int64_t lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad, ldc = n + pad;
+        auto a = random_vector(std::size_t((ta ? k : m) * lda), rng), b = random_vector(std::size_t((tb ? n : k) * ldb), rng);
+        auto c0 = random_vector(std::size_t(m * ldc), rng);
+        std::vector<float> fast = c0, tiled = c0, ref(std::size_t(m * n));
+        gemm(ta, tb, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, 1.0f, fast.data(), ldc);
+        int calls = 0;
+        std::function<void()> cb = [&] { ++calls; };
+        gemm(ta, tb, m, n, k, 1.0f, a.data(), lda, b.data(), ldb, 1.0f, tiled.data(), ldc, Tiling{8, &cb});
+        CHECK(calls == 4);  // ceil(33 / 8) = 5 tiles
+        // Reference on the packed matrices, plus C0.
+        std::vector<float> ap(std::size_t(m * k)), bp(std::size_t(k * n));
+        const std::int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+        for (std::int64_t i = 0; i < ar; ++i)
+          for (std::int64_t j = 0; j < ac; ++j) ap[std::size_t(i * ac + j)] = a[std::size_t(i * lda + j)];
+        for (std::int64_t i = 0; i < br; ++i)
+          for (std::int64_t j = 0; j < bc; ++j) bp[std::size_t(i * bc + j)] = b[std::size_t(i * ldb + j)];
+        ref::matmul(ta, tb, m, n, k, ap.data(), bp.data(), ref.data());
+        std::vector<float> want(std::size_t(m * n)), got(want.size()), got_tiled(want.size());
+        for (std::int64_t i = 0; i < m; ++i)
+          for (std::int64_t j = 0; j < n; ++j) {
+            const std::size_t p = std::size_t(i * n + j), q = std::size_t(i * ldc + j);
+            want[p] = ref[p] + c0[q];
+            got[p] = fast[q];
+            got_tiled[p] = tiled[q];
+          }
+        const std::string what = std::string(to_string(backend)) + (ta ? " A^T" : " A") + (tb ? " B^T" : " B");
+        CHECK(report(what.c_str(), got, want) < kGemmTolerance);
+        CHECK(report((what + " (tiles of 8)").c_str(), got_tiled, want) < kGemmTolerance);
+        // The padding columns of C are not written.
+        for (std::int64_t i = 0; i < m; ++i)
+          for (std::int64_t j = n; j < ldc; ++j) CHECK(fast[std::size_t(i * ldc + j)] == c0[std::size_t(i * ldc + j)]);
+      }
+  }
+  set_gemm_backend(in_use);
+}
+
+TEST_CASE("GEMM back-end names: the in-use one is what the test environment asked for") {
+  const char* asked = std::getenv("CNNPAR_TEST_GEMM");
+  CHECK(std::string(to_string(gemm_backend())) == (asked && *asked ? asked : "openblas"));
+  CHECK(parse_gemm_backend("openblas", "f", "/gemm") == GemmBackend::openblas);
+  try {
+    parse_gemm_backend("blis", "f", "/gemm");
+    FAIL("blis accepted");
+  } catch (const cnnpar::InputError& e) {
+    CHECK(e.json_path() == "/gemm");
+    CHECK(std::string(e.what()).find("blis") != std::string::npos);
+  }
 }
 
 TEST_CASE("fc forward and backward equal the naive loops") {

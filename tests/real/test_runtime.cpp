@@ -167,6 +167,27 @@ TEST_CASE("runtime: sharing the im2col columns (recomputed for the weight gradie
   CHECK(kept.runtime(0).flat_weights() == shared.runtime(0).flat_weights());
 }
 
+TEST_CASE("runtime: a schedule with recomputed columns shares one buffer and gives the kept bits") {
+  // Recomputing im2col from the same input is the same deterministic copy, so every GEMM reads
+  // the same columns: the weights must agree bit for bit.
+  const Network net = small_network();
+  SyntheticDataset data(net.input, net.classes(), 64, 18);
+  StrategyOptions o;
+  o.name = "dp";
+  o.global_batch = 8;
+  o.iterations = 3;
+  o.warmup_iterations = 0;
+  const Schedule kept_schedule = build_schedule(net, Platform{}, o);
+  o.recompute_columns = true;
+  const Schedule recomputed_schedule = build_schedule(net, Platform{}, o);
+  LocalExecutor kept(net, kept_schedule, kSeed, kSgd), recomputed(net, recomputed_schedule, kSeed, kSgd);
+  CHECK(kept.runtime(0).keep_columns());
+  CHECK_FALSE(recomputed.runtime(0).keep_columns());  // the schedule's im2col_w ops decide
+  kept.run(data);
+  recomputed.run(data);
+  CHECK(kept.runtime(0).flat_weights() == recomputed.runtime(0).flat_weights());
+}
+
 TEST_CASE("runtime: two threads are bit-reproducible run to run") {
   const Network net = small_network();
   SyntheticDataset data(net.input, net.classes(), 64, 17);
