@@ -14,6 +14,7 @@ extern "C" void omp_set_num_threads(int threads);
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -183,12 +184,58 @@ ColumnRowWindow column_row_window(const ConvGeometry& g, std::int64_t kh, std::i
   return w;
 }
 
+// Zeroes the entries of a "same" column-matrix row (all images, OH·OW each) whose input lies
+// in the padding: the rows outside [y_lo, y_hi) and the edge columns of the others.
+void zero_padding_entries(const ColumnRowWindow& w, std::int64_t oh, std::int64_t ow, std::int64_t batch, float* row) {
+  const std::int64_t block = oh * ow;
+  for (std::int64_t n = 0; n < batch; ++n) {
+    float* dst = row + n * block;
+    std::fill(dst, dst + w.begin, 0.0f);
+    std::fill(dst + w.end, dst + block, 0.0f);
+    for (std::int64_t y = w.y_lo; y < w.y_hi; ++y) {
+      for (std::int64_t x = 0; x < w.ow_lo; ++x) dst[y * ow + x] = 0.0f;
+      for (std::int64_t x = w.ow_hi; x < ow; ++x) dst[y * ow + x] = 0.0f;
+    }
+  }
+}
+
+// The "same" rows with OH == H (every stride-1 conv whose kernel is 2·pad + 1): row (c, kh, kw)
+// over all images is the channel's images (contiguous in (C, N, H, W)) shifted by `off`, with
+// the entries that read padding set to 0. A mask per (kh, kw) over a tile of whole images
+// (all ones where the entry reads inside its own image, else 0) does that with a bitwise AND,
+// branch-free and vectorisable, in one pass.
+struct SameRowMasks {
+  std::int64_t tile_images = 1;                      ///< images per mask tile (>= 256 entries)
+  std::vector<std::vector<std::uint32_t>> by_kernel;  ///< [kh·KW + kw], tile_images·OH·OW entries
+};
+
+SameRowMasks same_row_masks(const ConvGeometry& g) {
+  SameRowMasks m;
+  const std::int64_t oh = g.out_h(), ow = g.out_w(), block = oh * ow;
+  m.tile_images = std::min(g.batch, std::max<std::int64_t>(1, (256 + block - 1) / block));
+  for (std::int64_t kh = 0; kh < g.kernel_h; ++kh)
+    for (std::int64_t kw = 0; kw < g.kernel_w; ++kw) {
+      const ColumnRowWindow w = column_row_window(g, kh, kw);
+      std::vector<std::uint32_t> mask(std::size_t(m.tile_images * block), 0u);
+      for (std::int64_t n = 0; n < m.tile_images; ++n)
+        for (std::int64_t y = w.y_lo; y < w.y_hi; ++y)
+          for (std::int64_t x = w.ow_lo; x < w.ow_hi; ++x) mask[std::size_t(n * block + y * ow + x)] = ~0u;
+      m.by_kernel.push_back(std::move(mask));
+    }
+  return m;
+}
+
+inline float masked(float v, std::uint32_t mask) {
+  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(v) & mask);  // exact: v or +0
+}
+
 }  // namespace
 
 void im2col(const ConvGeometry& g, const float* input, float* columns) {
   const std::int64_t oh = g.out_h(), ow = g.out_w();
   const std::int64_t plane = g.in_h * g.in_w;
   const std::int64_t cols = g.column_cols();
+  const SameRowMasks masks = same_row_masks(g);
   // One column-matrix row (c, kh, kw) per task: contiguous writes, reads along input rows.
   parallel_for(g.column_rows(), [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
@@ -196,26 +243,39 @@ void im2col(const ConvGeometry& g, const float* input, float* columns) {
       float* row = columns + r * cols;
       const ColumnRowWindow w = column_row_window(g, kh, kw);
       const std::int64_t ow_lo = w.ow_lo, ow_hi = w.ow_hi, shift = w.shift;
-      if (w.same) {
-        // "Same" convolution (K = 2·pad + 1): column index y·W + x reads input index
-        // y·W + x + (kh - pad)·W + (kw - pad), so each image is one contiguous copy plus
-        // zeroed padding rows and edge columns.
-        const std::int64_t y_lo = w.y_lo, y_hi = w.y_hi, block = oh * ow;
+      if (w.same && oh == g.in_h) {
+        // Column index y·W + x of image n reads input index n·H·W + y·W + x + off of the
+        // channel, off = (kh - pad)·W + (kw - pad); see SameRowMasks.
+        const std::int64_t total = g.batch * plane, off = w.off;
+        const float* src = input + c * total;
+        const std::uint32_t* mask = masks.by_kernel[std::size_t(kh * g.kernel_w + kw)].data();
+        for (std::int64_t n0 = 0; n0 < g.batch; n0 += masks.tile_images) {
+          const std::int64_t base = n0 * plane, len = std::min(masks.tile_images, g.batch - n0) * plane;
+          float* dst = row + base;
+          const float* from = src + base + off;
+          if (base + off >= 0 && base + len + off <= total) {
+            for (std::int64_t j = 0; j < len; ++j) dst[j] = masked(from[j], mask[j]);
+          } else {  // the channel's first or last tile: the shift leaves the channel (padding)
+            for (std::int64_t j = 0; j < len; ++j) {
+              const std::int64_t at = base + j + off;
+              dst[j] = at >= 0 && at < total ? masked(src[at], mask[j]) : 0.0f;
+            }
+          }
+        }
+        continue;
+      }
+      if (w.same) {  // OH != H (a kernel that is "same" only along W): one copy per image
+        const std::int64_t block = oh * ow;
         for (std::int64_t n = 0; n < g.batch; ++n) {
           const float* src = input + (c * g.batch + n) * plane;
           float* dst = row + n * block;
-          std::fill(dst, dst + w.begin, 0.0f);
-          std::fill(dst + w.end, dst + block, 0.0f);
           // Clipped to the input plane (the first/last element may fall just outside it; they
           // are edge columns and zeroed below).
           if (w.copy_end > w.copy_begin)
             std::memcpy(dst + w.copy_begin, src + w.copy_begin + w.off,
                         sizeof(float) * std::size_t(w.copy_end - w.copy_begin));
-          for (std::int64_t y = y_lo; y < y_hi; ++y) {
-            for (std::int64_t x = 0; x < ow_lo; ++x) dst[y * ow + x] = 0.0f;
-            for (std::int64_t x = ow_hi; x < ow; ++x) dst[y * ow + x] = 0.0f;
-          }
         }
+        zero_padding_entries(w, oh, ow, g.batch, row);
         continue;
       }
       for (std::int64_t n = 0; n < g.batch; ++n) {
@@ -246,6 +306,7 @@ void col2im_add(const ConvGeometry& g, float* columns, float* input_grad) {
   const std::int64_t oh = g.out_h(), ow = g.out_w();
   const std::int64_t plane = g.in_h * g.in_w;
   const std::int64_t cols = g.column_cols();
+  const SameRowMasks masks = same_row_masks(g);
   // Rows of one channel c add into the same input planes: split by channel, fixed order inside.
   parallel_for(g.channels, [&](std::int64_t c0, std::int64_t c1) {
     for (std::int64_t c = c0; c < c1; ++c)
@@ -254,19 +315,34 @@ void col2im_add(const ConvGeometry& g, float* columns, float* input_grad) {
           float* row = columns + ((c * g.kernel_h + kh) * g.kernel_w + kw) * cols;
           const ColumnRowWindow w = column_row_window(g, kh, kw);
           const std::int64_t ow_lo = w.ow_lo, ow_hi = w.ow_hi, shift = w.shift;
-          if (w.same) {
-            // Same layout trick as im2col: zero the padding entries of this scratch row, then
-            // one contiguous add per image (adding 0 leaves the other rows' values exact).
-            const std::int64_t off = w.off, y_lo = w.y_lo, y_hi = w.y_hi, block = oh * ow;
-            const std::int64_t cb = w.copy_begin, ce = w.copy_end;
-            for (std::int64_t n = 0; n < g.batch; ++n) {
-              float* src = row + n * block;
-              for (std::int64_t y = y_lo; y < y_hi; ++y) {
-                for (std::int64_t x = 0; x < ow_lo; ++x) src[y * ow + x] = 0.0f;
-                for (std::int64_t x = ow_hi; x < ow; ++x) src[y * ow + x] = 0.0f;
+          if (w.same && oh == g.in_h) {
+            // The adjoint of im2col's shifted copy: add the row's masked entries (padding
+            // entries add +0, which leaves every value exact) at the shifted positions.
+            const std::int64_t total = g.batch * plane, off = w.off;
+            float* dst = input_grad + c * total;
+            const std::uint32_t* mask = masks.by_kernel[std::size_t(kh * g.kernel_w + kw)].data();
+            for (std::int64_t n0 = 0; n0 < g.batch; n0 += masks.tile_images) {
+              const std::int64_t base = n0 * plane, len = std::min(masks.tile_images, g.batch - n0) * plane;
+              const float* src = row + base;
+              float* to = dst + base + off;
+              if (base + off >= 0 && base + len + off <= total) {
+                for (std::int64_t j = 0; j < len; ++j) to[j] += masked(src[j], mask[j]);
+              } else {
+                for (std::int64_t j = 0; j < len; ++j) {
+                  const std::int64_t at = base + j + off;
+                  if (at >= 0 && at < total) dst[at] += masked(src[j], mask[j]);
+                }
               }
-              float* dst = input_grad + (c * g.batch + n) * plane + off;
-              for (std::int64_t i = cb; i < ce; ++i) dst[i] += src[i];
+            }
+            continue;
+          }
+          if (w.same) {  // OH != H: zero this scratch row's padding entries, one add per image
+            zero_padding_entries(w, oh, ow, g.batch, row);
+            const std::int64_t block = oh * ow;
+            for (std::int64_t n = 0; n < g.batch; ++n) {
+              const float* src = row + n * block;
+              float* dst = input_grad + (c * g.batch + n) * plane + w.off;
+              for (std::int64_t i = w.copy_begin; i < w.copy_end; ++i) dst[i] += src[i];
             }
             continue;
           }

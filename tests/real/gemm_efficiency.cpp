@@ -1,10 +1,14 @@
-// cnnpar_gemm_efficiency TRACE.json CALIBRATED_PLATFORM.json [RANK]
+// cnnpar_gemm_efficiency TRACE.json CALIBRATED_PLATFORM.json [RANK [OUT.json]]
 // Compute efficiency of the real executor's GEMM ops: rebuilds the Schedule the trace ran
 // (strategy options from its metadata), then over the measured iterations of RANK (default 0)
 // sums the FLOPs of the GEMM compute ops and the seconds they took, and compares the
-// achieved rate with the sgemm rates `cnnpar-run --calibrate` measured for the same shapes:
+// achieved rate with the sgemm rates `cnnpar-run --calibrate` measured for the same shapes
+// (calibrate with the trace's GEMM back-end and threads):
 //   efficiency = Σ (flops_i / calibrated_rate(shape_i)) / Σ measured_seconds_i.
-// Prints one line per shape and the total. Exit 1 when a shape has no calibrated rate.
+// Also the share of the measured iterations' wall time spent in non-GEMM compute ops
+// (im2col, col2im, pooling, element-wise, softmax, SGD update).
+// Prints one line per shape and the totals (and writes them to OUT.json). Exit 1 when a
+// shape has no calibrated rate.
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -44,11 +48,17 @@ int main(int argc, char** argv) {
     for (const cnnpar::OptionSpec& option : cnnpar::strategy_spec(options.name).options)
       if (o.contains(option.key)) options.set(option.key, o.at(option.key));
     options.uneven_batch = o.value("uneven_batch", false);
+    options.recompute_columns = o.value("columns", "kept") == "recomputed";
     const cnnpar::Network network = cnnpar::load_network(m.at("network").get<std::string>());
     const cnnpar::Schedule schedule = cnnpar::build_schedule(network, calibrated, options);
     const auto& ops = schedule.programs.at(std::size_t(rank)).ops;
     const cnnpar::RankTrace& r = trace.ranks.at(std::size_t(rank));
     const double measured_from_s = trace.warmup_iterations > 0 ? r.marks.at(std::size_t(trace.warmup_iterations - 1)).time_s : 0.0;
+    const double measured_to_s = r.marks.empty() ? 0.0 : r.marks.back().time_s;
+    double non_gemm_s = 0;
+    for (const cnnpar::ComputeRecord& c : r.compute)
+      if (c.kernel != cnnpar::KernelClass::gemm && c.start_s >= measured_from_s && c.end_s <= measured_to_s)
+        non_gemm_s += c.end_s - c.start_s;
 
     struct Sum { double flops = 0, seconds = 0, ideal_s = 0; int ops = 0; };
     std::map<std::string, Sum> per_shape;
@@ -76,6 +86,22 @@ int main(int argc, char** argv) {
                   s.flops / s.seconds / 1e9, s.flops / s.ideal_s / 1e9, 100 * s.ideal_s / s.seconds);
     std::printf("%-26s %5d %12.3f %10.1f/s %10.1f/s %7.1f%%\n", "total (GFLOP/s)", total.ops, total.flops / 1e9,
                 total.flops / total.seconds / 1e9, total.flops / total.ideal_s / 1e9, 100 * total.ideal_s / total.seconds);
+    const double window_s = measured_to_s - measured_from_s;
+    const double non_gemm_share = window_s > 0 ? non_gemm_s / window_s : 0.0;
+    std::printf("non-GEMM compute: %.4f s of %.4f s measured (%.1f %% of the iterations' wall time)\n", non_gemm_s,
+                window_s, 100 * non_gemm_share);
+    if (argc > 4) {
+      std::ofstream out(argv[4]);
+      out << nlohmann::json{{"gemm_efficiency", total.ideal_s / total.seconds},
+                            {"gemm_flops_per_s", total.flops / total.seconds},
+                            {"calibrated_flops_per_s", total.flops / total.ideal_s},
+                            {"non_gemm_s", non_gemm_s},
+                            {"measured_s", window_s},
+                            {"non_gemm_share_of_iterations", non_gemm_share},
+                            {"gemm_backend", m.value("gemm_backend", "openblas")}}
+                 .dump(1)
+          << "\n";
+    }
     if (missing) std::fprintf(stderr, "cnnpar_gemm_efficiency: %d GEMM ops had no calibrated rate\n", missing);
     return missing ? 1 : 0;
   } catch (const std::exception& e) {

@@ -56,6 +56,7 @@ const Case kConvCases[] = {
     {3, 2, 7, 9, 3, 3, 1, 1, 4},  {2, 3, 8, 6, 3, 2, 2, 1, 5}, {4, 1, 11, 7, 5, 5, 2, 2, 3},
     {5, 2, 6, 6, 1, 1, 1, 0, 6},  {1, 4, 9, 10, 4, 3, 3, 0, 2}, {3, 2, 5, 5, 3, 3, 2, 2, 3},
     {2, 2, 6, 7, 5, 5, 1, 2, 3},  {1, 3, 4, 4, 3, 3, 1, 1, 2},  // "same" convolutions: contiguous fast path
+    {2, 3, 5, 6, 2, 3, 1, 1, 4},  // "same" along W only (OH = 6 != H = 5): one copy per image
 };
 
 ConvGeometry geometry(const Case& k) { return ConvGeometry{k.c, k.n, k.h, k.w, k.kh, k.kw, k.stride, k.pad}; }
