@@ -500,9 +500,29 @@ void max_pool_forward(const ConvGeometry& g, const float* in, float* out, std::i
 void max_pool_backward(const ConvGeometry& g, const float* out_grad, const std::int32_t* argmax,
                        float* in_grad) {
   const std::int64_t outs = g.out_h() * g.out_w(), plane = g.in_h * g.in_w;
+  // 2x2/2 windows that tile the plane: every input position is in exactly one window, so one
+  // pass writes each (0 + its error, or 0) without zeroing the plane first.
+  const bool tiles = g.kernel_h == 2 && g.kernel_w == 2 && g.stride == 2 && g.pad == 0 && g.in_h == 2 * g.out_h() &&
+                     g.in_w == 2 * g.out_w();
   parallel_for(g.channels * g.batch, [&](std::int64_t p0, std::int64_t p1) {
     for (std::int64_t p = p0; p < p1; ++p) {
       float* dst = in_grad + p * plane;
+      if (tiles) {
+        const float* e = out_grad + p * outs;
+        const std::int32_t* arg = argmax + p * outs;
+        const std::int64_t ow = g.out_w(), w = g.in_w;
+        for (std::int64_t y = 0; y < g.out_h(); ++y)
+          for (std::int64_t x = 0; x < ow; ++x) {
+            const std::int64_t j = y * ow + x, at = 2 * y * w + 2 * x;
+            const float v = 0.0f + e[j];  // the same bits as adding into a zeroed plane
+            const std::int32_t a = arg[j];
+            dst[at] = a == at ? v : 0.0f;
+            dst[at + 1] = a == at + 1 ? v : 0.0f;
+            dst[at + w] = a == at + w ? v : 0.0f;
+            dst[at + w + 1] = a == at + w + 1 ? v : 0.0f;
+          }
+        continue;
+      }
       std::memset(dst, 0, sizeof(float) * std::size_t(plane));
       const float* e = out_grad + p * outs;
       const std::int32_t* arg = argmax + p * outs;

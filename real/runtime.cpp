@@ -83,7 +83,6 @@ class LayerBuffer {
     data_ = other.data_;
     size_ = other.size_;
   }
-  bool shared() const { return own_.empty() && size_ > 0; }
   float* data() { return data_; }
   const float* data() const { return data_; }
   std::size_t size() const { return size_; }

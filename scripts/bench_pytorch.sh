@@ -131,7 +131,7 @@ done
 gemm_json="null"
 if [ "$efficiency" = 1 ] && [[ ",$cases," == *",1x1,"* ]]; then
   if [ -x "$eff" ]; then
-    OPENBLAS_NUM_THREADS=1 "$cli" calibrate --network "$json" --ranks 1 --threads 1 --batch "$batch" --gemm "$gemm" \
+    OPENBLAS_NUM_THREADS=1 "$cli" calibrate --network "$json" --ranks 1 --threads 1 --batch "$batch" --gemm "$gemm" --repeats 9 \
       --out "$work/calibrated.json" >"$work/log" 2>&1 || { cat "$work/log" >&2; exit 1; }
     "$eff" "$work/cnnpar-1x1-0.json" "$work/calibrated.json" 0 "$work/efficiency.json" >&2
     gemm_json="$(cat "$work/efficiency.json")"
