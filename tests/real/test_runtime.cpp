@@ -172,14 +172,9 @@ TEST_CASE("runtime: a schedule with recomputed columns shares one buffer and giv
   // the same columns: the weights must agree bit for bit.
   const Network net = small_network();
   SyntheticDataset data(net.input, net.classes(), 64, 18);
-  StrategyOptions o;
-  o.name = "dp";
-  o.global_batch = 8;
-  o.iterations = 3;
-  o.warmup_iterations = 0;
-  const Schedule kept_schedule = build_schedule(net, Platform{}, o);
-  o.recompute_columns = true;
-  const Schedule recomputed_schedule = build_schedule(net, Platform{}, o);
+  const Schedule kept_schedule = make_schedule(net, "dp", 1, 8, 3);
+  Schedule recomputed_schedule = kept_schedule;
+  add_column_recompute(recomputed_schedule);  // what --columns recomputed adds
   LocalExecutor kept(net, kept_schedule, kSeed, kSgd), recomputed(net, recomputed_schedule, kSeed, kSgd);
   CHECK(kept.runtime(0).keep_columns());
   CHECK_FALSE(recomputed.runtime(0).keep_columns());  // the schedule's im2col_w ops decide
