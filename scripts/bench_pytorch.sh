@@ -17,14 +17,15 @@
 #   1xT: one process, T threads (cnnpar-run --threads T; torch.set_num_threads(T))
 #   2x1: 2 ranks x 1 thread of `dp` against DistributedDataParallel over gloo
 # Unless --no-efficiency: `cnnpar calibrate` (1 rank, 1 thread, the same back-end), then
-# tests/real/cnnpar_gemm_efficiency on a 1x1 trace: GEMM efficiency against the calibrated
-# sgemm rates of the same shapes, and the non-GEMM share of an iteration.
+# tests/real/cnnpar_gemm_efficiency on every 1x1 trace: the medians of the GEMM efficiency
+# against the calibrated sgemm rates of the same shapes, and of the non-GEMM share of an
+# iteration.
 # Writes DIR/bench.json and DIR/bench.csv (whole files, replaced at the end). python3-torch
 # is installed with apt when missing (about 830 MB; never a project dependency).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
-usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 build=build network=vgg-a-32 batch=64 repeats=3 iterations=8 warmup=2 gemm=openblas
 cases=1x1,1x2,2x1 out=bench-results efficiency=1
 while [ $# -gt 0 ]; do
@@ -133,8 +134,20 @@ if [ "$efficiency" = 1 ] && [[ ",$cases," == *",1x1,"* ]]; then
   if [ -x "$eff" ]; then
     OPENBLAS_NUM_THREADS=1 "$cli" calibrate --network "$json" --ranks 1 --threads 1 --batch "$batch" --gemm "$gemm" --repeats 9 \
       --out "$work/calibrated.json" >"$work/log" 2>&1 || { cat "$work/log" >&2; exit 1; }
-    "$eff" "$work/cnnpar-1x1-0.json" "$work/calibrated.json" 0 "$work/efficiency.json" >&2
-    gemm_json="$(cat "$work/efficiency.json")"
+    # Every 1x1 repeat against the same calibration; the medians are reported.
+    for ((i = 0; i < repeats; i++)); do
+      "$eff" "$work/cnnpar-1x1-$i.json" "$work/calibrated.json" 0 "$work/efficiency-$i.json" >"$work/efficiency-$i.txt"
+    done
+    cat "$work/efficiency-$((repeats / 2)).txt" >&2
+    gemm_json="$("$py" - "$work"/efficiency-*.json <<'PY'
+import json, statistics, sys
+runs = [json.load(open(p)) for p in sys.argv[1:]]
+out = {k: statistics.median(r[k] for r in runs) for k in ("gemm_efficiency", "non_gemm_share_of_iterations")}
+out["runs"] = runs
+out["gemm_backend"] = runs[0]["gemm_backend"]
+print(json.dumps(out))
+PY
+)"
   else
     echo "bench_pytorch.sh: no $eff (CNNPAR_BUILD_TESTS=OFF): GEMM efficiency skipped" >&2
   fi
@@ -168,6 +181,7 @@ for r in rows:
 g = doc["gemm_efficiency"]
 if g:
     print(f"1x1 GEMM efficiency {100 * g['gemm_efficiency']:.1f} % of calibrated {gemm} sgemm; "
-          f"non-GEMM compute {100 * g['non_gemm_share_of_iterations']:.1f} % of an iteration")
+          f"non-GEMM compute {100 * g['non_gemm_share_of_iterations']:.1f} % of an iteration "
+          f"(medians over the {len(g['runs'])} 1x1 repeats)")
 print(f"wrote {out}/bench.json and {out}/bench.csv")
 PY
