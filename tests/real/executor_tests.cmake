@@ -73,7 +73,9 @@ endforeach()
 
 # The same numerics with oneDNN's GEMMs (and the im2col columns kept, the other memory mode):
 # 1, 2 and 4 ranks agree with each other, and with OpenBLAS's P = 1 to the same tolerance.
-if(CNNPAR_ONEDNN)
+# Release builds only: under a sanitizer the real_*_onednn unit tests cover the oneDNN calls
+# and these runs would add about a minute to CI.
+if(CNNPAR_ONEDNN AND NOT CNNPAR_SANITIZE)
   foreach(np 1 2 4)
     cnnpar_mpi_run(real_run_onednn_np${np} ${np} real_onednn_runs ${common} --strategy dp --gemm onednn
                    --columns kept --trace ${run_out}/onednn_np${np}.json --weights-out ${run_out}/onednn_np${np}.bin)
