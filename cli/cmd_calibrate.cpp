@@ -32,7 +32,7 @@ struct CalibrateOptions {
   double timeout_s = 60;
   std::string mpiexec = "mpiexec";
   std::vector<std::string> mpiexec_args;
-  std::string gemm = "openblas";
+  std::string gemm = kDefaultGemmBackend;
   int threads = 0;  // 0 = OPENBLAS_NUM_THREADS, else the cores per rank
 };
 
@@ -40,8 +40,7 @@ int calibrate(const CalibrateOptions& o) {
   load_network(o.network);  // report bad input before starting MPI
   load_platform(o.platform);
   if (o.ranks < 1) throw InputError("command line", "/ranks", std::to_string(o.ranks), "must be >= 1");
-  if (o.gemm != "openblas" && o.gemm != "onednn")
-    throw InputError("command line", "/gemm", o.gemm, "expected openblas or onednn");
+  check_gemm_backend_name(o.gemm, "command line", "/gemm");
   check_run_number(RunNumber::threads, o.threads, "command line", "/threads");
   if (o.threads > 0) ::setenv("OPENBLAS_NUM_THREADS", std::to_string(o.threads).c_str(), 1);
   const std::vector<std::string> args = {"--gemm", o.gemm,"--calibrate",  "--network",  o.network, "--platform", o.platform,

@@ -57,8 +57,7 @@ struct RunOptions {
   std::vector<std::string> mpiexec_args;
   bool no_predict = false;
   int threads = 0;  // 0 = OPENBLAS_NUM_THREADS, else the cores per rank
-  std::string gemm = "openblas";
-  std::string columns = "recomputed";  // the executor's default: one shared im2col buffer
+  std::string gemm = kDefaultGemmBackend;
 };
 
 Trace read_trace(const std::string& path) {
@@ -112,9 +111,8 @@ int run(const RunOptions& o) {
   strategy.warmup_iterations = o.warmup;
   strategy.origin = "command line";
   strategy.values = o.strategy.values();
-  strategy.recompute_columns = parse_columns(o.columns, "command line", "/columns");
-  if (o.gemm != "openblas" && o.gemm != "onednn")
-    throw InputError("command line", "/gemm", o.gemm, "expected openblas or onednn");
+  strategy.recompute_columns = o.strategy.recompute_columns();
+  check_gemm_backend_name(o.gemm, "command line", "/gemm");
   check_run_number(RunNumber::threads, o.threads, "command line", "/threads");
   if (o.ranks < 1) throw InputError("command line", "/ranks", std::to_string(o.ranks), "must be >= 1");
   const Schedule schedule = build_schedule(network, platform, strategy);
@@ -193,7 +191,7 @@ Runner add_run_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("run", "measure a configuration with the MPI executor and compare with the analytic prediction");
   sub->add_option("--network", o.network, "network name or JSON path")->required();
   sub->add_option("--platform", o.platform, "platform for the prediction (and sleep-mode times)")->capture_default_str();
-  o.strategy.add(*sub, "dp");
+  o.strategy.add(*sub, "dp", kExecutorRecomputesColumns);
   sub->add_option("--ranks,-n", o.ranks, "MPI ranks P")->capture_default_str();
   sub->add_option("--batch", o.batch, "global mini-batch N")->capture_default_str();
   sub->add_option("--iterations", o.iterations, "iterations, warm-up included")->capture_default_str();
@@ -214,10 +212,6 @@ Runner add_run_command(CLI::App& app) {
                   "compute threads per rank: GEMMs, im2col/col2im, pooling, element-wise ops, SGD "
                   "(default: OPENBLAS_NUM_THREADS, else cores / ranks)");
   sub->add_option("--gemm", o.gemm, "GEMM back-end of cnnpar-run: openblas | onednn")->capture_default_str();
-  sub->add_option("--columns", o.columns,
-                  "conv im2col columns: recomputed (one shared buffer, an im2col op before each weight gradient) "
-                  "| kept (Lee)")
-      ->capture_default_str();
   sub->add_option("--concurrency", o.concurrency, "collectives run at once (0 = the platform's)")->capture_default_str();
   sub->add_option("--trace", o.trace_out, "keep the measured trace JSON here");
   sub->add_option("--weights-out", o.weights_out, "final weights (FP32) here");

@@ -21,10 +21,6 @@ void add_scenario_options(CLI::App& sub, ScenarioOptions& o) {
   sub.add_option("--warmup", o.warmup, "leading iterations excluded from the metrics")->capture_default_str();
   sub.add_flag("--uneven-batch", o.uneven_batch,
                "allow a batch that the node count does not divide (ranks take ceil or floor of N/P images)");
-  sub.add_option("--columns", o.columns,
-                 "conv im2col columns: kept from forward for the weight gradient (Lee) | recomputed by an "
-                 "im2col op before it (cnnpar-run's default: one shared buffer)")
-      ->capture_default_str();
 }
 
 LoadedScenario load_scenario_options(const ScenarioOptions& o) {
@@ -36,7 +32,7 @@ LoadedScenario load_scenario_options(const ScenarioOptions& o) {
   s.strategy.iterations = o.iterations;
   s.strategy.warmup_iterations = o.warmup;
   s.strategy.uneven_batch = o.uneven_batch;
-  s.strategy.recompute_columns = parse_columns(o.columns, "command line", "/columns");
+  s.strategy.recompute_columns = o.strategy.recompute_columns();
   s.strategy.origin = "command line";
   s.strategy.values = o.strategy.values();
   return s;

@@ -30,7 +30,6 @@ struct ScenarioOptions {
   int iterations = 3;
   int warmup = 1;
   bool uneven_batch = false;  ///< allow N % P != 0 (ranks take ⌈N/P⌉ or ⌊N/P⌋ images)
-  std::string columns = "kept";  ///< conv im2col columns: kept (Lee) | recomputed
 };
 
 void add_scenario_options(CLI::App& sub, ScenarioOptions& options);

@@ -3,10 +3,11 @@
 #include <fmt/format.h>
 
 #include "model/error.hpp"
+#include "model/strategies/strategy.hpp"
 
 namespace cnnpar::cli {
 
-void StrategyFlags::add(CLI::App& app, const std::string& default_strategy) {
+void StrategyFlags::add(CLI::App& app, const std::string& default_strategy, bool recompute_columns) {
   strategy_ = default_strategy;
   std::string names;
   for (const StrategySpec& spec : strategy_registry()) names += (names.empty() ? "" : " | ") + spec.name;
@@ -30,7 +31,16 @@ void StrategyFlags::add(CLI::App& app, const std::string& default_strategy) {
                                                            : "TEXT";
     options_.emplace_back(shared, app.add_option(o.flag(), text, help)->type_name(type_name));
   }
+  columns_ = columns_name(recompute_columns);
+  columns_option_ = app.add_option("--columns", columns_,
+                                   "conv im2col columns: kept from forward for the weight gradient (Lee) | "
+                                   "recomputed (one shared buffer, an im2col op before each weight gradient)")
+                        ->capture_default_str();
 }
+
+bool StrategyFlags::recompute_columns() const { return parse_columns(columns_, "command line", "/columns"); }
+
+void StrategyFlags::set_recompute_columns(bool recompute) { columns_ = columns_name(recompute); }
 
 bool StrategyFlags::given(const std::string& key) const {
   for (const auto& [shared, option] : options_)

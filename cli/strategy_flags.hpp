@@ -15,9 +15,10 @@ namespace cnnpar::cli {
 
 class StrategyFlags {
  public:
-  /** Adds --strategy (default `default_strategy`) and one flag per registered option key, its
-   *  --help line stating unit, default and the strategies that take it. */
-  void add(CLI::App& app, const std::string& default_strategy);
+  /** Adds --strategy (default `default_strategy`), one flag per registered option key, its
+   *  --help line stating unit, default and the strategies that take it, and --columns
+   *  (StrategyOptions::recompute_columns, default `recompute_columns`). */
+  void add(CLI::App& app, const std::string& default_strategy, bool recompute_columns = false);
 
   const std::string& strategy() const { return strategy_; }
   /** Sets the strategy when --strategy was not given (e.g. from a run-spec). */
@@ -28,10 +29,17 @@ class StrategyFlags {
   nlohmann::json values() const;
   /** True when the flag of option `key` was given. */
   bool given(const std::string& key) const;
+  /** --columns. @throws InputError("command line", "/columns", value, reason). */
+  bool recompute_columns() const;
+  /** Sets --columns when it was not given (e.g. from a run-spec). */
+  void set_recompute_columns(bool recompute);
+  bool columns_given() const { return columns_option_ != nullptr && columns_option_->count() > 0; }
 
  private:
   std::string strategy_;
   CLI::Option* strategy_option_ = nullptr;
+  std::string columns_;
+  CLI::Option* columns_option_ = nullptr;
   std::vector<std::pair<SharedOption, CLI::Option*>> options_;
   std::map<std::string, std::string> text_;  // by key; std::map keeps the bound strings in place
 };

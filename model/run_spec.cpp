@@ -54,6 +54,10 @@ void check_run_number(RunNumber which, double value, const std::string& file, co
   if (reason != nullptr) throw InputError(file, path, fmt::format("{}", value), reason);
 }
 
+void check_gemm_backend_name(const std::string& text, const std::string& file, const std::string& path) {
+  if (text != "openblas" && text != "onednn") throw InputError(file, path, text, "expected openblas or onednn");
+}
+
 std::uint64_t parse_seed(const std::string& text, const std::string& file, const std::string& path) {
   const bool digits = !text.empty() && text.size() <= 20 &&
                       text.find_first_not_of("0123456789") == std::string::npos;
@@ -160,7 +164,12 @@ RunSpec run_spec_from_json(const nlohmann::json& document, const std::string& fi
     spec.checkpoint_every = std::int64_t(number("checkpoint_every", RunNumber::checkpoint_every));
   spec.resume = root.bool_or("resume", false);
   if (root.has("threads")) spec.threads = std::int64_t(number("threads", RunNumber::threads));
-  spec.gemm = root.string_or("gemm", spec.gemm);
+  if (root.has("gemm")) {
+    const JsonNode node = root.at("gemm");
+    spec.gemm = node.as_string();
+    check_gemm_backend_name(spec.gemm, file, node.path());
+  }
+  s.recompute_columns = kExecutorRecomputesColumns;
   if (root.has("columns")) {
     const JsonNode node = root.at("columns");
     s.recompute_columns = parse_columns(node.as_string(), file, node.path());

@@ -11,6 +11,9 @@
 
 namespace cnnpar {
 
+/** cnnpar-run's GEMM back-end unless --gemm says otherwise. */
+inline constexpr const char* kDefaultGemmBackend = "openblas";
+
 struct RunSpec {
   std::string network;                 ///< name or JSON path
   std::string platform = "local";      ///< name or JSON path
@@ -30,7 +33,7 @@ struct RunSpec {
   std::int64_t checkpoint_every = 0;   ///< iterations between checkpoints; 0 = only at the end
   bool resume = false;                 ///< start from <checkpoint>/checkpoint.bin
   std::int64_t threads = 0;            ///< compute threads per rank; 0 = OPENBLAS_NUM_THREADS, else 1
-  std::string gemm = "openblas";       ///< GEMM back-end: openblas | onednn (real/kernels.hpp)
+  std::string gemm = kDefaultGemmBackend;  ///< GEMM back-end: openblas | onednn (real/kernels.hpp)
   // strategy.recompute_columns is the "columns" field: "kept" | "recomputed"
 };
 
@@ -50,6 +53,10 @@ enum class RunNumber {
 };
 /** @throws InputError(file, path, value, reason) when `value` is outside the range of `which`. */
 void check_run_number(RunNumber which, double value, const std::string& file, const std::string& path);
+
+/** The GEMM back-ends cnnpar-run knows ("openblas" | "onednn"; whether this build has oneDNN
+ *  is cnnpar-run's check). @throws InputError(file, path, text, reason) for another name. */
+void check_gemm_backend_name(const std::string& text, const std::string& file, const std::string& path);
 
 /** A seed given as text: decimal digits only, at most 2^64 - 1 (a "-1" would otherwise wrap
  *  to 2^64 - 1 unnoticed). @throws InputError(file, path, text, reason). */

@@ -72,8 +72,7 @@ struct Options {
   double poll_interval_us = 200;
   std::int64_t gemm_tile_columns = -1;  // -1: 4096 when polling, else no split
   int threads = 0;                      // 0: OPENBLAS_NUM_THREADS, else 1
-  std::string gemm = "openblas";
-  std::string columns = "recomputed";   // the executor's default: one shared im2col buffer
+  std::string gemm = kDefaultGemmBackend;
   int collective_concurrency = 0;       // 0: the platform's value
   std::string trace;
   std::string weights_out;
@@ -97,7 +96,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--network", o.network, "network name (scenarios/networks) or JSON path (required without --spec)");
   app.add_option("--platform", o.platform, "platform name or JSON path (sleep-mode times, calibration base)")
       ->capture_default_str();
-  o.strategy.add(app, "dp");
+  o.strategy.add(app, "dp", kExecutorRecomputesColumns);
   app.add_option("--batch", o.batch, "global mini-batch N (images per iteration over all ranks)")
       ->capture_default_str();
   app.add_option("--iterations", o.iterations, "iterations to run, warm-up included")->capture_default_str();
@@ -125,10 +124,6 @@ void add_options(CLI::App& app, Options& o) {
   std::string backends;
   for (GemmBackend b : available_gemm_backends()) backends += (backends.empty() ? "" : " | ") + std::string(to_string(b));
   app.add_option("--gemm", o.gemm, "GEMM back-end: " + backends)->capture_default_str();
-  app.add_option("--columns", o.columns,
-                 "recomputed (one shared im2col buffer, refilled by an im2col op before each conv weight gradient) "
-                 "| kept (Lee: every conv layer's columns kept from forward)")
-      ->capture_default_str();
   app.add_option("--concurrency", o.collective_concurrency,
                  "collectives the engine runs at once (default: the platform's collective_concurrency)");
   app.add_option("--trace", o.trace, "write the aligned Trace JSON here (rank 0)");
@@ -187,7 +182,7 @@ void apply_run_spec(const CLI::App& app, Options& o) {
     o.gemm = spec.gemm;
     parse_gemm_backend(o.gemm, o.spec, "/gemm");  // a back-end this build lacks: name the spec
   }
-  if (unset("--columns")) o.columns = columns_name(spec.strategy.recompute_columns);
+  if (!o.strategy.columns_given()) o.strategy.set_recompute_columns(spec.strategy.recompute_columns);
 }
 
 /** The numbers with a range (model/run_spec.hpp), checked before any MPI call uses them
@@ -458,7 +453,7 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
 
   s.strategy.name = o.strategy.strategy();
   s.strategy.global_batch = o.batch;
-  s.strategy.recompute_columns = parse_columns(o.columns, "command line", "/columns");
+  s.strategy.recompute_columns = o.strategy.recompute_columns();
   s.strategy.ranks = size;
   s.strategy.iterations = iterations;
   s.strategy.warmup_iterations = warmup;

@@ -22,6 +22,7 @@ extern "C" void omp_set_num_threads(int threads);
 #include <vector>
 
 #include "model/error.hpp"
+#include "model/run_spec.hpp"
 
 namespace cnnpar::real {
 namespace {
@@ -93,14 +94,10 @@ std::vector<GemmBackend> available_gemm_backends() {
 }
 
 GemmBackend parse_gemm_backend(const std::string& text, const std::string& file, const std::string& path) {
-  std::string names;
-  for (GemmBackend b : available_gemm_backends()) {
+  check_gemm_backend_name(text, file, path);
+  for (GemmBackend b : available_gemm_backends())
     if (text == to_string(b)) return b;
-    names += (names.empty() ? "" : " | ") + std::string(to_string(b));
-  }
-  if (text == "onednn")
-    throw InputError(file, path, text, "this build has no oneDNN (configure with -DCNNPAR_ONEDNN=ON; libdnnl-dev)");
-  throw InputError(file, path, text, "unknown GEMM back-end; expected " + names);
+  throw InputError(file, path, text, "this build has no oneDNN (configure with -DCNNPAR_ONEDNN=ON; libdnnl-dev)");
 }
 
 void set_gemm_backend(GemmBackend backend) {
@@ -212,6 +209,7 @@ struct SameRowMasks {
 SameRowMasks same_row_masks(const ConvGeometry& g) {
   SameRowMasks m;
   const std::int64_t oh = g.out_h(), ow = g.out_w(), block = oh * ow;
+  if (g.stride != 1 || ow != g.in_w || oh != g.in_h) return m;  // no row takes the masked path
   m.tile_images = std::min(g.batch, std::max<std::int64_t>(1, (256 + block - 1) / block));
   for (std::int64_t kh = 0; kh < g.kernel_h; ++kh)
     for (std::int64_t kw = 0; kw < g.kernel_w; ++kw) {

@@ -1,6 +1,5 @@
 #include "model/strategies/strategy.hpp"
 
-#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
@@ -76,38 +75,38 @@ bool parse_columns(const std::string& text, const std::string& file, const std::
 }
 
 void add_column_recompute(Schedule& schedule) {
-  std::vector<std::pair<const Program*, std::size_t>> done;  // program already rewritten -> its index
+  const std::string forward_suffix = ".im2col";  // emit.cpp's label of a conv's forward im2col
+  std::vector<bool> rewritten(schedule.programs.size(), false);
   for (std::size_t r = 0; r < schedule.programs.size(); ++r) {
-    Program& program = schedule.programs[r];
-    const auto shared = std::find_if(done.begin(), done.end(), [&](const auto& d) {
-      return schedule.programs[d.second].ops.same_storage(program.ops);
-    });
-    if (shared != done.end()) continue;  // shares the rewritten list already
+    if (rewritten[r]) continue;  // shared the list of a program rewritten before
+    const OpList before = schedule.programs[r].ops;
     std::vector<Op> ops;
-    ops.reserve(program.ops.size() + program.ops.size() / 8);
+    ops.reserve(before.size() + before.size() / 8);
     std::map<std::pair<int, std::int64_t>, const Op*> forward_im2col;  // (layer, batch) -> op
-    for (const Op& op : program.ops)
+    for (const Op& op : before)
       if (op.kind == OpKind::compute && op.kernel == KernelClass::im2col && op.phase == Phase::forward)
         forward_im2col.emplace(std::make_pair(op.layer, op.batch), &op);
-    for (const Op& op : program.ops) {
+    for (const Op& op : before) {
       if (op.kind == OpKind::compute && op.phase == Phase::backward_weight && op.kernel == KernelClass::gemm) {
         const auto it = forward_im2col.find({op.layer, op.batch});
         if (it != forward_im2col.end()) {
           Op again = *it->second;
-          again.phase = Phase::backward_weight;
           const std::string& label = again.label;
-          again.label = label.substr(0, label.size() - std::string(".im2col").size()) + ".im2col_w";
+          CNNPAR_ASSERT(label.ends_with(forward_suffix), "a forward im2col op labelled " + label);
+          again.label = label.substr(0, label.size() - forward_suffix.size()) + ".im2col_w";
+          again.phase = Phase::backward_weight;
           ops.push_back(std::move(again));
         }
       }
       ops.push_back(op);
     }
-    const OpList before = program.ops;
-    program.ops = OpList(std::move(ops));
-    // Every later program that shared the old list shares the new one.
-    for (std::size_t q = r + 1; q < schedule.programs.size(); ++q)
-      if (schedule.programs[q].ops.same_storage(before)) schedule.programs[q].ops = program.ops;
-    done.emplace_back(&program, r);
+    // Every program that shared the old list shares the new one.
+    const OpList after(std::move(ops));
+    for (std::size_t q = r; q < schedule.programs.size(); ++q)
+      if (schedule.programs[q].ops.same_storage(before)) {
+        schedule.programs[q].ops = after;
+        rewritten[q] = true;
+      }
   }
 }
 

@@ -49,6 +49,10 @@ std::vector<std::string> strategy_names();
  *  by P, k or f beyond the network's layers. */
 void validate_strategy_options(const Network& network, const StrategyOptions& options);
 
+/** cnnpar-run's (and `cnnpar run`'s) default for StrategyOptions::recompute_columns: one
+ *  shared im2col buffer. The prediction commands default to Lee's kept columns. */
+inline constexpr bool kExecutorRecomputesColumns = true;
+
 /** "kept" | "recomputed" (StrategyOptions::recompute_columns). */
 const char* columns_name(bool recompute_columns);
 /** @throws InputError(file, path, text, reason) for another text. */
