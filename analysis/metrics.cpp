@@ -65,7 +65,8 @@ TraceMetrics compute_metrics(const Trace& trace, const MetricsDetail& detail) {
 
   // Per (iteration, rank) sums.
   auto grid = [&] { return std::vector<std::vector<double>>(n_iter, std::vector<double>(n_ranks, 0.0)); };
-  auto iteration_span = grid(), compute = grid(), comm = grid(), exposed = grid(), waits = grid(), bytes = grid();
+  auto iteration_span = grid(), compute = grid(), non_gemm = grid(), comm = grid(), exposed = grid(), waits = grid(),
+       bytes = grid();
   // Per (layer, phase): seconds per rank; flat index (position of the layer among the layers
   // present) * 4 + phase. Only present layers get slots: a trace's layer ids are input.
   std::vector<int> layer_ids;
@@ -114,6 +115,7 @@ TraceMetrics compute_metrics(const Trace& trace, const MetricsDetail& detail) {
       if (slot < 0) continue;
       const double seconds = op.end_s - op.start_s;
       compute[std::size_t(slot)][r] += seconds;
+      if (op.kernel != KernelClass::gemm) non_gemm[std::size_t(slot)][r] += seconds;
       const std::size_t layer_slot = layer_position(op.layer) * 4 + std::size_t(op.phase);
       if (detail.per_layer && layer_slot < layer_slots) {
         layer_seconds[layer_slot * n_ranks + r] += seconds;
@@ -166,6 +168,7 @@ TraceMetrics compute_metrics(const Trace& trace, const MetricsDetail& detail) {
   for (const auto& row : iteration_span) m.iteration_times_s.push_back(max_of(row));
   m.iteration_s = median(m.iteration_times_s);
   m.compute_max_s = median_of_max(compute);
+  m.non_gemm_compute_s = median_of_max(non_gemm);
   {
     std::vector<double> means, balances;
     for (const auto& row : compute) {
@@ -219,6 +222,7 @@ nlohmann::json to_json(const TraceMetrics& m) {
           {"iteration_s", m.iteration_s},
           {"compute_max_s", m.compute_max_s},
           {"compute_mean_s", m.compute_mean_s},
+          {"non_gemm_compute_s", m.non_gemm_compute_s},
           {"comm_s", m.comm_s},
           {"exposed_comm_s", m.exposed_comm_s},
           {"wait_s", m.wait_s},

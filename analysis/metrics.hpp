@@ -65,6 +65,9 @@ struct TraceMetrics {
   double iteration_s = 0;                 ///< median of iteration_times_s
   double compute_max_s = 0;               ///< compute seconds per iteration, max over ranks
   double compute_mean_s = 0;              ///< compute seconds per iteration, mean over ranks
+  /** Compute seconds per iteration in ops other than GEMMs (im2col, col2im, pooling,
+   *  element-wise, softmax, update), max over ranks. */
+  double non_gemm_compute_s = 0;
   double comm_s = 0;                      ///< Σ T_c per iteration, max over ranks
   double exposed_comm_s = 0;              ///< Σ T_b per iteration, max over ranks
   double wait_s = 0;                      ///< Σ wait per iteration, max over ranks

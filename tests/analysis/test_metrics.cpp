@@ -119,6 +119,19 @@ TEST_CASE("metrics of a hand-built trace", "[metrics]") {
   CHECK(j.at("overlap_ratio_percent").get<double>() == Approx(100.0 * 0.3 / 1.1).epsilon(kTol));
 }
 
+TEST_CASE("non-GEMM compute: the ops of other kernels, per iteration, max over ranks", "[metrics]") {
+  Trace t = sample_trace();
+  for (RankTrace& rank : t.ranks)
+    for (ComputeRecord& r : rank.compute) r.kernel = r.label == "conv1.fwd" ? KernelClass::gemm : KernelClass::im2col;
+  // Only rank 0's conv1.bwd_w [1.4, 1.6] is not a GEMM: iteration 1 (0.2, 0) → 0.2,
+  // iteration 2 (0, 0) → 0; median 0.1.
+  CHECK(compute_metrics(t).non_gemm_compute_s == Approx(0.1).epsilon(kTol));
+  // Every op a GEMM: nothing left.
+  for (RankTrace& rank : t.ranks)
+    for (ComputeRecord& r : rank.compute) r.kernel = KernelClass::gemm;
+  CHECK(compute_metrics(t).non_gemm_compute_s == 0.0);
+}
+
 TEST_CASE("T_b counts only the part of the wait while the collective runs", "[metrics]") {
   // Waiting from 1.0 for a collective that only starts at 2.0 and ends at 3.0: wait 2.0 s, T_b 1.0 s.
   CHECK(exposed_comm_s(coll(0, 0, 0.5, 2.0, 3.0, 1.0, 3.0)) == Approx(1.0).epsilon(kTol));

@@ -304,7 +304,7 @@ endforeach()
 
 # Not a test: the compute-efficiency figure (GEMM rate in the executor vs calibrated sgemm).
 add_executable(cnnpar_gemm_efficiency ${CMAKE_CURRENT_SOURCE_DIR}/gemm_efficiency.cpp)
-target_link_libraries(cnnpar_gemm_efficiency PRIVATE cnnpar_settings cnnpar_test_settings cnnpar_model)
+target_link_libraries(cnnpar_gemm_efficiency PRIVATE cnnpar_settings cnnpar_test_settings cnnpar_model cnnpar_analysis)
 
 # `cnnpar run` / `cnnpar calibrate` (the cnnpar executable, no MPI inside) launch cnnpar-run
 # under mpiexec and read its output back; the run also predicts and compares.

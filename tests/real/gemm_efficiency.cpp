@@ -5,8 +5,8 @@
 // achieved rate with the sgemm rates `cnnpar-run --calibrate` measured for the same shapes
 // (calibrate with the trace's GEMM back-end and threads):
 //   efficiency = Σ (flops_i / calibrated_rate(shape_i)) / Σ measured_seconds_i.
-// Also the share of the measured iterations' wall time spent in non-GEMM compute ops
-// (im2col, col2im, pooling, element-wise, softmax, SGD update).
+// Also the share of an iteration spent in non-GEMM compute ops (analysis/'s
+// TraceMetrics::non_gemm_compute_s over iteration_s).
 // Prints one line per shape and the totals (and writes them to OUT.json). Exit 1 when a
 // shape has no calibrated rate.
 #include <cstdio>
@@ -22,6 +22,7 @@
 #include "model/strategies/registry.hpp"
 #include "model/strategies/strategy.hpp"
 #include "model/trace.hpp"
+#include "analysis/metrics.hpp"
 
 int main(int argc, char** argv) {
   if (argc < 3) {
@@ -54,12 +55,6 @@ int main(int argc, char** argv) {
     const auto& ops = schedule.programs.at(std::size_t(rank)).ops;
     const cnnpar::RankTrace& r = trace.ranks.at(std::size_t(rank));
     const double measured_from_s = trace.warmup_iterations > 0 ? r.marks.at(std::size_t(trace.warmup_iterations - 1)).time_s : 0.0;
-    const double measured_to_s = r.marks.empty() ? 0.0 : r.marks.back().time_s;
-    double non_gemm_s = 0;
-    for (const cnnpar::ComputeRecord& c : r.compute)
-      if (c.kernel != cnnpar::KernelClass::gemm && c.start_s >= measured_from_s && c.end_s <= measured_to_s)
-        non_gemm_s += c.end_s - c.start_s;
-
     struct Sum { double flops = 0, seconds = 0, ideal_s = 0; int ops = 0; };
     std::map<std::string, Sum> per_shape;
     Sum total;
@@ -86,17 +81,17 @@ int main(int argc, char** argv) {
                   s.flops / s.seconds / 1e9, s.flops / s.ideal_s / 1e9, 100 * s.ideal_s / s.seconds);
     std::printf("%-26s %5d %12.3f %10.1f/s %10.1f/s %7.1f%%\n", "total (GFLOP/s)", total.ops, total.flops / 1e9,
                 total.flops / total.seconds / 1e9, total.flops / total.ideal_s / 1e9, 100 * total.ideal_s / total.seconds);
-    const double window_s = measured_to_s - measured_from_s;
-    const double non_gemm_share = window_s > 0 ? non_gemm_s / window_s : 0.0;
-    std::printf("non-GEMM compute: %.4f s of %.4f s measured (%.1f %% of the iterations' wall time)\n", non_gemm_s,
-                window_s, 100 * non_gemm_share);
+    const cnnpar::TraceMetrics metrics = cnnpar::compute_metrics(trace);
+    const double non_gemm_share = metrics.non_gemm_compute_s / metrics.iteration_s;
+    std::printf("non-GEMM compute: %.4f s of a %.4f s iteration (%.1f %%; medians, max over ranks)\n",
+                metrics.non_gemm_compute_s, metrics.iteration_s, 100 * non_gemm_share);
     if (argc > 4) {
       std::ofstream out(argv[4]);
       out << nlohmann::json{{"gemm_efficiency", total.ideal_s / total.seconds},
                             {"gemm_flops_per_s", total.flops / total.seconds},
                             {"calibrated_flops_per_s", total.flops / total.ideal_s},
-                            {"non_gemm_s", non_gemm_s},
-                            {"measured_s", window_s},
+                            {"non_gemm_compute_s", metrics.non_gemm_compute_s},
+                            {"iteration_s", metrics.iteration_s},
                             {"non_gemm_share_of_iterations", non_gemm_share},
                             {"gemm_backend", m.value("gemm_backend", "openblas")}}
                  .dump(1)
