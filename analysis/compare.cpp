@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "analysis/metrics.hpp"
+#include "analysis/sweep.hpp"
 #include "model/error.hpp"
 
 namespace cnnpar {
@@ -133,6 +134,49 @@ std::string format_compare_table(const CompareReport& report) {
                          d.predicted_s, d.measured_s, d.deviation_s);
   }
   return out;
+}
+
+std::string compare_csv(const Trace& predicted, const Trace& measured) {
+  std::string out = std::string(kRowCsvHeader) + "\n";
+  for (const Trace* trace : {&predicted, &measured}) {
+    const TraceMetrics metrics = compute_metrics(*trace);
+    out += row_csv_line(config_columns(*trace), make_sweep_row(int(trace->ranks.size()), metrics, metrics.iteration_s), false);
+  }
+  return out;
+}
+
+std::vector<std::string> measurement_warnings(const Trace* predicted, const Trace& measured) {
+  std::vector<std::string> warnings;
+  const nlohmann::json& m = measured.metadata;
+  if (!m.is_object()) return warnings;
+  if (m.contains("load_average") && m.at("load_average").is_array() && !m.at("load_average").empty() &&
+      m.contains("cores") && m.at("cores").is_number()) {
+    const double load = m.at("load_average").at(0).get<double>();
+    const double cores = m.at("cores").get<double>();
+    if (cores > 0 && load > 0.5 * cores)
+      warnings.push_back(fmt::format("the machine was busy: load average {:.2f} on {:.0f} cores when the run started, "
+                                     "so other work shared the cores; measure again on an idle machine",
+                                     load, cores));
+  }
+  const TraceMetrics measured_metrics = compute_metrics(measured);
+  if (const double spread = iteration_spread_percent(measured_metrics); spread > 10)
+    warnings.push_back(fmt::format("measured iteration times spread {:.1f} % around their median over {} iterations; "
+                                   "more --iterations give a steadier median",
+                                   spread, measured_metrics.iteration_times_s.size()));
+  if (predicted != nullptr && measured.ranks.size() > 1 && m.contains("hosts") && m.at("hosts").is_array()) {
+    const nlohmann::json& hosts = m.at("hosts");
+    bool one_host = !hosts.empty();
+    for (const nlohmann::json& host : hosts) one_host = one_host && host == hosts.front();
+    const double predicted_comm_s = compute_metrics(*predicted).comm_s;
+    if (one_host && measured_metrics.comm_s > 2 * predicted_comm_s)
+      warnings.push_back(fmt::format(
+          "all {} ranks ran on one host ({}), so MPI moved data through shared memory on the cores that compute: "
+          "measured communication {:.4f} s against {:.4f} s predicted is not the network's time (use the namespace "
+          "testbed or a cluster to measure a network)",
+          measured.ranks.size(), hosts.front().is_string() ? hosts.front().get<std::string>() : hosts.front().dump(),
+          measured_metrics.comm_s, predicted_comm_s));
+  }
+  return warnings;
 }
 
 nlohmann::json to_json(const CompareReport& report) {

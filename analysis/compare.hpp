@@ -47,6 +47,17 @@ void check_comparable(const Trace& predicted, const Trace& measured, const std::
 CompareReport compare_traces(const Trace& predicted, const Trace& measured, int top_ops = 10);
 
 std::string format_compare_table(const CompareReport& report);
+
+/** Both traces as rows of the prediction CSV (analysis/sweep.hpp kRowCsvHeader): the
+ *  predicted row, then the measured one; speedup and efficiency are empty (no baseline). */
+std::string compare_csv(const Trace& predicted, const Trace& measured);
+
+/** Why a measurement may not be what it seems, one sentence each: a loaded machine (load
+ *  average above half the cores when the run started, from the trace's metadata), iteration
+ *  times that spread more than 10 % around their median, and ranks that all ran on one host
+ *  while their measured communication took over twice the predicted (shared memory on the
+ *  compute cores, not the network). `predicted` may be null. */
+std::vector<std::string> measurement_warnings(const Trace* predicted, const Trace& measured);
 nlohmann::json to_json(const CompareReport& report);
 
 }  // namespace cnnpar

@@ -26,6 +26,13 @@ double median(std::vector<double> values) {
   return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
+double iteration_spread_percent(const TraceMetrics& metrics) {
+  const std::vector<double>& times = metrics.iteration_times_s;
+  if (times.size() < 2 || metrics.iteration_s <= 0) return 0;
+  const auto [least, most] = std::minmax_element(times.begin(), times.end());
+  return 100 * (*most - *least) / metrics.iteration_s;
+}
+
 namespace {
 
 // Per rank: time of the mark ending each iteration.

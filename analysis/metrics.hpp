@@ -101,6 +101,9 @@ double efficiency(double speedup, int ranks);
 /** Median of `values` (mean of the middle two for an even count); 0 for none. */
 double median(std::vector<double> values);
 
+/** Spread of the measured iteration times: 100 · (max − min) / median (0 with fewer than two). */
+double iteration_spread_percent(const TraceMetrics& metrics);
+
 nlohmann::json to_json(const TraceMetrics& metrics);
 
 }  // namespace cnnpar

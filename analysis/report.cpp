@@ -48,6 +48,7 @@ StudyResult run_study(const Study& study, const EngineFactory& make_engine, cons
     out.label = series.label;
     out.file_stem = file_stem(series.label);
     out.rows = predict_sweep(network, platform, series.strategy, study.nodes, make_engine, options);
+    out.config = config_columns(to_json(series.strategy), network.name, platform.name, make_engine()->name());
     result.series.push_back(std::move(out));
   }
   return result;
@@ -132,7 +133,7 @@ std::string study_gnuplot(const Study& study, const StudyResult& result, const s
       gnuplot_quoted(svg_name), gnuplot_quoted(study.title), most);
   script += fmt::format("plot x title 'linear' with lines dashtype 2 lc rgb '#888888'");
   for (const SeriesResult& series : result.series)
-    script += fmt::format(", {} using 1:7 skip 1 title {} with linespoints", gnuplot_quoted(series.file_stem + ".csv"),
+    script += fmt::format(", {} using 7:13 skip 1 title {} with linespoints", gnuplot_quoted(series.file_stem + ".csv"),
                           gnuplot_quoted(series.label));
   script += "\n";
   return script;
@@ -141,7 +142,7 @@ std::string study_gnuplot(const Study& study, const StudyResult& result, const s
 bool write_study_report(const Study& study, const StudyResult& result, const std::string& dir, bool plot) {
   namespace fs = std::filesystem;
   for (const SeriesResult& series : result.series)
-    write_file_atomic((fs::path(dir) / (series.file_stem + ".csv")).string(), sweep_csv(series.rows));
+    write_file_atomic((fs::path(dir) / (series.file_stem + ".csv")).string(), sweep_csv(series.config, series.rows));
   write_file_atomic((fs::path(dir) / "report.md").string(), study_markdown(study, result));
   write_file_atomic((fs::path(dir) / "speedup.gp").string(), study_gnuplot(study, result, "speedup.svg"));
   if (!plot) return true;

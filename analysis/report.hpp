@@ -14,6 +14,7 @@ struct SeriesResult {
   std::string label;
   std::string file_stem;  ///< label turned into a file name ("lee-k-9-f-2")
   std::vector<SweepRow> rows;
+  ConfigColumns config;   ///< network, platform, engine, strategy and options of the rows (CSV)
 };
 
 struct StudyResult {

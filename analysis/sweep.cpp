@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <cmath>
 #include <exception>
 #include <mutex>
 
@@ -11,6 +12,7 @@
 
 #include "model/error.hpp"
 #include "model/limits.hpp"
+#include "model/strategies/registry.hpp"
 #include "model/units.hpp"
 
 namespace cnnpar {
@@ -137,11 +139,68 @@ std::vector<SweepRow> predict_sweep(const Network& network, const Platform& plat
   return sweep_rows(counts, metrics, iteration_1_s);
 }
 
-std::string sweep_csv(const std::vector<SweepRow>& rows) {
-  std::string out = "nodes,iteration_s,compute_s,comm_s,exposed_comm_s,overlap_ratio_percent,speedup,efficiency\n";
-  for (const SweepRow& r : rows)
-    out += fmt::format("{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{:.6g}\n", r.nodes, r.iteration_s, r.compute_s,
-                       r.comm_s, r.exposed_comm_s, r.overlap_ratio_percent, r.speedup, r.efficiency);
+const char* const kRowCsvHeader =
+    "network,platform,engine,strategy,options,batch,nodes,iteration_s,compute_s,comm_s,exposed_comm_s,"
+    "overlap_ratio_percent,speedup,efficiency";
+
+ConfigColumns config_columns(const nlohmann::json& strategy_options, const std::string& network,
+                             const std::string& platform, const std::string& engine) {
+  ConfigColumns config;
+  config.network = network;
+  config.platform = platform;
+  config.engine = engine;
+  if (!strategy_options.is_object()) return config;
+  config.strategy = strategy_options.value("strategy", std::string());
+  if (const auto batch = strategy_options.find("batch"); batch != strategy_options.end() && batch->is_number_integer())
+    config.batch = batch->get<std::int64_t>();
+  // The strategy's own options in its schema's order; a strategy unknown to this build (a
+  // trace from another version) keeps no options rather than failing the CSV.
+  for (const StrategySpec& spec : strategy_registry()) {
+    if (spec.name != config.strategy) continue;
+    for (const OptionSpec& option : spec.options) {
+      const auto value = strategy_options.find(option.key);
+      if (value == strategy_options.end() || (value->is_string() && value->get<std::string>().empty())) continue;
+      config.options += fmt::format("{}{}={}", config.options.empty() ? "" : " ", option.key,
+                                    value->is_string() ? value->get<std::string>() : value->dump());
+    }
+  }
+  if (const auto columns = strategy_options.find("columns"); columns != strategy_options.end() && columns->is_string())
+    config.options += fmt::format("{}columns={}", config.options.empty() ? "" : " ", columns->get<std::string>());
+  return config;
+}
+
+ConfigColumns config_columns(const Trace& trace) {
+  const nlohmann::json& m = trace.metadata;
+  const auto text = [&](const char* key) {
+    const auto found = m.is_object() ? m.find(key) : m.end();
+    return m.is_object() && found != m.end() && found->is_string() ? found->get<std::string>() : std::string();
+  };
+  nlohmann::json options = m.is_object() && m.contains("options") ? m.at("options") : nlohmann::json::object();
+  if (options.is_object() && !options.contains("strategy")) options["strategy"] = text("strategy");
+  ConfigColumns config = config_columns(options, text("network"), text("platform"), trace.engine);
+  if (config.batch == 0 && m.is_object() && m.contains("global_batch") && m.at("global_batch").is_number_integer())
+    config.batch = m.at("global_batch").get<std::int64_t>();
+  return config;
+}
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+std::string row_csv_line(const ConfigColumns& c, const SweepRow& r, bool with_speedup) {
+  return fmt::format("{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{},{}\n", csv_field(c.network),
+                     csv_field(c.platform), csv_field(c.engine), csv_field(c.strategy), csv_field(c.options), c.batch,
+                     r.nodes, r.iteration_s, r.compute_s, r.comm_s, r.exposed_comm_s, r.overlap_ratio_percent,
+                     with_speedup ? fmt::format("{:.6g}", r.speedup) : "",
+                     with_speedup ? fmt::format("{:.6g}", r.efficiency) : "");
+}
+
+std::string sweep_csv(const ConfigColumns& config, const std::vector<SweepRow>& rows) {
+  std::string out = std::string(kRowCsvHeader) + "\n";
+  for (const SweepRow& r : rows) out += row_csv_line(config, r);
   return out;
 }
 
@@ -160,12 +219,23 @@ nlohmann::json sweep_json(const std::vector<SweepRow>& rows, const nlohmann::jso
 }
 
 std::string format_sweep_table(const std::vector<SweepRow>& rows) {
-  std::string out = fmt::format("{:>6} {:>12} {:>12} {:>12} {:>12} {:>7} {:>8} {:>6}\n", "nodes", "iteration",
-                                "compute", "comm", "exposed", "R %", "speedup", "eff");
+  // One unit per column, chosen by the column's largest value.
+  const auto unit_of = [&](double SweepRow::*field) {
+    double largest = 0;
+    for (const SweepRow& r : rows) largest = std::max(largest, std::fabs(r.*field));
+    return time_unit_for(largest);
+  };
+  const TimeUnit iteration = unit_of(&SweepRow::iteration_s), compute = unit_of(&SweepRow::compute_s),
+                 comm = unit_of(&SweepRow::comm_s), exposed = unit_of(&SweepRow::exposed_comm_s);
+  const auto head = [](const char* name, const TimeUnit& unit) { return fmt::format("{} {}", name, unit.name); };
+  std::string out = fmt::format("{:>6} {:>12} {:>12} {:>12} {:>12} {:>7} {:>8} {:>6}\n", "nodes",
+                                head("iteration", iteration), head("compute", compute), head("comm", comm),
+                                head("exposed", exposed), "R %", "speedup", "eff");
   for (const SweepRow& r : rows)
-    out += fmt::format("{:>6} {:>12} {:>12} {:>12} {:>12} {:>7.1f} {:>8.2f} {:>6.2f}\n", r.nodes,
-                       format_seconds(r.iteration_s), format_seconds(r.compute_s), format_seconds(r.comm_s),
-                       format_seconds(r.exposed_comm_s), r.overlap_ratio_percent, r.speedup, r.efficiency);
+    out += fmt::format("{:>6} {:>12.3f} {:>12.3f} {:>12.3f} {:>12.3f} {:>7.1f} {:>8.2f} {:>6.2f}\n", r.nodes,
+                       r.iteration_s * iteration.per_second, r.compute_s * compute.per_second,
+                       r.comm_s * comm.per_second, r.exposed_comm_s * exposed.per_second, r.overlap_ratio_percent,
+                       r.speedup, r.efficiency);
   return out;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Predicting a strategy over a list of node counts: one row per P with the metrics of
 // analysis/metrics.hpp, speedup against P = 1, CSV and JSON writers.
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -13,6 +14,7 @@
 #include "model/network.hpp"
 #include "model/platform.hpp"
 #include "model/strategies/strategy.hpp"
+#include "model/trace.hpp"
 
 namespace cnnpar {
 
@@ -56,7 +58,29 @@ std::vector<SweepRow> predict_sweep(const Network& network, const Platform& plat
 std::vector<SweepRow> sweep_rows(const std::vector<int>& nodes, const std::vector<TraceMetrics>& metrics,
                                  double iteration_1_s);
 
-std::string sweep_csv(const std::vector<SweepRow>& rows);
+/** Which configuration a CSV row describes: the first columns of every CSV cnnpar writes, so
+ *  that CSVs of several commands and runs concatenate into one table. */
+struct ConfigColumns {
+  std::string network, platform, engine, strategy;
+  std::string options;     ///< the strategy's own options in schema order, "k=9 f=2" ("" if none)
+  std::int64_t batch = 0;  ///< global mini-batch N (images)
+};
+/** From JSON strategy options (to_json(StrategyOptions), or a trace's metadata "options"). */
+ConfigColumns config_columns(const nlohmann::json& strategy_options, const std::string& network,
+                             const std::string& platform, const std::string& engine);
+/** From a trace's metadata (every back-end writes strategy, options, network and platform). */
+ConfigColumns config_columns(const Trace& trace);
+
+/** The header of every row CSV (predict, simulate, report series, compare): the configuration
+ *  columns, then `nodes` and the metrics of SweepRow under their field names. */
+extern const char* const kRowCsvHeader;
+/** One CSV field, quoted as RFC 4180 says when it holds a comma, a quote or a line break. */
+std::string csv_field(const std::string& text);
+/** One row CSV line ("\n"-terminated). Speedup and efficiency are left empty when `with_speedup`
+ *  is false (a single measured configuration has no baseline). */
+std::string row_csv_line(const ConfigColumns& config, const SweepRow& row, bool with_speedup = true);
+
+std::string sweep_csv(const ConfigColumns& config, const std::vector<SweepRow>& rows);
 nlohmann::json sweep_json(const std::vector<SweepRow>& rows, const nlohmann::json& metadata);
 std::string format_sweep_table(const std::vector<SweepRow>& rows);
 

@@ -11,9 +11,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/flags.hpp"
 #include "cli/mpi_launch.hpp"
 #include "model/child_process.hpp"
 #include "model/error.hpp"
+#include "model/output_files.hpp"
 #include "model/run_spec.hpp"
 #include "model/platform.hpp"
 #include "model/scenarios.hpp"
@@ -25,13 +27,13 @@ namespace {
 struct CalibrateOptions {
   std::string network;
   std::string platform = "local";
-  int ranks = 2;
-  std::int64_t batch = 64;
+  std::string nodes = "2";
+  std::int64_t batch = 128;
   int repeats = 3;
   std::string out;
   double timeout_s = 60;
   std::string mpiexec = "mpiexec";
-  std::vector<std::string> mpiexec_args;
+  std::string hostfile;
   std::string gemm = kDefaultGemmBackend;
   int threads = 0;  // 0 = OPENBLAS_NUM_THREADS, else the cores per rank
 };
@@ -39,15 +41,21 @@ struct CalibrateOptions {
 int calibrate(const CalibrateOptions& o) {
   load_network(o.network);  // report bad input before starting MPI
   load_platform(o.platform);
-  if (o.ranks < 1) throw InputError("command line", "/ranks", std::to_string(o.ranks), "must be >= 1");
+  const int nodes = flags::parse_one_node_count(o.nodes);
+  check_output_path(o.out, "--out");
+  if (o.batch < nodes || o.batch % nodes != 0)
+    throw InputError("command line", "--batch", std::to_string(o.batch),
+                     fmt::format("the global batch must be a multiple of the {} nodes (each times its ops at N/P images)", nodes));
+  check_run_number(RunNumber::timeout_s, o.timeout_s, "command line", "/timeout-s");
+  check_run_number(RunNumber::repeats, o.repeats, "command line", "/repeats");
   check_gemm_backend_name(o.gemm, "command line", "/gemm");
   check_run_number(RunNumber::threads, o.threads, "command line", "/threads");
   if (o.threads > 0) ::setenv("OPENBLAS_NUM_THREADS", std::to_string(o.threads).c_str(), 1);
   const std::vector<std::string> args = {"--gemm", o.gemm,"--calibrate",  "--network",  o.network, "--platform", o.platform,
                                          "--batch",      std::to_string(o.batch), "--repeats", std::to_string(o.repeats),
                                          "--timeout-s",  fmt::format("{}", o.timeout_s), "--out", o.out};
-  const auto command = mpi_launch::command(o.mpiexec, o.mpiexec_args, o.ranks, mpi_launch::find_executor(), args);
-  const std::string blas_threads = mpi_launch::default_blas_threads(o.ranks);
+  const auto command = mpi_launch::command(o.mpiexec, o.hostfile, nodes, mpi_launch::find_executor(), args);
+  const std::string blas_threads = mpi_launch::default_blas_threads(nodes);
   std::string shown = "OPENBLAS_NUM_THREADS=" + blas_threads;
   for (const auto& part : command) shown += (shown.empty() ? "" : " ") + part;
   std::printf("cnnpar calibrate: %s\n", shown.c_str());
@@ -65,7 +73,7 @@ int calibrate(const CalibrateOptions& o) {
   for (std::size_t i = 0; i < std::min<std::size_t>(ops.size(), 10); ++i)
     std::printf("%-28s %14.4f\n", ops[i].first.c_str(), ops[i].second * 1e3);
   std::printf("network: latency %.3f us, bandwidth %.3f GB/s%s\n", platform.network.latency_s * 1e6,
-              platform.network.bandwidth_Bps / 1e9, o.ranks >= 2 ? " (measured)" : " (from the base platform)");
+              platform.network.bandwidth_Bps / 1e9, nodes >= 2 ? " (measured)" : " (from the base platform)");
   std::printf("wrote %s\n", o.out.c_str());
   return 0;
 }
@@ -76,18 +84,17 @@ Runner add_calibrate_command(CLI::App& app) {
   auto options = std::make_shared<CalibrateOptions>();
   CalibrateOptions& o = *options;
   CLI::App* sub = app.add_subcommand("calibrate", "measure GEMM rates, op times and MPI latency/bandwidth; write a platform JSON");
-  sub->add_option("--network", o.network, "network whose ops and GEMM shapes are timed")->required();
-  sub->add_option("--platform", o.platform, "base platform the measurements are written into")->capture_default_str();
-  sub->add_option("--ranks,-n", o.ranks, "MPI ranks (>= 2 measures the network)")->capture_default_str();
-  sub->add_option("--batch", o.batch, "images per rank the ops are timed at")->capture_default_str();
-  sub->add_option("--repeats", o.repeats, "timed repetitions per op (fastest kept)")->capture_default_str();
-  sub->add_option("--out", o.out, "platform JSON to write")->required();
-  sub->add_option("--timeout-s", o.timeout_s, "abort a stalled job after this many seconds")->capture_default_str();
-  sub->add_option("--mpiexec", o.mpiexec, "MPI launcher")->capture_default_str();
-  sub->add_option("--mpiexec-arg", o.mpiexec_args, "extra launcher argument (repeatable)");
-  sub->add_option("--gemm", o.gemm, "GEMM back-end measured: openblas | onednn (use the one the runs will use)")
-      ->capture_default_str();
-  sub->add_option("--threads", o.threads, "compute threads per rank (default: OPENBLAS_NUM_THREADS, else cores / ranks)");
+  flags::network(*sub, o.network)->required();
+  flags::platform(*sub, o.platform);
+  flags::nodes(*sub, o.nodes);
+  flags::batch(*sub, o.batch);
+  flags::repeats(*sub, o.repeats);
+  sub->add_option("--out", o.out, "write the calibrated platform JSON here")->required();
+  flags::timeout_s(*sub, o.timeout_s);
+  flags::mpiexec(*sub, o.mpiexec);
+  flags::hostfile(*sub, o.hostfile);
+  flags::gemm(*sub, o.gemm);
+  flags::threads(*sub, o.threads);
   return [options] { return calibrate(*options); };
 }
 

@@ -7,6 +7,7 @@
 #include "analysis/compare.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/flags.hpp"
 #include "model/error.hpp"
 #include "model/json_node.hpp"
 #include "model/trace.hpp"
@@ -17,7 +18,7 @@ namespace {
 
 struct CompareOptions {
   std::string predicted, measured;
-  std::string json_out;
+  std::string json_out, csv_out;
   int top = 10;
   bool quiet = false;
   bool allow_other_strategy = false;
@@ -25,13 +26,19 @@ struct CompareOptions {
 
 int run_compare(const CompareOptions& o) {
   check_output_path(o.json_out, "--json");
+  check_output_path(o.csv_out, "--csv");
   const Trace predicted = trace_from_json(read_json_file(o.predicted), o.predicted);
   const Trace measured = trace_from_json(read_json_file(o.measured), o.measured);
   check_comparable(predicted, measured, o.predicted, o.measured, o.allow_other_strategy);
   if (o.top < 0) throw InputError("command line", "--top", std::to_string(o.top), "must not be negative");
   const CompareReport report = compare_traces(predicted, measured, o.top);
-  if (!o.json_out.empty()) write_file_atomic(o.json_out, to_json(report).dump(2) + "\n");
-  if (!o.quiet) std::fputs(format_compare_table(report).c_str(), stdout);
+  OutputTransaction outputs;
+  if (!o.json_out.empty()) outputs.file(o.json_out, to_json(report).dump(2) + "\n");
+  if (!o.csv_out.empty()) outputs.file(o.csv_out, compare_csv(predicted, measured));
+  outputs.commit();
+  if (!o.quiet && o.json_out != "-" && o.csv_out != "-") std::fputs(format_compare_table(report).c_str(), stdout);
+  for (const std::string& warning : measurement_warnings(&predicted, measured))
+    std::fprintf(stderr, "cnnpar compare: warning: %s\n", warning.c_str());
   return 0;
 }
 
@@ -42,9 +49,10 @@ Runner add_compare_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("compare", "compare two traces (e.g. a prediction and a measurement)");
   sub->add_option("PREDICTED", o->predicted, "predicted Trace JSON")->required();
   sub->add_option("MEASURED", o->measured, "measured Trace JSON")->required();
-  sub->add_option("--json", o->json_out, "write the comparison as JSON here");
+  flags::json_out(*sub, o->json_out, "the comparison (metrics, largest op deviations)");
+  flags::csv_out(*sub, o->csv_out, "the predicted and the measured row (predict --csv's columns)");
   sub->add_option("--top", o->top, "ops with the largest deviation to list")->capture_default_str();
-  sub->add_flag("--quiet,-q", o->quiet, "print nothing on success");
+  flags::quiet(*sub, o->quiet);
   sub->add_flag("--allow-other-strategy", o->allow_other_strategy,
                 "compare traces of different strategies or strategy options (network, batch and ranks must match)");
   return [o] { return run_compare(*o); };

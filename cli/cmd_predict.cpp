@@ -11,6 +11,7 @@
 #include "analysis/sweep.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/flags.hpp"
 #include "model/error.hpp"
 #include "model/strategies/registry.hpp"
 #include "model/strategies/strategy.hpp"
@@ -25,7 +26,7 @@ namespace {
 
 struct PredictOptions {
   ScenarioOptions scenario;
-  std::string nodes;  ///< empty: kDefaultNodes
+  std::string nodes = kDefaultNodes;
   std::string engine = "analytic";
   std::string json_out, csv_out;
   bool quiet = false;
@@ -69,11 +70,11 @@ int run_predict(const PredictOptions& o, bool simulate_command) {
   // Validate every input before any work or output.
   check_output_path(o.json_out, "--json");
   check_output_path(o.csv_out, "--csv");
-  const bool default_nodes = o.nodes.empty();
-  const std::string node_text = default_nodes ? kDefaultNodes : o.nodes;
+  const std::string& node_text = o.nodes;
   const std::vector<int> nodes = parse_node_list(node_text, "command line", "--nodes");
   if (o.engine != "analytic" && o.engine != "simgrid")
     throw InputError("command line", "--engine", o.engine, "expected analytic or simgrid");
+  check_simgrid_settings(o.engine, o.network_model, o.platform_xml);
   LoadedScenario s = load_scenario_options(o.scenario);
   for (int p : nodes) {
     if (p > s.platform.nodes.count)
@@ -113,12 +114,16 @@ int run_predict(const PredictOptions& o, bool simulate_command) {
   metadata["cnnpar_version"] = CNNPAR_VERSION;
   metadata["engine"] = o.engine;
   if (o.engine == "simgrid") metadata["network_model"] = o.network_model;
+  if (!o.platform_xml.empty()) metadata["platform_xml"] = o.platform_xml;
+  const std::string platform_shown = platform_label(s.platform, o.platform_xml);
   OutputTransaction outputs;
   if (!o.json_out.empty()) outputs.file(o.json_out, sweep_json(rows, metadata).dump(2) + "\n");
-  if (!o.csv_out.empty()) outputs.file(o.csv_out, sweep_csv(rows));
+  if (!o.csv_out.empty())
+    outputs.file(o.csv_out, sweep_csv(config_columns(to_json(s.strategy), s.network.name, platform_shown, o.engine), rows));
   outputs.commit();
-  if (!o.quiet) {
-    std::printf("%s on %s, %s", s.network.name.c_str(), s.platform.name.c_str(), s.strategy.name.c_str());
+  // A table on standard output would mix with JSON or CSV written there.
+  if (!o.quiet && o.json_out != "-" && o.csv_out != "-") {
+    std::printf("%s on %s, %s", s.network.name.c_str(), platform_shown.c_str(), s.strategy.name.c_str());
     const nlohmann::json options = to_json(s.strategy);
     for (const auto& [key, value] : options.items())
       if (strategy_spec(s.strategy.name).option(key) != nullptr && value != "")
@@ -131,12 +136,13 @@ int run_predict(const PredictOptions& o, bool simulate_command) {
 
 void add_common(CLI::App* sub, PredictOptions& o) {
   add_scenario_options(*sub, o.scenario);
-  sub->add_option("--nodes", o.nodes,
-                  "node counts: \"1-128\" doubles (1, 2, 4, ..., 128), \"1-128:1\" is every count, \"1,3,5\" a list (default: 1-128)");
-  sub->add_option("--json", o.json_out, "write the rows as JSON here");
-  sub->add_option("--csv", o.csv_out, "write the rows as CSV here");
-  sub->add_flag("--quiet,-q", o.quiet, "print nothing on success");
-  sub->add_flag("--progress", o.progress, "show progress even when stderr is not a terminal");
+  flags::nodes(*sub, o.nodes)->default_str(kDefaultNodes);
+  flags::json_out(*sub, o.json_out, "the rows and the configuration");
+  flags::csv_out(*sub, o.csv_out, "the rows");
+  flags::quiet(*sub, o.quiet);
+  flags::progress(*sub, o.progress);
+  flags::network_model(*sub, o.network_model);
+  flags::platform_xml(*sub, o.platform_xml);
 }
 
 }  // namespace
@@ -145,7 +151,7 @@ Runner add_predict_command(CLI::App& app) {
   auto o = std::make_shared<PredictOptions>();
   CLI::App* sub = app.add_subcommand("predict", "predict iteration time, overlap and speedup over node counts");
   add_common(sub, *o);
-  sub->add_option("--engine", o->engine, "analytic | simgrid")->capture_default_str();
+  flags::engine(*sub, o->engine);
   sub->add_flag("--serial", o->serial, "one node count at a time (no threads)");
   return [o] { return run_predict(*o, false); };
 }
@@ -154,8 +160,6 @@ Runner add_simulate_command(CLI::App& app) {
   auto o = std::make_shared<PredictOptions>();
   CLI::App* sub = app.add_subcommand("simulate", "predict with the SimGrid engine (links are shared, collectives are messages)");
   add_common(sub, *o);
-  sub->add_option("--network-model", o->network_model, "SimGrid network model: CM02 | LV08")->capture_default_str();
-  sub->add_option("--platform-xml", o->platform_xml, "SimGrid XML platform used instead of the platform's network");
   return [o] {
     o->engine = "simgrid";
     return run_predict(*o, true);

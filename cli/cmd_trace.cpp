@@ -10,7 +10,11 @@
 #include "analysis/metrics.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/flags.hpp"
 #include "model/error.hpp"
+#include "model/json_node.hpp"
+#include "model/limits.hpp"
+#include "model/strategies/registry.hpp"
 #include "model/strategies/strategy.hpp"
 #include "model/trace.hpp"
 #include "model/units.hpp"
@@ -25,27 +29,74 @@ namespace {
 
 struct TraceOptions {
   ScenarioOptions scenario;
-  int nodes = 8;
+  std::string nodes = "8";
   std::string engine = "analytic";
+  std::string network_model = "CM02";
+  std::string platform_xml;
   std::string out = "trace.json";
   std::string chrome_out;
+  std::string like;  ///< a trace whose configuration is replayed (flags given win)
   bool quiet = false;
+  CLI::App* command = nullptr;  ///< to tell given flags from defaults
 };
+
+/** The configuration of the trace `path` (network, platform, strategy and its options, batch,
+ *  nodes, iterations, warm-up, im2col columns) for every flag not given on the command line.
+ *  @throws InputError naming the file and the metadata path. */
+void apply_like(const std::string& path, const CLI::App& command, ScenarioOptions& scenario, std::string& nodes,
+                nlohmann::json& strategy_values) {
+  const Trace like = trace_from_json(read_json_file(path), path);
+  static const nlohmann::json kEmpty = nlohmann::json::object();  // JsonNode keeps a pointer
+  const JsonNode metadata(like.metadata.is_object() ? like.metadata : kEmpty, path, "/metadata");
+  const auto given = [&](const char* flag) { return command.count(flag) > 0; };
+  const auto text = [&](const char* key, const std::string& fallback) {
+    return metadata.has(key) ? metadata.at(key).as_string() : fallback;
+  };
+  if (!given("--network")) scenario.network = text("network", scenario.network);
+  if (!given("--platform")) scenario.platform = text("platform", scenario.platform);
+  if (!given("--strategy")) scenario.strategy.set_strategy(text("strategy", scenario.strategy.strategy()));
+  if (!given("--nodes")) nodes = std::to_string(like.ranks.size());
+  if (!given("--warmup")) scenario.warmup = like.warmup_iterations;
+  if (!given("--iterations") && metadata.has("iterations")) scenario.iterations = int(metadata.at("iterations").as_int_in(1, limits::kMaxIterations));
+  const JsonNode options = metadata.has("options") ? metadata.at("options") : JsonNode(kEmpty, path, "/metadata/options");
+  if (!given("--batch")) {
+    if (options.has("batch")) scenario.batch = options.at("batch").as_int_in(1, limits::kMaxBatch);
+    else if (metadata.has("global_batch")) scenario.batch = metadata.at("global_batch").as_int_in(1, limits::kMaxBatch);
+  }
+  if (!scenario.strategy.columns_given())
+    scenario.strategy.set_recompute_columns(options.has("columns") &&
+                                            parse_columns(options.at("columns").as_string(), path, options.at("columns").path()));
+  const StrategySpec& spec = strategy_spec(scenario.strategy.strategy(), path);
+  for (const OptionSpec& option : spec.options)
+    if (!scenario.strategy.given(option.key) && options.has(option.key))
+      strategy_values[option.key] = option.parse_value(options.at(option.key).raw(), path, options.at(option.key).path());
+}
 
 int run_trace(const TraceOptions& o) {
   check_output_path(o.out, "--out");
   check_output_path(o.chrome_out, "--chrome");
   if (o.engine != "analytic" && o.engine != "simgrid")
     throw InputError("command line", "--engine", o.engine, "expected analytic or simgrid");
-  LoadedScenario s = load_scenario_options(o.scenario);
-  s.strategy.ranks = o.nodes;
+  check_simgrid_settings(o.engine, o.network_model, o.platform_xml);
+  ScenarioOptions scenario = o.scenario;
+  std::string node_text = o.nodes;
+  nlohmann::json like_values = nlohmann::json::object();
+  if (!o.like.empty()) apply_like(o.like, *o.command, scenario, node_text, like_values);
+  const int nodes = flags::parse_one_node_count(node_text);
+  LoadedScenario s = load_scenario_options(scenario);
+  s.strategy.values.update(like_values);
+  s.strategy.ranks = nodes;
   const Schedule schedule = build_schedule(s.network, s.platform, s.strategy);
   Trace trace;
   if (o.engine == "analytic") {
     trace = make_analytic_engine()->run(schedule, s.platform);
   } else {
 #ifdef CNNPAR_HAVE_SIMGRID
-    trace = make_simgrid_engine()->run(schedule, s.platform);
+    SimgridOptions sg;
+    sg.network_model = o.network_model;
+    sg.platform_xml = o.platform_xml;
+    trace = make_simgrid_engine(sg)->run(schedule, s.platform);
+    if (!o.platform_xml.empty()) trace.metadata["platform_xml"] = o.platform_xml;
 #else
     throw InputError("command line", "--engine", o.engine,
                      "this cnnpar was built without SimGrid (configure with CNNPAR_WITH_SIMGRID=ON)");
@@ -56,9 +107,10 @@ int run_trace(const TraceOptions& o) {
   outputs.file(o.out, to_json(trace).dump() + "\n");
   if (!o.chrome_out.empty()) outputs.file(o.chrome_out, to_chrome_trace(trace).dump() + "\n");
   outputs.commit();
-  if (!o.quiet)
-    std::printf("%s, %d nodes (%s): iteration %s, compute %s, comm %s, exposed %s, R %.1f%%\ntrace: %s%s%s\n",
-                s.strategy.name.c_str(), o.nodes, trace.engine.c_str(), format_seconds(m.iteration_s).c_str(),
+  if (!o.quiet && o.out != "-" && o.chrome_out != "-")  // not into JSON on standard output
+    std::printf("%s on %s, %s, %d nodes (%s): iteration %s, compute %s, comm %s, exposed %s, R %.1f%%\ntrace: %s%s%s\n",
+                s.network.name.c_str(), platform_label(s.platform, o.platform_xml).c_str(), s.strategy.name.c_str(),
+                nodes, trace.engine.c_str(), format_seconds(m.iteration_s).c_str(),
                 format_seconds(m.compute_max_s).c_str(), format_seconds(m.comm_s).c_str(),
                 format_seconds(m.exposed_comm_s).c_str(), m.overlap_ratio_percent, o.out.c_str(),
                 o.chrome_out.empty() ? "" : ", chrome trace: ", o.chrome_out.c_str());
@@ -71,11 +123,18 @@ Runner add_trace_command(CLI::App& app) {
   auto o = std::make_shared<TraceOptions>();
   CLI::App* sub = app.add_subcommand("trace", "replay one configuration and write its Trace (and a Chrome trace)");
   add_scenario_options(*sub, o->scenario);
-  sub->add_option("--nodes", o->nodes, "node count P")->capture_default_str();
-  sub->add_option("--engine", o->engine, "analytic | simgrid")->capture_default_str();
+  flags::nodes(*sub, o->nodes);
+  flags::engine(*sub, o->engine);
+  flags::network_model(*sub, o->network_model);
+  flags::platform_xml(*sub, o->platform_xml);
   sub->add_option("--out,-o", o->out, "Trace JSON output")->capture_default_str();
   sub->add_option("--chrome", o->chrome_out, "also write a Chrome trace-event JSON here");
-  sub->add_flag("--quiet,-q", o->quiet, "print nothing on success");
+  sub->add_option("--like", o->like,
+                  "replay the configuration of this Trace JSON (e.g. one measured by cnnpar-run): its network, "
+                  "platform, strategy and options, batch, nodes, iterations, warm-up and im2col columns; flags given "
+                  "as well win");
+  o->command = sub;
+  flags::quiet(*sub, o->quiet);
   return [o] { return run_trace(*o); };
 }
 

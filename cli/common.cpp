@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "cli/flags.hpp"
 #include "model/error.hpp"
 #include "model/json_node.hpp"
 #include "model/scenarios.hpp"
@@ -13,14 +14,13 @@
 namespace cnnpar::cli {
 
 void add_scenario_options(CLI::App& sub, ScenarioOptions& o) {
-  sub.add_option("--network", o.network, "network name (scenarios/networks) or JSON path")->capture_default_str();
-  sub.add_option("--platform", o.platform, "platform name (scenarios/platforms) or JSON path")->capture_default_str();
+  flags::network(sub, o.network);
+  flags::platform(sub, o.platform);
   o.strategy.add(sub, kDefaultStrategy);
-  sub.add_option("--batch", o.batch, "global mini-batch N (images per iteration over all nodes)")->capture_default_str();
-  sub.add_option("--iterations", o.iterations, "iterations, warm-up included")->capture_default_str();
-  sub.add_option("--warmup", o.warmup, "leading iterations excluded from the metrics")->capture_default_str();
-  sub.add_flag("--uneven-batch", o.uneven_batch,
-               "allow a batch that the node count does not divide (ranks take ceil or floor of N/P images)");
+  flags::batch(sub, o.batch);
+  flags::iterations(sub, o.iterations);
+  flags::warmup(sub, o.warmup);
+  flags::uneven_batch(sub, o.uneven_batch);
 }
 
 LoadedScenario load_scenario_options(const ScenarioOptions& o) {
@@ -36,6 +36,25 @@ LoadedScenario load_scenario_options(const ScenarioOptions& o) {
   s.strategy.origin = "command line";
   s.strategy.values = o.strategy.values();
   return s;
+}
+
+void check_simgrid_settings(const std::string& engine, const std::string& network_model, const std::string& platform_xml) {
+  if (network_model != "CM02" && network_model != "LV08")
+    throw InputError("command line", "--network-model", network_model, "expected CM02 or LV08");
+  if (engine != "simgrid") {
+    if (network_model != "CM02")
+      throw InputError("command line", "--network-model", network_model, "only the SimGrid engine has one (add --engine simgrid)");
+    if (!platform_xml.empty())
+      throw InputError("command line", "--platform-xml", platform_xml, "only the SimGrid engine reads one (add --engine simgrid)");
+  }
+  std::error_code ec;
+  if (!platform_xml.empty() && !std::filesystem::is_regular_file(platform_xml, ec))
+    throw InputError("command line", "--platform-xml", platform_xml, "no such file");
+}
+
+std::string platform_label(const Platform& platform, const std::string& platform_xml) {
+  if (platform_xml.empty()) return platform.name;
+  return std::filesystem::path(platform_xml).filename().string() + " (nodes of " + platform.name + ")";
 }
 
 Progress::Progress(std::string label, bool forced, bool quiet)

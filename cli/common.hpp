@@ -44,6 +44,14 @@ struct LoadedScenario {
  *  @throws InputError naming the file (or "command line"), the path and the value. */
 LoadedScenario load_scenario_options(const ScenarioOptions& options);
 
+/** --network-model and --platform-xml mean something to the SimGrid engine only.
+ *  @throws InputError("command line", flag, value, reason) when given with another engine, for
+ *  an unknown network model, or an XML file that does not exist. */
+void check_simgrid_settings(const std::string& engine, const std::string& network_model, const std::string& platform_xml);
+/** The platform as headers and CSVs name it: its name, or "FILE.xml (nodes of NAME)" when a
+ *  SimGrid XML platform replaced its network. */
+std::string platform_label(const Platform& platform, const std::string& platform_xml);
+
 /** A small progress line on stderr ("label: done/total"), shown only when stderr is a
  *  terminal or `forced`, and never when `quiet`. */
 class Progress {

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "model/error.hpp"
+
 namespace cnnpar::cli::mpi_launch {
 
 /** Path of cnnpar-run: $CNNPAR_RUN, else next to /proc/self/exe (same folder, bin/, ../bin,
@@ -47,12 +49,65 @@ inline std::string default_blas_threads(int ranks) {
   return value;
 }
 
-/** "mpiexec -n P <cnnpar-run> args..." with `mpiexec` split on spaces (e.g. "srun --mpi=pmi2"
- *  is not supported: pass a plain launcher path and use --mpiexec-arg for extras). */
-inline std::vector<std::string> command(const std::string& mpiexec, const std::vector<std::string>& mpiexec_args,
-                                        int ranks, const std::string& executor, const std::vector<std::string>& args) {
-  std::vector<std::string> out{mpiexec};
-  out.insert(out.end(), mpiexec_args.begin(), mpiexec_args.end());
+/** Splits a launcher command the way a POSIX shell splits words: blanks separate words,
+ *  '...' keeps everything literally, "..." keeps everything but \\, \" and \$ escapes, and a
+ *  backslash outside quotes escapes the next character. Nothing is expanded ($VAR, globs).
+ *  @throws InputError("command line", option, text, reason) for an unterminated quote or
+ *  an empty command. */
+inline std::vector<std::string> split_command(const std::string& text, const std::string& option = "--mpiexec") {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word) words.push_back(word);
+      word.clear();
+      in_word = false;
+    } else if (c == '\'') {
+      const std::size_t close = text.find('\'', i + 1);
+      if (close == std::string::npos) throw InputError("command line", option, text, "unterminated ' quote");
+      word += text.substr(i + 1, close - i - 1);
+      i = close;
+      in_word = true;
+    } else if (c == '"') {
+      std::size_t j = i + 1;
+      for (; j < text.size() && text[j] != '"'; ++j) {
+        if (text[j] == '\\' && j + 1 < text.size() && std::string("\\\"$`").find(text[j + 1]) != std::string::npos) ++j;
+        word += text[j];
+      }
+      if (j >= text.size()) throw InputError("command line", option, text, "unterminated \" quote");
+      i = j;
+      in_word = true;
+    } else if (c == '\\') {
+      if (i + 1 >= text.size()) throw InputError("command line", option, text, "a backslash ends the command");
+      word += text[++i];
+      in_word = true;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (in_word) words.push_back(word);
+  if (words.empty()) throw InputError("command line", option, text, "the launcher command is empty");
+  return words;
+}
+
+/** LAUNCHER... [-f HOSTFILE] -n P <cnnpar-run> args..., the launcher split by split_command.
+ *  @throws InputError for a launcher that does not split, a host file that does not exist, or a
+ *  host file with srun (Slurm takes the hosts from the allocation). */
+inline std::vector<std::string> command(const std::string& launcher, const std::string& hostfile, int ranks,
+                                        const std::string& executor, const std::vector<std::string>& args) {
+  std::vector<std::string> out = split_command(launcher);
+  if (!hostfile.empty()) {
+    if (std::filesystem::path(out.front()).filename() == "srun")
+      throw InputError("command line", "--hostfile", hostfile,
+                       "srun takes its hosts from the Slurm allocation (give srun's --nodelist in --mpiexec instead)");
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(hostfile, ec)) throw InputError("command line", "--hostfile", hostfile, "no such file");
+    out.push_back("-f");
+    out.push_back(hostfile);
+  }
   out.push_back("-n");
   out.push_back(std::to_string(ranks));
   out.push_back(executor);

@@ -56,13 +56,33 @@ struct PendingTemporary {
   PendingTemporary& operator=(const PendingTemporary&) = delete;
 };
 
+// Writes all of `content` to `path` as it is ("-" = standard output): for streams, which a
+// rename would replace by a regular file (as root, even /dev/stdout's link).
+void write_stream(const std::string& path, const void* data, std::size_t bytes) {
+  std::FILE* file = path == "-" ? stdout : std::fopen(path.c_str(), "wb");
+  if (!file) throw std::runtime_error(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+  const bool written = std::fwrite(data, 1, bytes, file) == bytes;
+  const int write_errno = errno;
+  const bool closed = file == stdout ? std::fflush(file) == 0 : std::fclose(file) == 0;
+  if (!written || !closed)
+    throw std::runtime_error(fmt::format("cannot write {}: {}", path, std::strerror(written ? errno : write_errno)));
+}
+
 }  // namespace
+
+bool is_stream_output(const std::string& path) {
+  if (path == "-") return true;
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);  // follows links (/dev/stdout)
+  return !ec && fs::exists(status) && !fs::is_regular_file(status) && !fs::is_directory(status);
+}
 
 void remove_pending_temporary() noexcept {
   if (g_pending) ::unlink(g_temporary);
 }
 
 void write_file_atomic(const std::string& path, const void* data, std::size_t bytes) {
+  if (is_stream_output(path)) return write_stream(path, data, bytes);
   const fs::path temporary = sibling(path, "tmp");
   const PendingTemporary pending(temporary.string());
   std::FILE* file = std::fopen(temporary.c_str(), "wb");
@@ -91,6 +111,11 @@ void check_output_path(const std::string& path, const std::string& option, const
   const fs::path target(path);
   std::error_code ec;
   if (fs::is_directory(target, ec)) throw InputError(origin, option, path, "the output path is a folder");
+  if (is_stream_output(path)) {
+    if (path != "-" && ::access(path.c_str(), W_OK) != 0)
+      throw InputError(origin, option, path, fmt::format("cannot write to it: {}", std::strerror(errno)));
+    return;
+  }
   if (const std::string reason = probe_folder(folder_of(target), target); !reason.empty())
     throw InputError(origin, option, path, reason);
 }
@@ -110,6 +135,10 @@ OutputTransaction::~OutputTransaction() {
 }
 
 void OutputTransaction::file(const std::string& path, const std::string& content) {
+  if (is_stream_output(path)) {
+    streams_.push_back({path, content});  // written as they are at commit, never replaced
+    return;
+  }
   const fs::path temporary = sibling(path, "staged");
   staged_.push_back({temporary.string(), path, false});
   write_file_atomic(temporary.string(), content);
@@ -146,6 +175,8 @@ void OutputTransaction::commit() {
     staged.temporary.clear();  // in place: nothing left to remove
   }
   staged_.clear();
+  for (const auto& [path, content] : streams_) write_stream(path, content.data(), content.size());
+  streams_.clear();
 }
 
 }  // namespace cnnpar

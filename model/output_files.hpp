@@ -3,9 +3,15 @@
 // (DESIGN.md conventions: never a half-written file, never a stale mix of old and new).
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cnnpar {
+
+/** True for "-" (standard output) and for an existing path that is neither a regular file nor
+ *  a folder (a device, a FIFO, /dev/stdout): such outputs are written as they are, never
+ *  staged and renamed, which would replace the device by a regular file. */
+bool is_stream_output(const std::string& path);
 
 /** Writes `bytes` bytes to a temporary file beside `path` (".NAME.PID.tmp") and renames it
  *  into place, so no reader ever sees a half-written file.
@@ -54,6 +60,7 @@ class OutputTransaction {
     bool is_folder = false;
   };
   std::vector<Staged> staged_;
+  std::vector<std::pair<std::string, std::string>> streams_;  ///< (path, content) of stream outputs
 };
 
 }  // namespace cnnpar

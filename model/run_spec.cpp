@@ -81,6 +81,7 @@ nlohmann::json to_json(const RunSpec& spec) {
                       {"seed", spec.seed},
                       {"dataset", spec.dataset},
                       {"compute", spec.compute},
+                      {"comm_progress", spec.comm_progress},
                       {"progress", spec.progress},
                       {"collectives", spec.collectives},
                       {"timeout_s", spec.timeout_s},
@@ -103,7 +104,7 @@ nlohmann::json to_json(const RunSpec& spec) {
 RunSpec run_spec_from_json(const nlohmann::json& document, const std::string& file) {
   const JsonNode root(document, file);
   root.check_keys({"format", "network", "platform", "strategy", "options", "batch", "iterations", "warmup", "seed",
-                   "lr", "momentum", "weight_decay", "dataset", "compute", "progress", "collectives", "poll_interval_us",
+                   "lr", "momentum", "weight_decay", "dataset", "compute", "comm_progress", "progress", "collectives", "poll_interval_us",
                    "timeout_s", "concurrency", "trace", "weights_out", "checkpoint", "checkpoint_every",
                    "resume", "threads", "gemm", "columns"});
   if (root.string_or("format", "cnnpar-run-spec") != "cnnpar-run-spec")
@@ -152,7 +153,8 @@ RunSpec run_spec_from_json(const nlohmann::json& document, const std::string& fi
   if (root.has("weight_decay")) spec.weight_decay = number("weight_decay", RunNumber::weight_decay);
   spec.dataset = root.string_or("dataset", spec.dataset);
   spec.compute = root.string_or("compute", spec.compute);
-  spec.progress = root.string_or("progress", spec.progress);
+  spec.comm_progress = root.string_or("comm_progress", spec.comm_progress);
+  spec.progress = root.bool_or("progress", spec.progress);
   spec.collectives = root.string_or("collectives", spec.collectives);
   if (root.has("poll_interval_us")) spec.poll_interval_us = number("poll_interval_us", RunNumber::poll_interval_us);
   if (root.has("timeout_s")) spec.timeout_s = number("timeout_s", RunNumber::timeout_s);

@@ -14,6 +14,15 @@ namespace cnnpar {
 /** cnnpar-run's GEMM back-end unless --gemm says otherwise. */
 inline constexpr const char* kDefaultGemmBackend = "openblas";
 
+/** cnnpar-run's SGD settings and poll interval unless the flags or the run-spec say otherwise. */
+inline constexpr double kDefaultLearningRate = 0.01;
+inline constexpr double kDefaultMomentum = 0.9;
+inline constexpr double kDefaultWeightDecay = 5e-4;
+inline constexpr double kDefaultPollIntervalUs = 200;
+/** Iterations of a measured run unless --iterations says otherwise: enough measured ones for
+ *  a median and a spread (the first is warm-up). */
+inline constexpr int kDefaultMeasuredRunIterations = 10;
+
 struct RunSpec {
   std::string network;                 ///< name or JSON path
   std::string platform = "local";      ///< name or JSON path
@@ -22,7 +31,8 @@ struct RunSpec {
   std::optional<double> learning_rate, momentum, weight_decay;  ///< absent: cnnpar-run's defaults
   std::string dataset = "synthetic";
   std::string compute = "real";        ///< real | sleep
-  std::string progress = "poll";       ///< poll | thread
+  std::string comm_progress = "poll";  ///< poll | thread: how collectives progress during compute
+  bool progress = false;               ///< per-iteration progress lines on stderr (rank 0)
   std::string collectives = "mpi";     ///< mpi | p2p (real/interpreter.hpp CollectiveMode)
   std::optional<double> poll_interval_us;
   double timeout_s = 60;

@@ -147,6 +147,14 @@ std::string format_seconds(double seconds) {
   return fmt::format("{:.3f} ns", seconds * 1e9);
 }
 
+TimeUnit time_unit_for(double largest_seconds) {
+  const double magnitude = std::fabs(largest_seconds);
+  if (magnitude >= 1 || magnitude == 0) return {"s", 1};
+  if (magnitude >= 1e-3) return {"ms", 1e3};
+  if (magnitude >= 1e-6) return {"us", 1e6};
+  return {"ns", 1e9};
+}
+
 std::string format_bytes(double bytes) {
   static constexpr std::array<const char*, 5> kNames = {"B", "KiB", "MiB", "GiB", "TiB"};
   std::size_t index = 0;

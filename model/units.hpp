@@ -30,6 +30,14 @@ std::string unit_example(Unit unit);
 
 /** Formats a duration in seconds with a readable prefix ("12.3 ms"). */
 std::string format_seconds(double seconds);
+
+/** One time unit for a whole table column: the largest of s, ms, us, ns in which the column's
+ *  largest magnitude is at least 1 (so every cell of the column reads in the same unit). */
+struct TimeUnit {
+  const char* name = "s";
+  double per_second = 1;  ///< multiply seconds by this
+};
+TimeUnit time_unit_for(double largest_seconds);
 /** Formats a byte count with a binary prefix ("392.0 MiB"). */
 std::string format_bytes(double bytes);
 

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -37,6 +39,9 @@
 #include "real/calibrate.hpp"
 #include "cli/strategy_flags.hpp"
 #include "model/json_node.hpp"
+#include "analysis/compare.hpp"
+#include "analysis/metrics.hpp"
+#include "cli/flags.hpp"
 #include "model/run_spec.hpp"
 #include "real/checkpoint.hpp"
 #include "real/clock_sync.hpp"
@@ -58,18 +63,20 @@ struct Options {
   cli::StrategyFlags strategy;
   nlohmann::json spec_strategy_values = nlohmann::json::object();  // the run-spec's strategy options
   std::int64_t batch = 64;
-  int iterations = 3;
+  int iterations = kDefaultMeasuredRunIterations;
   int warmup = 1;
   std::uint64_t seed = 1;
   std::string seed_text = "1";  // parsed by parse_seed (CLI11 would wrap "-1")
-  float lr = 0.01f;
-  float momentum = 0.9f;
-  float weight_decay = 5e-4f;
+  double lr = kDefaultLearningRate;  // the update runs in FP32 (SgdSettings)
+  double momentum = kDefaultMomentum;
+  double weight_decay = kDefaultWeightDecay;
   std::string dataset = "synthetic";
   std::string compute = "real";
-  std::string progress = "poll";
+  std::string comm_progress = "poll";
+  bool progress = false;  // per-iteration lines on stderr (rank 0); also when stderr is a terminal
+  bool quiet = false;
   std::string collectives = "mpi";
-  double poll_interval_us = 200;
+  double poll_interval_us = kDefaultPollIntervalUs;
   std::int64_t gemm_tile_columns = -1;  // -1: 4096 when polling, else no split
   int threads = 0;                      // 0: OPENBLAS_NUM_THREADS, else 1
   std::string gemm = kDefaultGemmBackend;
@@ -93,54 +100,38 @@ void add_options(CLI::App& app, Options& o) {
   app.description("cnnpar-run: the MPI executor of cnnpar (start it with mpiexec -n P)");
   app.set_version_flag("--version", std::string("cnnpar-run ") + CNNPAR_VERSION);
   app.add_option("--spec", o.spec, "run-spec JSON written by `cnnpar run` (flags given as well override it)");
-  app.add_option("--network", o.network, "network name (scenarios/networks) or JSON path (required without --spec)");
-  app.add_option("--platform", o.platform, "platform name or JSON path (sleep-mode times, calibration base)")
-      ->capture_default_str();
+  cli::flags::network(app, o.network)->description(
+      "network name (scenarios/networks, `cnnpar list networks`) or JSON path (required without --spec)");
+  cli::flags::platform(app, o.platform);
   o.strategy.add(app, "dp", kExecutorRecomputesColumns);
-  app.add_option("--batch", o.batch, "global mini-batch N (images per iteration over all ranks)")
-      ->capture_default_str();
-  app.add_option("--iterations", o.iterations, "iterations to run, warm-up included")->capture_default_str();
-  app.add_option("--warmup", o.warmup, "leading iterations excluded from metrics")->capture_default_str();
-  app.add_option("--seed", o.seed_text, "seed of weights and synthetic data")->capture_default_str();
-  app.add_option("--lr", o.lr, "SGD learning rate")->capture_default_str();
-  app.add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
-  app.add_option("--weight-decay", o.weight_decay, "SGD weight decay (weights only)")->capture_default_str();
-  app.add_option("--dataset", o.dataset, "synthetic | cifar10:PATH (file or directory) | mnist:DIR")
-      ->capture_default_str();
-  app.add_option("--compute", o.compute, "real (kernels) | sleep (modelled op times on --platform)")
-      ->capture_default_str();
-  app.add_option("--progress", o.progress, "poll (MPI_Test between ops and tiles) | thread (communication thread)")
-      ->capture_default_str();
-  app.add_option("--collectives", o.collectives,
-                 "mpi (the MPI library's MPI_I* collectives) | p2p (the steps the engines price, as MPI_Isend/Irecv)")
-      ->capture_default_str();
-  app.add_option("--poll-interval-us", o.poll_interval_us, "least time between polls inside an op (microseconds)")
-      ->capture_default_str();
+  cli::flags::batch(app, o.batch);
+  cli::flags::iterations(app, o.iterations);
+  cli::flags::warmup(app, o.warmup);
+  cli::flags::seed(app, o.seed_text);
+  cli::flags::learning_rate(app, o.lr);
+  cli::flags::momentum(app, o.momentum);
+  cli::flags::weight_decay(app, o.weight_decay);
+  cli::flags::dataset(app, o.dataset);
+  cli::flags::compute(app, o.compute);
+  cli::flags::comm_progress(app, o.comm_progress);
+  cli::flags::collectives(app, o.collectives);
+  cli::flags::poll_interval_us(app, o.poll_interval_us);
   app.add_option("--gemm-tile-columns", o.gemm_tile_columns,
                  "GEMM column tile between polls (0 = no split; default 4096 when polling)");
-  app.add_option("--threads", o.threads,
-                 "threads of the GEMMs and of im2col/col2im, pooling, element-wise ops and SGD "
-                 "(default: OPENBLAS_NUM_THREADS, else 1)");
-  std::string backends;
-  for (GemmBackend b : available_gemm_backends()) backends += (backends.empty() ? "" : " | ") + std::string(to_string(b));
-  app.add_option("--gemm", o.gemm, "GEMM back-end: " + backends)->capture_default_str();
-  app.add_option("--concurrency", o.collective_concurrency,
-                 "collectives the engine runs at once (default: the platform's collective_concurrency)");
-  app.add_option("--trace", o.trace, "write the aligned Trace JSON here (rank 0)");
-  app.add_option("--weights-out", o.weights_out, "write the final flat FP32 weights here (rank 0)");
-  app.add_option("--checkpoint", o.checkpoint,
-                 "directory for checkpoint.bin (written at the end, and every --checkpoint-every iterations)");
-  app.add_option("--checkpoint-every", o.checkpoint_every,
-                 "also write the checkpoint after every N global iterations (0 = only at the end)")
-      ->capture_default_str();
-  app.add_flag("--resume", o.resume,
-               "continue from <checkpoint>/checkpoint.bin up to --iterations in total (same batch, strategy, "
-               "ranks, seed, data, SGD settings)");
-  app.add_option("--timeout-s", o.timeout_s, "abort when a wait sees no completion for this long (seconds)")
-      ->capture_default_str();
+  cli::flags::threads(app, o.threads);
+  cli::flags::gemm(app, o.gemm);
+  cli::flags::concurrency(app, o.collective_concurrency);
+  cli::flags::trace_out(app, o.trace);
+  cli::flags::weights_out(app, o.weights_out);
+  cli::flags::checkpoint(app, o.checkpoint);
+  cli::flags::checkpoint_every(app, o.checkpoint_every);
+  cli::flags::resume(app, o.resume);
+  cli::flags::timeout_s(app, o.timeout_s);
+  cli::flags::progress(app, o.progress);
+  cli::flags::quiet(app, o.quiet);
   app.add_flag("--calibrate", o.calibrate, "measure this machine and write a platform JSON (--out)");
   app.add_option("--out", o.out, "calibration: platform JSON to write");
-  app.add_option("--repeats", o.repeats, "calibration: timed repetitions per op (fastest kept)")->capture_default_str();
+  cli::flags::repeats(app, o.repeats);
   app.add_option("--debug-stall-rank", o.debug_stall_rank)->group("");  // test hook: rank hangs mid-run
   app.add_option("--debug-exit-rank", o.debug_exit_rank)->group("");    // test hook: rank dies mid-run
 }
@@ -162,11 +153,12 @@ void apply_run_spec(const CLI::App& app, Options& o) {
   if (unset("--iterations")) o.iterations = spec.strategy.iterations;
   if (unset("--warmup")) o.warmup = spec.strategy.warmup_iterations;
   if (unset("--seed")) o.seed = spec.seed;
-  if (unset("--lr") && spec.learning_rate) o.lr = float(*spec.learning_rate);
-  if (unset("--momentum") && spec.momentum) o.momentum = float(*spec.momentum);
-  if (unset("--weight-decay") && spec.weight_decay) o.weight_decay = float(*spec.weight_decay);
+  if (unset("--lr") && spec.learning_rate) o.lr = *spec.learning_rate;
+  if (unset("--momentum") && spec.momentum) o.momentum = *spec.momentum;
+  if (unset("--weight-decay") && spec.weight_decay) o.weight_decay = *spec.weight_decay;
   if (unset("--dataset")) o.dataset = spec.dataset;
   if (unset("--compute")) o.compute = spec.compute;
+  if (unset("--comm-progress")) o.comm_progress = spec.comm_progress;
   if (unset("--progress")) o.progress = spec.progress;
   if (unset("--collectives")) o.collectives = spec.collectives;
   if (unset("--poll-interval-us") && spec.poll_interval_us) o.poll_interval_us = *spec.poll_interval_us;
@@ -291,6 +283,39 @@ class RealBackend final : public ComputeBackend {
   std::function<void(int)> between_iterations_;
 };
 
+/** Rank 0's progress on stderr: one line per finished iteration with its time on this rank,
+ *  so a long run is not silent (the metrics over all ranks come at the end). */
+class ProgressBackend final : public ComputeBackend {
+ public:
+  ProgressBackend(ComputeBackend& inner, int iterations, int warmup)
+      : inner_(inner), iterations_(iterations), warmup_(warmup) {}
+  std::string mode() const override { return inner_.mode(); }
+  void begin_iteration(int iteration) override {
+    if (iteration > 0) report(iteration - 1);
+    started_ = std::chrono::steady_clock::now();
+    inner_.begin_iteration(iteration);
+  }
+  void run_compute(const Op& op, int iteration, const std::function<void()>& poll) override {
+    inner_.run_compute(op, iteration, poll);
+  }
+  CommBuffers prepare(const Collective& c) override { return inner_.prepare(c); }
+  void complete(const Collective& c) override { inner_.complete(c); }
+  void finish() override {
+    inner_.finish();
+    report(iterations_ - 1);
+  }
+
+ private:
+  void report(int iteration) const {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    std::fprintf(stderr, "cnnpar-run: iteration %d/%d%s %.4f s (rank 0)\n", iteration + 1, iterations_,
+                 iteration < warmup_ ? " (warm-up)" : "", seconds);
+  }
+  ComputeBackend& inner_;
+  int iterations_, warmup_;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+};
+
 /** A backend that kills its process mid-run (test hook for a dying rank). */
 class ExitingBackend final : public ComputeBackend {
  public:
@@ -406,9 +431,9 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
   s.network = load_network(o.network);
   s.platform = load_platform(o.platform);
   try {
-    s.progress = progress_mode_from_string(o.progress);
+    s.progress = progress_mode_from_string(o.comm_progress);
   } catch (const std::invalid_argument&) {
-    throw InputError("command line", "/progress", o.progress, "expected poll or thread");
+    throw InputError("command line", "/comm-progress", o.comm_progress, "expected poll or thread");
   }
   if (o.compute != "real" && o.compute != "sleep")
     throw InputError("command line", "/compute", o.compute, "expected real or sleep");
@@ -487,9 +512,9 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
   id.global_batch = s.schedule.global_batch;
   id.ranks = size;
   id.gemm_tile_columns = s.tile_columns;
-  id.learning_rate = o.lr;
-  id.momentum = o.momentum;
-  id.weight_decay = o.weight_decay;
+  id.learning_rate = float(o.lr);
+  id.momentum = float(o.momentum);
+  id.weight_decay = float(o.weight_decay);
   id.strategy = s.schedule.strategy;
   nlohmann::json options = s.schedule.options.is_object() ? s.schedule.options : nlohmann::json::object();
   // Free to change on resume: the run's length, and the columns (the same numbers either way).
@@ -503,9 +528,9 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
     s.dataset = open_dataset(o.dataset, s.network, o.seed);
     s.dataset->check_matches(s.network);
     SgdConfig sgd;
-    sgd.learning_rate = o.lr;
-    sgd.momentum = o.momentum;
-    sgd.weight_decay = o.weight_decay;
+    sgd.learning_rate = float(o.lr);
+    sgd.momentum = float(o.momentum);
+    sgd.weight_decay = float(o.weight_decay);
     s.runtime = std::make_unique<Runtime>(s.network, s.schedule, rank, o.seed, sgd);
     s.runtime->set_gemm_tile_columns(s.tile_columns);
     if (saved) s.runtime->restore(saved->state);
@@ -626,6 +651,15 @@ int run_training(const Options& o, int rank, int size) {
     backend = &*exiting;
   }
 
+  std::optional<ProgressBackend> progress;
+  if (rank == 0 && !o.quiet && (o.progress || ::isatty(STDERR_FILENO) == 1)) {
+    progress.emplace(*backend, s.schedule.iterations, s.schedule.warmup_iterations);
+    backend = &*progress;
+  }
+  // The load when the run starts: a busy machine makes every measured time suspect.
+  std::array<double, 3> load_average{};
+  const bool has_load = ::getloadavg(load_average.data(), 3) == 3;
+
   Interpreter interpreter(s.schedule, rank, *backend, comms, clock, s.interpreter);
   const double wall_start_s = MPI_Wtime();
   RankTrace mine = interpreter.run();
@@ -694,7 +728,7 @@ int run_training(const Options& o, int rank, int size) {
     m["batch"] = s.schedule.global_batch;
     m["iterations"] = s.schedule.iterations;
     m["warmup_iterations"] = s.schedule.warmup_iterations;
-    m["progress"] = to_string(s.progress);
+    m["comm_progress"] = to_string(s.progress);
     m["compute"] = backend->mode();
     m["poll_interval_us"] = o.poll_interval_us;
     m["gemm_tile_columns"] = s.tile_columns;
@@ -719,6 +753,8 @@ int run_training(const Options& o, int rank, int size) {
     m["seed"] = o.seed;
     m["sgd"] = {{"lr", o.lr}, {"momentum", o.momentum}, {"weight_decay", o.weight_decay}};
     m["wall_s"] = wall_s;
+    if (has_load) m["load_average"] = load_average;
+    m["cores"] = ::sysconf(_SC_NPROCESSORS_ONLN);
     if (s.runtime) {
       m["loss"] = global_loss;
       std::vector<double> accuracy;
@@ -735,21 +771,33 @@ int run_training(const Options& o, int rank, int size) {
       write_file_atomic(o.weights_out, weights.data(), weights.size() * sizeof(float));
     if (!o.checkpoint.empty() && s.runtime) write_checkpoint_now(final_state);
 
-    std::printf("cnnpar-run: %s on %s, %d ranks, batch %lld, %d iterations (%d warm-up), %s compute, %s progress\n",
-                s.schedule.strategy.c_str(), s.network.name.c_str(), size, (long long)s.schedule.global_batch,
-                s.schedule.iterations, s.schedule.warmup_iterations, backend->mode().c_str(), to_string(s.progress));
-    // Metrics (iteration time, overlap) are analysis/'s job: `cnnpar run` or `cnnpar trace`.
-    std::printf("cnnpar-run: %d compute threads per rank, GEMMs on %s, im2col columns %s\n", compute_threads(),
-                to_string(gemm_backend()), s.runtime ? (s.runtime->keep_columns() ? "kept" : "shared") : "none");
-    std::printf("cnnpar-run: peak resident memory %.1f MB (largest rank)\n", largest_rss_bytes / 1e6);
-    std::printf("cnnpar-run: wall %.3f s for the whole schedule%s%s\n", wall_s, o.trace.empty() ? "" : ", trace ",
-                o.trace.c_str());
-    if (s.runtime && o.resume)
-      std::printf("cnnpar-run: resumed from %s at iteration %lld, ran to iteration %lld\n", checkpoint_path.c_str(),
-                  (long long)(s.runtime->iteration() - s.schedule.iterations), (long long)s.runtime->iteration());
-    if (s.runtime && !global_loss.empty())
-      std::printf("cnnpar-run: loss %.4f -> %.4f, weights %s across ranks\n", global_loss.front(), global_loss.back(),
-                  identical ? "identical" : "DIFFERENT");
+    if (!o.quiet) {
+      std::printf("cnnpar-run: %s on %s, %d ranks, batch %lld, %d iterations (%d warm-up), %s compute, %s comm progress\n",
+                  s.schedule.strategy.c_str(), s.network.name.c_str(), size, (long long)s.schedule.global_batch,
+                  s.schedule.iterations, s.schedule.warmup_iterations, backend->mode().c_str(), to_string(s.progress));
+      std::printf("cnnpar-run: %d compute threads per rank, GEMMs on %s, im2col columns %s\n", compute_threads(),
+                  to_string(gemm_backend()), s.runtime ? (s.runtime->keep_columns() ? "kept" : "shared") : "none");
+      std::printf("cnnpar-run: peak resident memory %.1f MB (largest rank)\n", largest_rss_bytes / 1e6);
+      const TraceMetrics metrics = compute_metrics(trace);
+      if (!metrics.iteration_times_s.empty()) {
+        const auto [least, most] = std::minmax_element(metrics.iteration_times_s.begin(), metrics.iteration_times_s.end());
+        std::printf("cnnpar-run: iteration median %.4f s over %zu measured iterations (min %.4f s, max %.4f s, spread "
+                    "%.1f %%), wall %.3f s in all%s%s\n",
+                    metrics.iteration_s, metrics.iteration_times_s.size(), *least, *most,
+                    iteration_spread_percent(metrics), wall_s, o.trace.empty() ? "" : ", trace ", o.trace.c_str());
+      }
+      if (s.runtime && o.resume)
+        std::printf("cnnpar-run: resumed from %s at iteration %lld, ran to iteration %lld\n", checkpoint_path.c_str(),
+                    (long long)(s.runtime->iteration() - s.schedule.iterations), (long long)s.runtime->iteration());
+      if (s.runtime && !global_loss.empty())
+        std::printf("cnnpar-run: loss %.4f -> %.4f, weights %s across ranks\n", global_loss.front(), global_loss.back(),
+                    identical ? "identical" : "DIFFERENT");
+      std::fflush(stdout);
+      // Started by `cnnpar run` (--spec), which warns with the prediction at hand.
+      if (o.spec.empty())
+        for (const std::string& warning : measurement_warnings(nullptr, trace))
+        std::fprintf(stderr, "cnnpar-run: warning: %s\n", warning.c_str());
+    }
   }
   mpi::barrier(MPI_COMM_WORLD, o.timeout_s, "final barrier");
   return 0;
@@ -765,13 +813,15 @@ int run_calibration(const Options& o, int rank, int size) {
     if (rank == 0) check_output_path(o.out, "/out");
     network = load_network(o.network);
     base = load_platform(o.platform);
-    if (o.batch < 1) throw InputError("command line", "/batch", std::to_string(o.batch), "must be >= 1");
+    if (o.batch < size || o.batch % size != 0)
+      throw InputError("command line", "/batch", std::to_string(o.batch),
+                       fmt::format("the global batch must be a multiple of the {} ranks", size));
   } catch (...) {
     error = std::current_exception();
   }
   if (const int status = agree_on_failure(error, rank, size, o.timeout_s); status != 0) return status;
   CalibrateOptions options;
-  options.batch = o.batch;
+  options.batch = o.batch / size;  // --batch is global everywhere; ops are timed at a rank's share
   options.seed = o.seed;
   options.repeats = std::max(1, o.repeats);
   options.timeout_s = o.timeout_s;
@@ -807,8 +857,8 @@ extern "C" void on_terminate_signal(int signal) {
 
 bool wants_thread_multiple(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--progress=thread") == 0) return true;
-    if (std::strcmp(argv[i], "--progress") == 0 && i + 1 < argc && std::strcmp(argv[i + 1], "thread") == 0) return true;
+    if (std::strcmp(argv[i], "--comm-progress=thread") == 0) return true;
+    if (std::strcmp(argv[i], "--comm-progress") == 0 && i + 1 < argc && std::strcmp(argv[i + 1], "thread") == 0) return true;
   }
   return false;
 }

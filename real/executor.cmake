@@ -14,6 +14,6 @@ target_link_libraries(cnnpar_real_mpi PUBLIC
   cnnpar_settings cnnpar_model cnnpar_real_core MPI::MPI_CXX Threads::Threads fmt::fmt PRIVATE cnnpar_library_settings)
 
 add_executable(cnnpar-run ${CMAKE_CURRENT_SOURCE_DIR}/cnnpar_run.cpp)
-target_link_libraries(cnnpar-run PRIVATE cnnpar_real_mpi cnnpar_strategy_flags CLI11::CLI11)
+target_link_libraries(cnnpar-run PRIVATE cnnpar_real_mpi cnnpar_analysis cnnpar_strategy_flags CLI11::CLI11)
 # Beside `cnnpar` when the cli puts it in the binary root; `cnnpar run` also looks in real/.
 set_target_properties(cnnpar-run PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)

@@ -132,7 +132,7 @@ done
 gemm_json="null"
 if [ "$efficiency" = 1 ] && [[ ",$cases," == *",1x1,"* ]]; then
   if [ -x "$eff" ]; then
-    OPENBLAS_NUM_THREADS=1 "$cli" calibrate --network "$json" --ranks 1 --threads 1 --batch "$batch" --gemm "$gemm" --repeats 9 \
+    OPENBLAS_NUM_THREADS=1 "$cli" calibrate --network "$json" --nodes 1 --threads 1 --batch "$batch" --gemm "$gemm" --repeats 9 \
       --out "$work/calibrated.json" >"$work/log" 2>&1 || { cat "$work/log" >&2; exit 1; }
     # Every 1x1 repeat against the same calibration; the medians are reported.
     for ((i = 0; i < repeats; i++)); do

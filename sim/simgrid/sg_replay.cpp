@@ -29,8 +29,9 @@ namespace sg4 = simgrid::s4u;
 
 namespace cnnpar::simgrid_engine {
 
-Trace trace_skeleton(const Schedule& schedule) {
+Trace trace_skeleton(const Schedule& schedule, const Platform& platform) {
   Trace trace = make_empty_trace(schedule, "simgrid");
+  trace.metadata["platform"] = platform.name;
   trace.warmup_iterations = schedule.warmup_iterations;
   trace.ranks.resize(schedule.programs.size());
   for (std::size_t r = 0; r < schedule.programs.size(); ++r) {
@@ -422,7 +423,7 @@ Trace simulate_here(const Schedule& schedule, const Platform& platform, const Si
                                                                 : load_platform_xml(options.platform_xml, ranks);
   if (on_platform_ready) on_platform_ready();
 
-  Trace trace = trace_skeleton(schedule);
+  Trace trace = trace_skeleton(schedule, platform);
   Replay replay(schedule, platform, options.ring_step_batch, std::move(hosts), trace);
   replay.start();
   engine.run();

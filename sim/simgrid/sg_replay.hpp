@@ -12,8 +12,9 @@
 namespace cnnpar::simgrid_engine {
 
 /** The Trace of `schedule` with every record in place (labels, kinds, sizes) and all times 0:
- *  compute records in program order, collective records in posting order, marks in order. */
-Trace trace_skeleton(const Schedule& schedule);
+ *  compute records in program order, collective records in posting order, marks in order;
+ *  metadata names the platform, as every engine's does. */
+Trace trace_skeleton(const Schedule& schedule, const Platform& platform);
 
 /** Every time of `trace` in a fixed order: per rank, compute (start, end), collectives
  *  (posted, comm_start, comm_end, wait_start, wait_end), marks. */

@@ -213,7 +213,7 @@ std::vector<Trace> run_forked(const std::vector<std::pair<const Schedule*, const
       }
       const auto& [schedule, platform] = jobs[child.job];
       try {
-        Trace trace = trace_skeleton(*schedule);
+        Trace trace = trace_skeleton(*schedule, *platform);
         ChildReport(child.bytes).apply(trace, options, status);
         results[child.job] = std::move(trace);
       } catch (...) {

@@ -12,6 +12,7 @@
 #include "analysis/metrics.hpp"
 #include "analysis/sweep.hpp"
 #include "model/error.hpp"
+#include "model/units.hpp"
 
 using namespace cnnpar;
 
@@ -201,13 +202,25 @@ TEST_CASE("sweep rows, CSV and JSON", "[sweep]") {
   REQUIRE(rows.size() == 2);
   CHECK(rows[1].speedup == Approx(2.5).epsilon(kTol));     // 2.0 / 0.8
   CHECK(rows[1].efficiency == Approx(0.625).epsilon(kTol));  // 2.5 / 4
-  const std::string csv = sweep_csv(rows);
-  CHECK(csv.rfind("nodes,iteration_s,compute_s,comm_s,exposed_comm_s,overlap_ratio_percent,speedup,efficiency\n", 0) == 0);
-  CHECK(csv.find("\n4,0.8,0,0,0,40,2.5,0.625\n") != std::string::npos);
+  // The configuration columns come first; a field with a comma is quoted (RFC 4180).
+  const ConfigColumns config = config_columns(
+      {{"strategy", "per_layer"}, {"batch", 64}, {"ranks", 4}, {"assign", "conv*=data,fc6=model"}, {"sync", "end"}, {"k", 9}},
+      "vgg-a", "cori-haswell", "analytic");
+  CHECK(config.options == "assign=conv*=data,fc6=model sync=end k=9");  // the per_layer schema's order
+  const std::string csv = sweep_csv(config, rows);
+  CHECK(csv.rfind("network,platform,engine,strategy,options,batch,nodes,iteration_s,compute_s,comm_s,exposed_comm_s,"
+                  "overlap_ratio_percent,speedup,efficiency\n", 0) == 0);
+  CHECK(csv.find("\nvgg-a,cori-haswell,analytic,per_layer,\"assign=conv*=data,fc6=model sync=end k=9\",64,4,0.8,0,0,0,40,"
+                 "2.5,0.625\n") != std::string::npos);
+  CHECK(csv_field("a\"b") == "\"a\"\"b\"");
   const nlohmann::json j = sweep_json(rows, {{"strategy", "x"}});
   CHECK(j.at("rows").size() == 2);
   CHECK(j.at("rows")[1].at("speedup").get<double>() == Approx(2.5).epsilon(kTol));
-  CHECK(format_sweep_table(rows).find("nodes") != std::string::npos);
+  // One unit per column, the largest that keeps the column's largest value >= 1: 2 s -> s.
+  CHECK(format_sweep_table(rows).find("iteration s") != std::string::npos);
+  CHECK(time_unit_for(0.0042).name == std::string("ms"));
+  CHECK(time_unit_for(0.0042).per_second == 1e3);
+  CHECK(time_unit_for(7e-7).name == std::string("ns"));
 }
 
 TEST_CASE("chrome trace export", "[chrome]") {

@@ -8,8 +8,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -89,6 +92,18 @@ void expect_bad_input(const TempDir& dir, const std::string& args, const std::ve
   CHECK_FALSE(fs::exists(csv));
   for (const auto& entry : fs::directory_iterator(dir.path()))
     CHECK(entry.path().filename().string().find(".tmp") == std::string::npos);  // no half-written file
+}
+
+// The bad-input contract for a command without --json and --csv: status 2, one line naming
+// `mentions`, nothing left in `dir`.
+void expect_refused(const TempDir& dir, const std::string& args, const std::vector<std::string>& mentions) {
+  const Result r = run(dir, args);
+  INFO("cnnpar " << args << "\nstderr: " << r.err);
+  CHECK(r.status == 2);
+  REQUIRE(!r.err.empty());
+  CHECK(r.err.find('\n') == r.err.size() - 1);
+  for (const std::string& m : mentions) CHECK(r.err.find(m) != std::string::npos);
+  CHECK(fs::is_empty(dir.path()));
 }
 
 }  // namespace
@@ -247,7 +262,7 @@ TEST_CASE("hybrid and per_layer predict", "[cli]") {
     const Result r = run(dir, "predict --network vgg-a " + args + " --nodes 1-128 --csv " + csv.string());
     INFO(args << "\n" << r.err);
     CHECK(r.status == 0);
-    CHECK(slurp(csv).find("\n128,") != std::string::npos);
+    CHECK(slurp(csv).find(",256,128,") != std::string::npos);  // batch 256, 128 nodes
     fs::remove(csv);
   }
 }
@@ -303,4 +318,216 @@ TEST_CASE("cnnpar --version and cnnpar list", "[cli]") {
   r = run(dir, "list galaxies");
   CHECK(r.status == 2);
   CHECK(r.err == "cnnpar: command line: /what: expected networks, platforms, strategies or studies (value: galaxies)\n");
+}
+
+namespace {
+
+// One option line of a CLI11 --help: "  -n,--nodes NODES=8   help" (the help may start on the
+// next line when the names are long).
+struct HelpOption {
+  std::string type;  ///< "NODES", "INT", "" for a flag
+  std::string help;
+};
+
+// Runs `program --help` (program = "cnnpar SUB" or the cnnpar-run path) and returns its
+// options by long name.
+std::map<std::string, HelpOption> help_options(const TempDir& dir, const std::string& command) {
+  const fs::path out = dir.path() / "help.txt";
+  const int raw = std::system((command + " --help >" + out.string() + " 2>&1").c_str());
+  REQUIRE(WIFEXITED(raw));
+  REQUIRE(WEXITSTATUS(raw) == 0);
+  std::istringstream lines(slurp(out));
+  std::map<std::string, HelpOption> options;
+  std::string line, pending;
+  while (std::getline(lines, line)) {
+    if (!pending.empty() && line.rfind("      ", 0) == 0) {  // the help of a long option line
+      options[pending].help = line.substr(line.find_first_not_of(' '));
+      pending.clear();
+      continue;
+    }
+    pending.clear();
+    if (line.rfind("  -", 0) != 0) continue;
+    const std::size_t gap = line.find("  ", 2);
+    const std::string names = line.substr(2, gap == std::string::npos ? std::string::npos : gap - 2);
+    std::string help = gap == std::string::npos ? "" : line.substr(line.find_first_not_of(' ', gap));
+    const std::size_t space = names.find(' ');
+    std::string type = space == std::string::npos ? "" : names.substr(space + 1);
+    type = type.substr(0, type.find('='));  // the default may differ between commands
+    type = type.substr(0, type.find(" REQUIRED"));
+    std::string name = names.substr(0, space);
+    name = name.substr(name.rfind(',') == std::string::npos ? 0 : name.rfind(',') + 1);
+    if (name == "--help" || name == "--version") continue;
+    options[name] = {type, help};
+    if (help.empty()) pending = name;
+  }
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("a flag has one name, one argument syntax and one help text in every command", "[cli][help]") {
+  TempDir dir;
+  std::map<std::string, std::map<std::string, HelpOption>> commands;
+  for (const char* sub : {"predict", "simulate", "trace", "balance", "compare", "report", "list", "run", "calibrate"})
+    commands[std::string("cnnpar ") + sub] = help_options(dir, std::string(CNNPAR_EXE) + " " + sub);
+#ifdef CNNPAR_RUN_EXE
+  commands["cnnpar-run"] = help_options(dir, CNNPAR_RUN_EXE);
+#endif
+  // Output flags name what each command writes; they must agree on the syntax only.
+  const std::set<std::string> outputs = {"--json", "--csv", "--out"};
+  std::map<std::string, std::pair<std::string, HelpOption>> first;  // flag -> (command, option)
+  for (const auto& [command, options] : commands) {
+    for (const auto& [name, option] : options) {
+      INFO(command << " " << name);
+      CHECK_FALSE(option.help.empty());
+      const auto seen = first.find(name);
+      if (seen == first.end()) {
+        first[name] = {command, option};
+        continue;
+      }
+      INFO("first seen in " << seen->second.first);
+      CHECK(option.type == seen->second.second.type);
+      if (outputs.count(name) == 0) CHECK(option.help == seen->second.second.help);
+      else CHECK(option.help.rfind("write", 0) == 0);
+    }
+  }
+  // The names the issue found split: one name each now.
+  for (const auto& [command, options] : commands) {
+    INFO(command);
+    CHECK(options.count("--ranks") == 0);
+    CHECK(options.count("--mpiexec-arg") == 0);
+    if (options.count("--progress") > 0) CHECK(options.at("--progress").type.empty());  // a flag everywhere
+  }
+  for (const char* command : {"cnnpar predict", "cnnpar simulate", "cnnpar trace", "cnnpar run", "cnnpar calibrate"}) {
+    INFO(command);
+    CHECK(commands.at(command).count("--nodes") == 1);
+    CHECK(commands.at(command).count("--batch") == 1);
+  }
+  CHECK(commands.at("cnnpar run").count("--lr") == 1);
+  CHECK(commands.at("cnnpar run").count("--comm-progress") == 1);
+}
+
+TEST_CASE("run shows its SGD defaults, the ones cnnpar-run uses", "[cli][help]") {
+  TempDir dir;
+  const Result r = run(dir, "run --help");
+  CHECK(r.status == 0);
+  // Caffe's and PyTorch's usual SGD settings, kept by cnnpar-run since the first executor.
+  CHECK(r.out.find("--lr FLOAT=0.01 ") != std::string::npos);
+  CHECK(r.out.find("--momentum FLOAT=0.9 ") != std::string::npos);
+  CHECK(r.out.find("--weight-decay FLOAT=0.0005 ") != std::string::npos);
+}
+
+TEST_CASE("predict and compare write CSVs with the same columns", "[cli][csv]") {
+  TempDir dir;
+  const fs::path predict_csv = dir.path() / "p.csv", a = dir.path() / "a.json", b = dir.path() / "b.json",
+                 compare_csv = dir.path() / "c.csv";
+  const std::string config = "--network lenet-5 --strategy lee --k 3 --f 1 --batch 64 ";
+  REQUIRE(run(dir, "predict " + config + "--nodes 1,4 -q --csv " + predict_csv.string()).status == 0);
+  REQUIRE(run(dir, "trace " + config + "--nodes 4 -q --out " + a.string()).status == 0);
+  REQUIRE(run(dir, "trace " + config + "--nodes 4 -q --engine simgrid --out " + b.string()).status == 0);
+  REQUIRE(run(dir, "compare -q " + a.string() + " " + b.string() + " --csv " + compare_csv.string()).status == 0);
+  // The documented header (README "One command line", docs/formats.md).
+  const std::string header =
+      "network,platform,engine,strategy,options,batch,nodes,iteration_s,compute_s,comm_s,exposed_comm_s,"
+      "overlap_ratio_percent,speedup,efficiency";
+  std::istringstream p(slurp(predict_csv)), c(slurp(compare_csv));
+  std::string line;
+  std::vector<std::string> predict_lines, compare_lines;
+  while (std::getline(p, line)) predict_lines.push_back(line);
+  while (std::getline(c, line)) compare_lines.push_back(line);
+  REQUIRE(predict_lines.size() == 3);
+  REQUIRE(compare_lines.size() == 3);
+  CHECK(predict_lines[0] == header);
+  CHECK(compare_lines[0] == header);
+  CHECK(predict_lines[2].rfind("lenet-5,cori-haswell,analytic,lee,k=3 f=1,64,4,", 0) == 0);
+  // The analytic row of compare is the same configuration on the same engine as predict's
+  // P = 4 row: equal up to the empty speedup and efficiency (no baseline in one trace).
+  const std::string predict_row = predict_lines[2].substr(0, predict_lines[2].rfind(',', predict_lines[2].rfind(',') - 1));
+  CHECK(compare_lines[1] == predict_row + ",,");
+  CHECK(compare_lines[2].rfind("lenet-5,cori-haswell,simgrid,lee,k=3 f=1,64,4,", 0) == 0);
+}
+
+TEST_CASE("terminal tables give each column one unit", "[cli]") {
+  TempDir dir;
+  const Result r = run(dir, "predict --nodes 1,128");
+  REQUIRE(r.status == 0);
+  std::istringstream lines(r.out);
+  std::string title, header, row;
+  std::getline(lines, title);
+  std::getline(lines, header);
+  // Iteration time falls from ~9 s at P = 1 (2.3 TFLOP/s, VGG-A at N = 256) to ~0.1 s at 128:
+  // one column in one unit, headed by it, and no unit in any cell.
+  CHECK(header.find("iteration s") != std::string::npos);
+  while (std::getline(lines, row)) {
+    INFO(row);
+    for (const char* unit : {" s", "ms", "us", "ns"}) CHECK(row.find(unit) == std::string::npos);
+  }
+}
+
+TEST_CASE("standard output and devices are written in place, never replaced", "[cli][outputs]") {
+  TempDir dir;
+  Result r = run(dir, "predict --nodes 1,2 --csv -");
+  REQUIRE(r.status == 0);
+  CHECK(r.out.rfind("network,platform,engine,", 0) == 0);  // the CSV alone: no table mixed in
+  // A link to /dev/null: a rename would have replaced the link (as root: the device) by a file.
+  const fs::path link = dir.path() / "null";
+  fs::create_symlink("/dev/null", link);
+  r = run(dir, "predict --nodes 1,2 -q --json " + link.string());
+  CHECK(r.status == 0);
+  CHECK(fs::is_symlink(link));
+  CHECK(fs::is_character_file("/dev/null"));
+}
+
+TEST_CASE("the SimGrid settings reach predict and trace, and refuse other engines", "[cli][simgrid]") {
+  TempDir dir;
+  // Four hosts on private 1 GBps links: slower than Cori's 8 GB/s, so the prediction must change.
+  const fs::path xml = dir.write("four.xml", R"(<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<platform version="4.1">
+  <cluster id="c" prefix="node-" suffix="" radical="0-3" speed="1Gf" bw="1GBps" lat="5us"/>
+</platform>
+)");
+  const fs::path simulated = dir.path() / "s.csv", predicted = dir.path() / "p.csv", plain = dir.path() / "n.csv";
+  const std::string config = "--network lenet-5 --strategy dp --batch 64 --nodes 4 -q ";
+  REQUIRE(run(dir, "simulate " + config + "--platform-xml " + xml.string() + " --csv " + simulated.string()).status == 0);
+  REQUIRE(run(dir, "predict --engine simgrid " + config + "--platform-xml " + xml.string() + " --csv " + predicted.string())
+              .status == 0);
+  REQUIRE(run(dir, "predict --engine simgrid " + config + "--csv " + plain.string()).status == 0);
+  CHECK(slurp(predicted) == slurp(simulated));
+  CHECK(slurp(predicted) != slurp(plain));
+  CHECK(slurp(predicted).find("four.xml (nodes of cori-haswell)") != std::string::npos);
+  const Result r = run(dir, "trace --engine simgrid " + config + "--platform-xml " + xml.string() + " --out " +
+                                (dir.path() / "t.json").string());
+  CHECK(r.status == 0);
+  expect_bad_input(dir, "predict --nodes 1,2 --platform-xml " + xml.string(), {"command line", "--platform-xml", "four.xml"});
+  TempDir empty;
+  expect_refused(empty, "trace --network-model LV08", {"command line", "--network-model", "LV08"});
+}
+
+TEST_CASE("trace --like replays the configuration of another trace", "[cli]") {
+  TempDir dir;
+  const fs::path first = dir.path() / "first.json", second = dir.path() / "second.json";
+  REQUIRE(run(dir, "trace --network lenet-5 --platform intel-xeon-fdr --strategy lee --k 3 --f 1 --batch 48 --nodes 3 "
+                   "--iterations 5 --warmup 2 --columns recomputed -q --out " + first.string())
+              .status == 0);
+  REQUIRE(run(dir, "trace -q --like " + first.string() + " --out " + second.string()).status == 0);
+  const nlohmann::json a = nlohmann::json::parse(slurp(first)), b = nlohmann::json::parse(slurp(second));
+  // The same configuration on the same deterministic engine: the same trace.
+  CHECK(b.at("metadata") == a.at("metadata"));
+  CHECK(b == a);
+  // A flag given as well wins over the trace.
+  REQUIRE(run(dir, "trace -q --like " + first.string() + " --k 2 --out " + second.string()).status == 0);
+  CHECK(nlohmann::json::parse(slurp(second)).at("metadata").at("options").at("k") == 2);
+  TempDir empty;
+  expect_refused(empty, "trace --like " + (empty.path() / "none.json").string(), {"none.json"});
+}
+
+TEST_CASE("a launcher that does not split, or a host file with srun, is bad input before anything starts", "[cli]") {
+  TempDir dir;
+  const std::string run_tiny = std::string("run --network ") + CNNPAR_SOURCE_DIR +
+                               "/tests/real/data/tiny-cifar.json --nodes 2 --batch 16 --trace " +
+                               (dir.path() / "t.json").string();
+  expect_refused(dir, run_tiny + " --mpiexec \"mpiexec 'open\"", {"command line", "--mpiexec", "mpiexec 'open"});
+  expect_refused(dir, run_tiny + " --mpiexec \"srun --mpi=pmi2\" --hostfile /etc/hostname",
+                   {"command line", "--hostfile", "/etc/hostname", "Slurm"});
 }

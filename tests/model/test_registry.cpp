@@ -82,7 +82,8 @@ TEST_CASE("run-spec: the JSON round trip keeps every field; bad specs name file,
   spec.strategy.warmup_iterations = 2;
   spec.seed = 9;
   spec.learning_rate = 0.02;
-  spec.progress = "thread";
+  spec.comm_progress = "thread";
+  spec.progress = true;
   spec.trace = "/tmp/t.json";
   const RunSpec back = run_spec_from_json(to_json(spec), "spec.json");
   CHECK(back.network == "vgg-a-32");
@@ -94,7 +95,8 @@ TEST_CASE("run-spec: the JSON round trip keeps every field; bad specs name file,
   CHECK(back.seed == 9);
   CHECK(back.learning_rate == 0.02);
   CHECK_FALSE(back.momentum.has_value());
-  CHECK(back.progress == "thread");
+  CHECK(back.comm_progress == "thread");
+  CHECK(back.progress);
   CHECK(back.trace == "/tmp/t.json");
 
   nlohmann::json bad = to_json(spec);

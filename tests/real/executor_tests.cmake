@@ -64,7 +64,7 @@ foreach(strategy dp lee)
     # mean must be at least 20 % below the first three's.
     cnnpar_mpi_check(real_trace_${strategy}_np${np} real_${strategy}_runs
                      $<TARGET_FILE:cnnpar_trace_check> ${run_out}/${strategy}_np${np}.json ${np}
-                     --loss-drop 0.2 --weights-identical --compute real --progress poll)
+                     --loss-drop 0.2 --weights-identical --compute real --comm-progress poll)
   endforeach()
   cnnpar_mpi_check(real_weights_${strategy}_np124 real_${strategy}_runs
                    $<TARGET_FILE:cnnpar_weights_compare> 1e-4
@@ -81,7 +81,7 @@ if(CNNPAR_ONEDNN AND NOT CNNPAR_SANITIZE)
                    --columns kept --trace ${run_out}/onednn_np${np}.json --weights-out ${run_out}/onednn_np${np}.bin)
     cnnpar_mpi_check(real_trace_onednn_np${np} real_onednn_runs
                      $<TARGET_FILE:cnnpar_trace_check> ${run_out}/onednn_np${np}.json ${np}
-                     --loss-drop 0.2 --weights-identical --compute real --progress poll)
+                     --loss-drop 0.2 --weights-identical --compute real --comm-progress poll)
   endforeach()
   cnnpar_mpi_check(real_weights_onednn_np124 "real_onednn_runs;real_dp_runs" $<TARGET_FILE:cnnpar_weights_compare> 1e-4
                    ${run_out}/dp_np1.bin ${run_out}/onednn_np1.bin ${run_out}/onednn_np2.bin ${run_out}/onednn_np4.bin)
@@ -102,14 +102,14 @@ cnnpar_mpi_run(real_run_tiny_defer_np2 2 real_tiny_runs ${tiny_common} --strateg
 # The plain send/recv collectives (the engines' algorithms) train like MPI's own.
 cnnpar_mpi_run(real_run_tiny_p2p_np2 2 real_tiny_runs ${tiny_common} --strategy dp_layerwise --collectives p2p
                --trace ${run_out}/tiny_p2p_np2.json --weights-out ${run_out}/tiny_p2p_np2.bin)
-cnnpar_mpi_run(real_run_tiny_thread_np2 2 real_tiny_runs ${tiny_common} --strategy dp --progress thread
+cnnpar_mpi_run(real_run_tiny_thread_np2 2 real_tiny_runs ${tiny_common} --strategy dp --comm-progress thread
                --trace ${run_out}/tiny_thread_np2.json --weights-out ${run_out}/tiny_thread_np2.bin)
 cnnpar_mpi_check(real_weights_tiny real_tiny_runs $<TARGET_FILE:cnnpar_weights_compare> 1e-4
                  ${run_out}/tiny_dp_np1.bin ${run_out}/tiny_layerwise_np2.bin ${run_out}/tiny_buckets_np2.bin
                  ${run_out}/tiny_defer_np2.bin
                  ${run_out}/tiny_thread_np2.bin)
 cnnpar_mpi_check(real_trace_tiny_thread real_tiny_runs $<TARGET_FILE:cnnpar_trace_check>
-                 ${run_out}/tiny_thread_np2.json 2 --weights-identical --progress thread)
+                 ${run_out}/tiny_thread_np2.json 2 --weights-identical --comm-progress thread)
 
 # Model and hybrid parallelism (per_layer, hybrid): the same seed and global batch on 1, 2 and 4
 # ranks train as one process of plain dp. Every rank holds only its slice of a model-parallel
@@ -221,7 +221,7 @@ add_test(NAME real_fail_bad_batch
                  ${cnnpar_mpiexec} -n 2 ${run} --network ${tiny} --batch 15)
 add_test(NAME real_fail_bad_progress
          COMMAND ${expect_fail} 30 2 "spin" 1 --
-                 ${cnnpar_mpiexec} -n 2 ${run} --network ${tiny} --progress spin)
+                 ${cnnpar_mpiexec} -n 2 ${run} --network ${tiny} --comm-progress spin)
 add_test(NAME real_fail_bad_trace_path
          COMMAND ${expect_fail} 30 2 "no-such-dir" 1 --
                  ${cnnpar_mpiexec} -n 2 ${run} --network ${tiny} --batch 16 --trace ${run_out}/no-such-dir/t.json)
@@ -310,7 +310,7 @@ target_link_libraries(cnnpar_gemm_efficiency PRIVATE cnnpar_settings cnnpar_test
 # under mpiexec and read its output back; the run also predicts and compares.
 if(TARGET cnnpar)
   add_test(NAME real_cli_run_np2
-           COMMAND $<TARGET_FILE:cnnpar> run --network ${tiny} --ranks 2 --batch 16 --iterations 3
+           COMMAND $<TARGET_FILE:cnnpar> run --network ${tiny} --nodes 2 --batch 16 --iterations 3
                    --strategy dp_layerwise --trace ${run_out}/cli_run.json --compare-json ${run_out}/cli_compare.json)
   set_tests_properties(real_cli_run_np2 PROPERTIES LABELS "real;mpi" TIMEOUT 120 FIXTURES_SETUP real_cli_runs
                        ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>"
@@ -319,7 +319,7 @@ if(TARGET cnnpar)
                    --weights-identical)
   # The run-spec hand-over carries every strategy option: per_layer with its assignment, sync and k.
   add_test(NAME real_cli_run_per_layer_np2
-           COMMAND $<TARGET_FILE:cnnpar> run --network ${tiny} --ranks 2 --batch 16 --iterations 3
+           COMMAND $<TARGET_FILE:cnnpar> run --network ${tiny} --nodes 2 --batch 16 --iterations 3
                    --strategy per_layer --assign "fc1=model,fc2=replicated" --sync chunks --k 3
                    --trace ${run_out}/cli_run_per_layer.json)
   set_tests_properties(real_cli_run_per_layer_np2 PROPERTIES LABELS "real;mpi" TIMEOUT 120 FIXTURES_SETUP real_cli_pl
@@ -366,7 +366,7 @@ if(TARGET cnnpar)
     list(GET cli_number_${case} 2 pattern)
     add_test(NAME real_fail_cli_number_${case}
              COMMAND ${expect_fail} 30 2 "${pattern}" 1 --
-                     $<TARGET_FILE:cnnpar> run --network ${tiny} --ranks 2 --batch 16 --compute sleep ${flag} ${value})
+                     $<TARGET_FILE:cnnpar> run --network ${tiny} --nodes 2 --batch 16 --compute sleep ${flag} ${value})
     set_tests_properties(real_fail_cli_number_${case} PROPERTIES LABELS "real;mpi" TIMEOUT 60
                          ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>")
   endforeach()
@@ -374,19 +374,19 @@ if(TARGET cnnpar)
   # `cnnpar run` hands --checkpoint, --checkpoint-every and --resume over in the run-spec: 4
   # iterations with checkpoints, then a resume up to 6.
   add_test(NAME real_cli_run_checkpoint
-           COMMAND $<TARGET_FILE:cnnpar> run --network ${tiny} --ranks 2 --batch 16 --iterations 4 --no-predict
+           COMMAND $<TARGET_FILE:cnnpar> run --network ${tiny} --nodes 2 --batch 16 --iterations 4 --no-predict
                    --checkpoint ${run_out}/cli_ckpt --checkpoint-every 2)
   set_tests_properties(real_cli_run_checkpoint PROPERTIES LABELS "real;mpi" TIMEOUT 120 FIXTURES_SETUP real_cli_ckpt
                        ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>")
   add_test(NAME real_cli_run_resume
-           COMMAND $<TARGET_FILE:cnnpar> run --network ${tiny} --ranks 2 --batch 16 --iterations 6
+           COMMAND $<TARGET_FILE:cnnpar> run --network ${tiny} --nodes 2 --batch 16 --iterations 6
                    --checkpoint ${run_out}/cli_ckpt --resume)
   set_tests_properties(real_cli_run_resume PROPERTIES LABELS "real;mpi" TIMEOUT 120 FIXTURES_REQUIRED real_cli_ckpt
                        ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>"
                        PASS_REGULAR_EXPRESSION "resumed from [^\n]*cli_ckpt/checkpoint.bin at iteration 4, ran to iteration 6")
   add_test(NAME real_fail_cli_seed_negative
            COMMAND ${expect_fail} 30 2 "command line: /seed: must be an integer in .*\\(value: -1\\)" 1 --
-                   $<TARGET_FILE:cnnpar> run --network ${tiny} --ranks 2 --batch 16 --seed -1)
+                   $<TARGET_FILE:cnnpar> run --network ${tiny} --nodes 2 --batch 16 --seed -1)
   add_test(NAME real_fail_seed_negative
            COMMAND ${expect_fail} 30 2 "command line: /seed: must be an integer in .*\\(value: -1\\)" 1 --
                    ${cnnpar_mpiexec} -n 2 ${run} --network ${tiny} --batch 16 --seed -1)
@@ -403,7 +403,7 @@ if(TARGET cnnpar)
   foreach(signal TERM INT)
     add_test(NAME real_fault_sig${signal}_cli_run
              COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/sigterm_run.sh ${run_out}/sig${signal} ${signal} --
-                     $<TARGET_FILE:cnnpar> run --network ${tiny} --ranks 2 --batch 16 --iterations 3000
+                     $<TARGET_FILE:cnnpar> run --network ${tiny} --nodes 2 --batch 16 --iterations 3000
                      --no-predict ${sig_args_${signal}})
     set_tests_properties(real_fault_sig${signal}_cli_run PROPERTIES LABELS "real;mpi" TIMEOUT 60
                          ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>"
@@ -413,7 +413,7 @@ if(TARGET cnnpar)
   # (PR_SET_PDEATHSIG), so no orphaned mpiexec or rank keeps running.
   add_test(NAME real_fault_sigKILL_cli_run
            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/sigterm_run.sh ${run_out}/sigKILL KILL --
-                   $<TARGET_FILE:cnnpar> run --network ${tiny} --ranks 2 --batch 16 --iterations 3000
+                   $<TARGET_FILE:cnnpar> run --network ${tiny} --nodes 2 --batch 16 --iterations 3000
                    --no-predict --compute sleep)
   set_tests_properties(real_fault_sigKILL_cli_run PROPERTIES LABELS "real;mpi" TIMEOUT 60
                        ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>"
@@ -422,8 +422,15 @@ if(TARGET cnnpar)
   add_test(NAME real_help_lists_strategy_options COMMAND ${run} --help)
   set_tests_properties(real_help_lists_strategy_options PROPERTIES LABELS "real"
                        PASS_REGULAR_EXPRESSION "--k INT[^\n]*default 9; lee, per_layer, hybrid")
+  # A launcher given as one shell-quoted string, and an MPICH host file naming this host.
+  add_test(NAME real_cli_run_hostfile_launcher
+           COMMAND sh -c "echo \"$(hostname):2\" > $1/hosts && exec $0 run --network $2 --nodes 2 --batch 16 --iterations 3 --no-predict --hostfile $1/hosts --mpiexec \"mpiexec -genv CNNPAR_LAUNCH_CHECK 'two words'\" --trace $1/launcher.json"
+                   $<TARGET_FILE:cnnpar> ${run_out} ${tiny})
+  set_tests_properties(real_cli_run_hostfile_launcher PROPERTIES LABELS "real;mpi" TIMEOUT 120
+                       ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>"
+                       PASS_REGULAR_EXPRESSION "mpiexec -genv CNNPAR_LAUNCH_CHECK two words -f [^ ]*/hosts -n 2 ")
   add_test(NAME real_cli_calibrate_np2
-           COMMAND $<TARGET_FILE:cnnpar> calibrate --network ${tiny} --ranks 2 --batch 8 --repeats 1
+           COMMAND $<TARGET_FILE:cnnpar> calibrate --network ${tiny} --nodes 2 --batch 16 --repeats 1
                    --out ${run_out}/cli_calibrated.json)
   set_tests_properties(real_cli_calibrate_np2 PROPERTIES LABELS "real;mpi" TIMEOUT 120 FIXTURES_SETUP real_cli_cal
                        ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>")

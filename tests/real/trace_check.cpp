@@ -1,4 +1,4 @@
-// trace_check TRACE.json RANKS [--loss-drop FRACTION] [--weights-identical] [--progress MODE]
+// trace_check TRACE.json RANKS [--loss-drop FRACTION] [--weights-identical] [--comm-progress MODE]
 //                                [--compute MODE]
 // Checks a trace written by cnnpar-run: it parses as a cnnpar Trace (model/trace.hpp), comes
 // from the real engine with RANKS ranks, every rank has one mark per iteration and
@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   for (int i = 3; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--loss-drop") && i + 1 < argc) loss_drop = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--weights-identical")) weights_identical = true;
-    else if (!std::strcmp(argv[i], "--progress") && i + 1 < argc) progress = argv[++i];
+    else if (!std::strcmp(argv[i], "--comm-progress") && i + 1 < argc) progress = argv[++i];
     else if (!std::strcmp(argv[i], "--compute") && i + 1 < argc) compute = argv[++i];
   }
   std::ifstream in(path);
@@ -55,9 +55,9 @@ int main(int argc, char** argv) {
   EXPECT(int(trace.ranks.size()) == ranks, "%zu ranks instead of %d", trace.ranks.size(), ranks);
   const int iterations = m.value("iterations", -1);
   EXPECT(iterations > 0, "metadata has no iterations");
-  for (const char* key : {"strategy", "options", "network", "ranks", "batch", "progress", "compute", "threads"})
+  for (const char* key : {"strategy", "options", "network", "ranks", "batch", "comm_progress", "compute", "threads"})
     EXPECT(m.contains(key), "metadata lacks '%s'", key);
-  if (!progress.empty()) EXPECT(m.value("progress", "") == progress, "progress is not %s", progress.c_str());
+  if (!progress.empty()) EXPECT(m.value("comm_progress", "") == progress, "comm_progress is not %s", progress.c_str());
   if (!compute.empty()) EXPECT(m.value("compute", "") == compute, "compute is not %s", compute.c_str());
   const double slack = 1e-6;  // clock reads within one rank are monotonic; allow rounding
   for (const cnnpar::RankTrace& r : trace.ranks) {

@@ -1,0 +1,68 @@
+// The launcher command of `cnnpar run` / `cnnpar calibrate` (--mpiexec) is split into words the
+// way a POSIX shell splits them; /bin/sh itself is the reference.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "cli/mpi_launch.hpp"
+#include "model/error.hpp"
+
+namespace {
+
+// The words /bin/sh makes of `text` (printf prints each argument on its own line, ending in '|'
+// so that empty words and trailing blanks show).
+std::vector<std::string> shell_words(const std::string& text) {
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  quoted += "'";
+  const std::string command = "sh -c 'eval \"set -- $1\"; printf \"%s|\\n\" \"$@\"' sh " + quoted;
+  std::FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string output;
+  char buffer[256];
+  while (std::fgets(buffer, sizeof buffer, pipe)) output += buffer;
+  REQUIRE(WEXITSTATUS(::pclose(pipe)) == 0);
+  std::vector<std::string> words;
+  std::size_t start = 0;
+  for (std::size_t end; (end = output.find("|\n", start)) != std::string::npos; start = end + 2)
+    words.push_back(output.substr(start, end - start));
+  return words;
+}
+
+}  // namespace
+
+TEST_CASE("a launcher command splits into the words /bin/sh makes of it", "[cli][launcher]") {
+  for (const std::string text : {"mpiexec", "srun --mpi=pmi2", "  mpiexec   -f hosts  ", "mpiexec -f 'my hosts'",
+                                 "mpiexec -genv X \"a b\"", "a\\ b c", "'x\"y'", "\"a\\\"b\"", "\"a\\\\b\"",
+                                 "\"a\\nb\"", "x''y", "'' z", "\"$HOME\"x"}) {
+    INFO(text);
+    // $ is the one difference by design: cnnpar expands nothing.
+    if (text.find('$') != std::string::npos) {
+      CHECK(cnnpar::cli::mpi_launch::split_command(text) == std::vector<std::string>{"$HOMEx"});
+      continue;
+    }
+    CHECK(cnnpar::cli::mpi_launch::split_command(text) == shell_words(text));
+  }
+}
+
+TEST_CASE("a launcher command that does not split is bad input naming --mpiexec", "[cli][launcher]") {
+  for (const std::string text : {"", "   ", "mpiexec 'open", "mpiexec \"open", "mpiexec \\"}) {
+    INFO(text);
+    CHECK_THROWS_AS(cnnpar::cli::mpi_launch::split_command(text), cnnpar::InputError);
+  }
+  CHECK_THROWS_WITH(cnnpar::cli::mpi_launch::split_command("srun 'x"), Catch::Contains("--mpiexec"));
+}
+
+TEST_CASE("the command appends the host file, -n P and the executor", "[cli][launcher]") {
+  using cnnpar::cli::mpi_launch::command;
+  CHECK(command("srun --mpi=pmi2", "", 4, "/bin/cnnpar-run", {"--spec", "s.json"}) ==
+        std::vector<std::string>{"srun", "--mpi=pmi2", "-n", "4", "/bin/cnnpar-run", "--spec", "s.json"});
+  CHECK(command("mpiexec", "/etc/hostname", 2, "x", {}) ==
+        std::vector<std::string>{"mpiexec", "-f", "/etc/hostname", "-n", "2", "x"});
+  CHECK_THROWS_WITH(command("/usr/bin/srun", "/etc/hostname", 2, "x", {}), Catch::Contains("Slurm allocation"));
+  CHECK_THROWS_WITH(command("mpiexec", "/nonexistent/hosts", 2, "x", {}), Catch::Contains("--hostfile"));
+}
