@@ -159,13 +159,14 @@ PlotStyle plot_style(std::size_t series_index) {
 
 std::string gnuplot_preamble(const std::string& title, const std::string& svg_name, const std::string& ylabel,
                              int most_nodes, bool log_y) {
-  // Log base 2 over nodes: the node counts are powers of two, evenly spaced. A log speedup
-  // axis makes linear speedup a straight line.
+  // Log base 2 over nodes: node counts usually double, so they fall evenly. Log-log makes
+  // linear speedup a straight line.
   return fmt::format(
       "set terminal svg size 760,520 dynamic font 'sans,12' background '#ffffff'\nset output {}\n"
       "set title {} noenhanced font ',10'\nset xlabel 'nodes'\nset ylabel {}\n"
       "set logscale x 2\n{}set xrange [{}:{}]\n"
-      "set key top left Left reverse noenhanced box opaque spacing 1.1\nset grid lc rgb '#dddddd'\nset border lc rgb '#333333'\n"
+      "set key top left Left reverse noenhanced box opaque spacing 1.1\n"
+      "set grid lc rgb '#dddddd'\nset border lc rgb '#333333'\n"
       "set datafile separator ','\n",
       gnuplot_quoted(svg_name), gnuplot_quoted(title), gnuplot_quoted(ylabel), log_y ? "set logscale y 2\n" : "",
       1 / kAxisMargin, kAxisMargin * std::max(most_nodes, 2));

@@ -47,8 +47,8 @@ inline constexpr double kCoincideRelative = 0.01;
 /** For each series, the first earlier one it coincides with (if any). */
 std::vector<Coincidence> coinciding_series(const StudyResult& result);
 
-/** How series i is drawn in every plot of a report: no two of the first 6 share colour, dash
- *  or point type, so identical series stay visible. */
+/** How series i is drawn in every plot of a report: the first 6 differ in colour and point
+ *  type, the first 5 in dash type too, so identical series stay visible. */
 struct PlotStyle {
   std::string colour;        ///< "#RRGGBB", Okabe–Ito without yellow
   int dash_type = 1;         ///< gnuplot dash type
