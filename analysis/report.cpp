@@ -241,9 +241,10 @@ std::string study_gnuplot(const Study& study, const StudyResult& result, const s
                                     gnuplot_quoted("paper: " + series.label), style.paper_point_type,
                                     style.colour.substr(1)));
     }
-    // A published maximum names no node count: a horizontal line, not a marker at a guessed one.
+    // A published maximum names no node count: a horizontal line, not a marker at a guessed one;
+    // sparse dots, unlike any series' dash type.
     if (series.paper_max_speedup > 0)
-      clauses.push_back(fmt::format("{} title {} with lines lw 1.5 dt 3 lc rgb '{}'", series.paper_max_speedup,
+      clauses.push_back(fmt::format("{} title {} with lines lw 1.5 dt (2,5) lc rgb '{}'", series.paper_max_speedup,
                                     gnuplot_quoted(fmt::format("paper: {} (maximum, nodes not stated)", series.label)),
                                     style.colour));
   }
