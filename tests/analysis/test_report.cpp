@@ -84,9 +84,12 @@ std::vector<std::string> plot_clauses(const std::string& script) {
   std::vector<std::string> clauses;
   std::size_t start = 0;
   bool quoted = false;
+  int depth = 0;  // commas inside "dt (2,5)" do not separate clauses
   for (std::size_t i = 0; i < command.size(); ++i) {
     if (command[i] == '\'') quoted = !quoted;
-    if (!quoted && (command[i] == ',' || command[i] == '\n')) {
+    if (!quoted && command[i] == '(') ++depth;
+    if (!quoted && command[i] == ')') --depth;
+    if (!quoted && depth == 0 && (command[i] == ',' || command[i] == '\n')) {
       clauses.push_back(command.substr(start, i - start));
       start = i + 1;
       if (command[i] == '\n') break;
