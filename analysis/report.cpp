@@ -1,8 +1,11 @@
 #include "analysis/report.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cmath>
 #include <cctype>
 #include <filesystem>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -68,8 +71,14 @@ std::string study_markdown(const Study& study, const StudyResult& result) {
   std::string md = fmt::format("# {}\n\n", study.title);
   if (!study.source.empty()) md += fmt::format("Source: {}\n\n", study.source);
   md += fmt::format("Platform `{}`; predicted by `cnnpar report --study {}` (analytic engine). "
-                    "Generated file: do not edit, regenerate.\n\n![speedup](speedup.svg)\n\n",
+                    "Generated file: do not edit, regenerate.\n\n![speedup](speedup.svg)\n\n"
+                    "The plot has log-log axes, so linear speedup (grey) is a straight line; lines with open "
+                    "markers are the prediction, filled markers the paper's published speedups",
                     study.platform, study.name);
+  const bool has_max = std::any_of(study.series.begin(), study.series.end(),
+                                   [](const StudySeries& series) { return series.paper_max_speedup > 0; });
+  md += has_max ? " and dotted horizontal lines a published maximum whose node count the paper does not state.\n\n"
+                : ".\n\n";
 
   md += "## Predicted speedup\n\n| nodes |";
   for (const SeriesResult& series : result.series) md += fmt::format(" {} |", series.label);
@@ -84,6 +93,10 @@ std::string study_markdown(const Study& study, const StudyResult& result) {
     }
     md += "\n";
   }
+  for (const Coincidence& c : coinciding_series(result))
+    md += fmt::format("\n{} and {} lie on top of each other in the plot: their speedups differ by at most "
+                      "{:.2f} % at every node count.\n",
+                      result.series[c.later].label, result.series[c.earlier].label, 100.0 * c.largest_relative);
 
   std::string comparison;
   for (std::size_t i = 0; i < study.series.size(); ++i) {
@@ -122,21 +135,123 @@ std::string gnuplot_quoted(const std::string& text) {
   }
   return quoted + "'";
 }
+
+// Okabe–Ito without its yellow (#F0E442), which is hard to read on white: distinguishable for
+// colour-blind readers too.
+constexpr std::array<std::string_view, 7> kPalette = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
+                                                      "#E69F00", "#56B4E9", "#000000"};
+// Open shapes for predictions, so two series on the same values both show their outlines; the
+// paper's markers are the filled twins (gnuplot point type + 1).
+constexpr std::array<int, 6> kOpenPointType = {6, 4, 8, 12, 10, 14};
+constexpr int kDashTypes = 5;  // gnuplot's dash types 1 (solid) to 5
+constexpr std::string_view kLinearColour = "#777777";
+// Ranges reach this factor past the data, so markers at the ends are not cut by the border.
+constexpr double kAxisMargin = 1.25;
 }  // namespace
+
+PlotStyle plot_style(std::size_t series_index) {
+  PlotStyle style;
+  style.colour = std::string(kPalette[series_index % kPalette.size()]);
+  style.dash_type = int(series_index % kDashTypes) + 1;
+  style.point_type = kOpenPointType[series_index % kOpenPointType.size()];
+  style.paper_point_type = style.point_type + 1;
+  return style;
+}
+
+std::string gnuplot_preamble(const std::string& title, const std::string& svg_name, const std::string& ylabel,
+                             int most_nodes, bool log_y) {
+  // Log base 2 over nodes: node counts usually double, so they fall evenly. Log-log makes
+  // linear speedup a straight line.
+  return fmt::format(
+      "set terminal svg size 760,520 dynamic font 'sans,12' background '#ffffff'\nset output {}\n"
+      "set title {} noenhanced font ',10'\nset xlabel 'nodes'\nset ylabel {}\n"
+      "set logscale x 2\n{}set xrange [{}:{}]\n"
+      "set key top left Left reverse noenhanced box opaque spacing 1.1\n"
+      "set grid lc rgb '#dddddd'\nset border lc rgb '#333333'\n"
+      "set datafile separator ','\n",
+      gnuplot_quoted(svg_name), gnuplot_quoted(title), gnuplot_quoted(ylabel), log_y ? "set logscale y 2\n" : "",
+      1 / kAxisMargin, kAxisMargin * std::max(most_nodes, 2));
+}
+
+std::vector<Coincidence> coinciding_series(const StudyResult& result) {
+  std::vector<Coincidence> found;
+  for (std::size_t later = 1; later < result.series.size(); ++later) {
+    for (std::size_t earlier = 0; earlier < later; ++earlier) {
+      const std::vector<SweepRow>& a = result.series[earlier].rows;
+      const std::vector<SweepRow>& b = result.series[later].rows;
+      if (a.empty() || a.size() != b.size()) continue;
+      double largest = 0;
+      bool same_nodes = true;
+      for (std::size_t i = 0; i < a.size() && same_nodes; ++i) {
+        same_nodes = a[i].nodes == b[i].nodes;
+        const double scale = std::max(std::abs(a[i].speedup), std::abs(b[i].speedup));
+        if (scale > 0) largest = std::max(largest, std::abs(a[i].speedup - b[i].speedup) / scale);
+      }
+      if (same_nodes && largest <= kCoincideRelative) {
+        found.push_back({earlier, later, largest});
+        break;  // one partner is enough to say the line is hidden
+      }
+    }
+  }
+  return found;
+}
 
 std::string study_gnuplot(const Study& study, const StudyResult& result, const std::string& svg_name) {
   const int most = study.nodes.back();
-  std::string script = fmt::format(
-      "set terminal svg size 720,480 dynamic font 'sans,12'\nset output {}\n"
-      "set title {} noenhanced font ',10'\nset xlabel 'nodes'\nset ylabel 'speedup'\nset logscale x 2\n"
-      "set key top left noenhanced\nset grid\nset datafile separator ','\nset xrange [1:{}]\n",
-      gnuplot_quoted(svg_name), gnuplot_quoted(study.title), most);
-  script += fmt::format("plot x title 'linear' with lines dashtype 2 lc rgb '#888888'");
+  std::string script = gnuplot_preamble(study.title, svg_name, "speedup", most, true);
+  // Every speedup drawn, the paper's included, fits (log axis: only positive ones can).
+  double low = 1, high = most;
+  const auto cover = [&](double speedup) {
+    if (speedup > 0 && std::isfinite(speedup)) low = std::min(low, speedup), high = std::max(high, speedup);
+  };
   for (const SeriesResult& series : result.series)
-    script += fmt::format(", {} using 7:13 skip 1 title {} with linespoints", gnuplot_quoted(series.file_stem + ".csv"),
-                          gnuplot_quoted(series.label));
-  script += "\n";
-  return script;
+    for (const SweepRow& row : series.rows) cover(row.speedup);
+  for (const StudySeries& series : study.series) {
+    for (const auto& [nodes, paper] : series.paper_speedup_at) cover(paper);
+    cover(series.paper_max_speedup);
+  }
+  script += fmt::format("set yrange [{:.6g}:{:.6g}]\n", low / kAxisMargin, high * kAxisMargin);
+  // The paper's numbers as inline data, one block per series (only node counts the study has,
+  // as in the Markdown's comparison).
+  std::string plots = fmt::format("$linear << EOD\n1,1\n{0},{0}\nEOD\n", most);
+  std::vector<std::string> clauses = {
+      fmt::format("$linear using 1:2 title 'linear' with lines lw 1.5 dt 1 lc rgb '{}'", kLinearColour)};
+  const std::vector<Coincidence> coincide = coinciding_series(result);
+  for (std::size_t i = 0; i < result.series.size(); ++i) {
+    const PlotStyle style = plot_style(i);
+    std::string title = result.series[i].label;
+    for (const Coincidence& c : coincide)
+      if (c.later == i) title += fmt::format(" (= {} within 1 %)", result.series[c.earlier].label);
+    // Columns by name: the CSV's column order is not the plot's business.
+    clauses.push_back(fmt::format("{} using 'nodes':'speedup' title {} with linespoints lw 2 dt {} pt {} ps 1.3 "
+                                  "lc rgb '{}'",
+                                  gnuplot_quoted(result.series[i].file_stem + ".csv"), gnuplot_quoted(title),
+                                  style.dash_type, style.point_type, style.colour));
+  }
+  for (std::size_t i = 0; i < study.series.size() && i < result.series.size(); ++i) {
+    const StudySeries& series = study.series[i];
+    const PlotStyle style = plot_style(i);
+    std::string points;
+    for (const auto& [nodes, paper] : series.paper_speedup_at)
+      if (row_at(result.series[i], nodes)) points += fmt::format("{},{}\n", nodes, paper);
+    if (!points.empty()) {
+      plots += fmt::format("$paper{} << EOD\n{}EOD\n", i, points);
+      // Filled, larger, drawn last and 60 % opaque (alpha byte 0x66 is transparency): the
+      // prediction beneath stays visible.
+      clauses.push_back(fmt::format("$paper{} using 1:2 title {} with points pt {} ps 2.2 lc rgb '#66{}'", i,
+                                    gnuplot_quoted("paper: " + series.label), style.paper_point_type,
+                                    style.colour.substr(1)));
+    }
+    // A published maximum names no node count: a horizontal line, not a marker at a guessed one;
+    // sparse dots, unlike any series' dash type.
+    if (series.paper_max_speedup > 0)
+      clauses.push_back(fmt::format("{} title {} with lines lw 1.5 dt (2,5) lc rgb '{}'", series.paper_max_speedup,
+                                    gnuplot_quoted(fmt::format("paper: {} (maximum, nodes not stated)", series.label)),
+                                    style.colour));
+  }
+  script += plots + "plot ";
+  for (std::size_t i = 0; i < clauses.size(); ++i) script += (i ? ", \\\n     " : "") + clauses[i];
+  return script + "\n";
 }
 
 bool write_study_report(const Study& study, const StudyResult& result, const std::string& dir, bool plot) {

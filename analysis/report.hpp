@@ -2,6 +2,7 @@
 // Study reports: every series of a study predicted over its node counts, written as CSV per
 // series, a Markdown report that sets the prediction beside the paper's published numbers,
 // and a gnuplot speedup plot (SVG).
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -21,13 +22,13 @@ struct StudyResult {
   std::vector<SeriesResult> series;
 };
 
-/** Predicts every series of `study` on engines from `make_engine`.
- *  @throws InputError for a bad network, platform or strategy option of any series. */
 /** Checks everything a study will run before any of it runs: its platform and networks load,
  *  and every series is a valid strategy at every node count (one the platform has).
  *  @throws InputError naming the study file, path and value. */
 void check_study(const Study& study);
 
+/** Predicts every series of `study` on engines from `make_engine`.
+ *  @throws InputError for a bad network, platform or strategy option of any series. */
 StudyResult run_study(const Study& study, const EngineFactory& make_engine, const SweepOptions& options = {});
 
 /** "lee k=9 f=2" -> "lee-k-9-f-2". */
@@ -36,7 +37,35 @@ std::string file_stem(const std::string& label);
 /** The Markdown report: speedup per series and node count, then prediction versus paper. */
 std::string study_markdown(const Study& study, const StudyResult& result);
 
-/** A gnuplot script that plots speedup against nodes from the CSVs beside it into `svg_name`. */
+/** Two series whose speedups agree within kCoincideRelative at every node count: drawn on top
+ *  of each other, which the key and the Markdown then say. */
+struct Coincidence {
+  std::size_t earlier = 0, later = 0;  ///< indices into StudyResult::series
+  double largest_relative = 0;         ///< max |a - b| / max(a, b) over the node counts
+};
+/// 1 %: below a pixel on the plot's log axis over 7 doublings.
+inline constexpr double kCoincideRelative = 0.01;
+/** For each series, the first earlier one it coincides with (if any). */
+std::vector<Coincidence> coinciding_series(const StudyResult& result);
+
+/** How series i is drawn in every plot of a report: the first 6 differ in colour and point
+ *  type, the first 5 in dash type too, so identical series stay visible. */
+struct PlotStyle {
+  std::string colour;        ///< "#RRGGBB", Okabe–Ito without yellow
+  int dash_type = 1;         ///< gnuplot dash type
+  int point_type = 6;        ///< gnuplot point type of the prediction (an open shape)
+  int paper_point_type = 7;  ///< the paper's markers: the filled twin
+};
+PlotStyle plot_style(std::size_t series_index);
+
+/** The common head of a report's gnuplot scripts: white SVG, log2 node axis from 1 to
+ *  `most_nodes`, log2 y axis when `log_y`, key at the top left, CSV input. */
+std::string gnuplot_preamble(const std::string& title, const std::string& svg_name, const std::string& ylabel,
+                             int most_nodes, bool log_y);
+
+/** A gnuplot script that plots speedup against nodes (log-log) from the CSVs beside it into
+ *  `svg_name`: the linear speedup line, one line per series and the paper's published values
+ *  as markers. */
 std::string study_gnuplot(const Study& study, const StudyResult& result, const std::string& svg_name);
 
 /** Writes DIR/<series>.csv, DIR/report.md, DIR/speedup.gp and, when `plot` and gnuplot runs,

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/flags.hpp"
 #include "cli/common.hpp"
 #include "model/cost.hpp"
 #include "model/error.hpp"
@@ -119,7 +120,7 @@ Runner add_list_command(CLI::App& app) {
   auto options = std::make_shared<ListOptions>();
   CLI::App* sub = app.add_subcommand("list", "list the networks, platforms, strategies and studies cnnpar knows");
   sub->add_option("what", options->what, "networks | platforms | strategies | studies (default: all)");
-  sub->add_option("--json", options->json_out, "write the lists as JSON here instead of printing them");
+  flags::json_out(*sub, options->json_out, "the lists (instead of printing them)");
   return [options] { return run_list(*options); };
 }
 

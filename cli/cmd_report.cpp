@@ -10,6 +10,7 @@
 
 #include "analysis/report.hpp"
 #include "cli/commands.hpp"
+#include "cli/flags.hpp"
 #include "cli/common.hpp"
 #include "model/error.hpp"
 #include "model/scenarios.hpp"
@@ -92,11 +93,11 @@ Runner add_report_command(CLI::App& app) {
   auto options = std::make_shared<ReportOptions>();
   CLI::App* sub = app.add_subcommand("report", "predict the studies of scenarios/studies and write reports beside the papers' numbers");
   sub->add_option("--study", options->studies, "study name (scenarios/studies) or JSON path; repeatable (default: all)");
-  sub->add_option("--out", options->out, "folder that receives one sub-folder per study (default: reports)");
+  sub->add_option("--out", options->out, "write one sub-folder per study into this folder (default: reports)");
   sub->add_flag("--no-plot", options->no_plot, "do not run gnuplot (the .gp script is still written)");
   sub->add_flag("--serial", options->serial, "one node count at a time (no threads)");
-  sub->add_flag("-q,--quiet", options->quiet, "print nothing on success");
-  sub->add_flag("--progress", options->progress, "show progress even when stderr is not a terminal");
+  flags::quiet(*sub, options->quiet);
+  flags::progress(*sub, options->progress);
   return [options] { return run_report(*options); };
 }
 

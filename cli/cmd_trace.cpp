@@ -127,7 +127,7 @@ Runner add_trace_command(CLI::App& app) {
   flags::engine(*sub, o->engine);
   flags::network_model(*sub, o->network_model);
   flags::platform_xml(*sub, o->platform_xml);
-  sub->add_option("--out,-o", o->out, "Trace JSON output")->capture_default_str();
+  sub->add_option("--out,-o", o->out, "write the Trace JSON here (- = standard output)")->capture_default_str();
   sub->add_option("--chrome", o->chrome_out, "also write a Chrome trace-event JSON here");
   sub->add_option("--like", o->like,
                   "replay the configuration of this Trace JSON (e.g. one measured by cnnpar-run): its network, "

@@ -99,9 +99,10 @@ struct Options {
 void add_options(CLI::App& app, Options& o) {
   app.description("cnnpar-run: the MPI executor of cnnpar (start it with mpiexec -n P)");
   app.set_version_flag("--version", std::string("cnnpar-run ") + CNNPAR_VERSION);
-  app.add_option("--spec", o.spec, "run-spec JSON written by `cnnpar run` (flags given as well override it)");
-  cli::flags::network(app, o.network)->description(
-      "network name (scenarios/networks, `cnnpar list networks`) or JSON path (required without --spec)");
+  app.add_option("--spec", o.spec,
+                 "run-spec JSON written by `cnnpar run` (flags given as well override it); without it, --network is "
+                 "required");
+  cli::flags::network(app, o.network);
   cli::flags::platform(app, o.platform);
   o.strategy.add(app, "dp", kExecutorRecomputesColumns);
   cli::flags::batch(app, o.batch);
@@ -130,7 +131,7 @@ void add_options(CLI::App& app, Options& o) {
   cli::flags::progress(app, o.progress);
   cli::flags::quiet(app, o.quiet);
   app.add_flag("--calibrate", o.calibrate, "measure this machine and write a platform JSON (--out)");
-  app.add_option("--out", o.out, "calibration: platform JSON to write");
+  app.add_option("--out", o.out, "write the calibrated platform JSON here (with --calibrate)");
   cli::flags::repeats(app, o.repeats);
   app.add_option("--debug-stall-rank", o.debug_stall_rank)->group("");  // test hook: rank hangs mid-run
   app.add_option("--debug-exit-rank", o.debug_exit_rank)->group("");    // test hook: rank dies mid-run

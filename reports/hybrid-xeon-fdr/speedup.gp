@@ -1,11 +1,24 @@
-set terminal svg size 720,480 dynamic font 'sans,12'
+set terminal svg size 760,520 dynamic font 'sans,12' background '#ffffff'
 set output 'speedup.svg'
-set title "VGG-A and AlexNet on Intel Xeon E5 + FDR InfiniBand (Intel note), batch 256: dp vs lee vs hybrid (data-parallel conv, model-parallel fc)" noenhanced font ',10'
+set title 'VGG-A and AlexNet on Intel Xeon E5 + FDR InfiniBand (Intel note), batch 256: dp vs lee vs hybrid (data-parallel conv, model-parallel fc)' noenhanced font ',10'
 set xlabel 'nodes'
 set ylabel 'speedup'
 set logscale x 2
-set key top left noenhanced
-set grid
+set logscale y 2
+set xrange [0.8:160]
+set key top left Left reverse noenhanced box opaque spacing 1.1
+set grid lc rgb '#dddddd'
+set border lc rgb '#333333'
 set datafile separator ','
-set xrange [1:128]
-plot x title 'linear' with lines dashtype 2 lc rgb '#888888', 'vgg-a-dp.csv' using 1:7 skip 1 title 'VGG-A dp' with linespoints, 'vgg-a-lee-k-9-f-2.csv' using 1:7 skip 1 title 'VGG-A lee k=9 f=2' with linespoints, 'vgg-a-hybrid.csv' using 1:7 skip 1 title 'VGG-A hybrid' with linespoints, 'alexnet-dp.csv' using 1:7 skip 1 title 'AlexNet dp' with linespoints, 'alexnet-lee-k-9-f-2.csv' using 1:7 skip 1 title 'AlexNet lee k=9 f=2' with linespoints, 'alexnet-hybrid.csv' using 1:7 skip 1 title 'AlexNet hybrid' with linespoints
+set yrange [0.8:160]
+$linear << EOD
+1,1
+128,128
+EOD
+plot $linear using 1:2 title 'linear' with lines lw 1.5 dt 1 lc rgb '#777777', \
+     'vgg-a-dp.csv' using 'nodes':'speedup' title 'VGG-A dp' with linespoints lw 2 dt 1 pt 6 ps 1.3 lc rgb '#0072B2', \
+     'vgg-a-lee-k-9-f-2.csv' using 'nodes':'speedup' title 'VGG-A lee k=9 f=2' with linespoints lw 2 dt 2 pt 4 ps 1.3 lc rgb '#D55E00', \
+     'vgg-a-hybrid.csv' using 'nodes':'speedup' title 'VGG-A hybrid' with linespoints lw 2 dt 3 pt 8 ps 1.3 lc rgb '#009E73', \
+     'alexnet-dp.csv' using 'nodes':'speedup' title 'AlexNet dp' with linespoints lw 2 dt 4 pt 12 ps 1.3 lc rgb '#CC79A7', \
+     'alexnet-lee-k-9-f-2.csv' using 'nodes':'speedup' title 'AlexNet lee k=9 f=2' with linespoints lw 2 dt 5 pt 10 ps 1.3 lc rgb '#E69F00', \
+     'alexnet-hybrid.csv' using 'nodes':'speedup' title 'AlexNet hybrid' with linespoints lw 2 dt 1 pt 14 ps 1.3 lc rgb '#56B4E9'

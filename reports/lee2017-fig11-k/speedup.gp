@@ -1,11 +1,26 @@
-set terminal svg size 720,480 dynamic font 'sans,12'
+set terminal svg size 760,520 dynamic font 'sans,12' background '#ffffff'
 set output 'speedup.svg'
-set title "VGG-A on Cori, batch 256, f=2: first gradient chunk k = 3, 6, 9, 12 (Lee et al. Fig. 11)" noenhanced font ',10'
+set title 'VGG-A on Cori, batch 256, f=2: first gradient chunk k = 3, 6, 9, 12 (Lee et al. Fig. 11)' noenhanced font ',10'
 set xlabel 'nodes'
 set ylabel 'speedup'
 set logscale x 2
-set key top left noenhanced
-set grid
+set logscale y 2
+set xrange [0.8:160]
+set key top left Left reverse noenhanced box opaque spacing 1.1
+set grid lc rgb '#dddddd'
+set border lc rgb '#333333'
 set datafile separator ','
-set xrange [1:128]
-plot x title 'linear' with lines dashtype 2 lc rgb '#888888', 'k-3.csv' using 1:7 skip 1 title 'k=3' with linespoints, 'k-6.csv' using 1:7 skip 1 title 'k=6' with linespoints, 'k-9.csv' using 1:7 skip 1 title 'k=9' with linespoints, 'k-12.csv' using 1:7 skip 1 title 'k=12' with linespoints
+set yrange [0.8:160]
+$linear << EOD
+1,1
+128,128
+EOD
+$paper2 << EOD
+128,62.97
+EOD
+plot $linear using 1:2 title 'linear' with lines lw 1.5 dt 1 lc rgb '#777777', \
+     'k-3.csv' using 'nodes':'speedup' title 'k=3' with linespoints lw 2 dt 1 pt 6 ps 1.3 lc rgb '#0072B2', \
+     'k-6.csv' using 'nodes':'speedup' title 'k=6' with linespoints lw 2 dt 2 pt 4 ps 1.3 lc rgb '#D55E00', \
+     'k-9.csv' using 'nodes':'speedup' title 'k=9' with linespoints lw 2 dt 3 pt 8 ps 1.3 lc rgb '#009E73', \
+     'k-12.csv' using 'nodes':'speedup' title 'k=12' with linespoints lw 2 dt 4 pt 12 ps 1.3 lc rgb '#CC79A7', \
+     $paper2 using 1:2 title 'paper: k=9' with points pt 9 ps 2.2 lc rgb '#66009E73'

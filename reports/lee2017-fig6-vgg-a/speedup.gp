@@ -1,11 +1,30 @@
-set terminal svg size 720,480 dynamic font 'sans,12'
+set terminal svg size 760,520 dynamic font 'sans,12' background '#ffffff'
 set output 'speedup.svg'
-set title "VGG-A on Cori, batch 256: Lee et al. Fig. 6 and Fig. 12 (DP, DP+Overlap, lee k=9 f=2)" noenhanced font ',10'
+set title 'VGG-A on Cori, batch 256: Lee et al. Fig. 6 and Fig. 12 (DP, DP+Overlap, lee k=9 f=2)' noenhanced font ',10'
 set xlabel 'nodes'
 set ylabel 'speedup'
 set logscale x 2
-set key top left noenhanced
-set grid
+set logscale y 2
+set xrange [0.8:160]
+set key top left Left reverse noenhanced box opaque spacing 1.1
+set grid lc rgb '#dddddd'
+set border lc rgb '#333333'
 set datafile separator ','
-set xrange [1:128]
-plot x title 'linear' with lines dashtype 2 lc rgb '#888888', 'lee-k-9-f-2.csv' using 1:7 skip 1 title 'lee k=9 f=2' with linespoints, 'dp.csv' using 1:7 skip 1 title 'DP' with linespoints, 'dp-overlap.csv' using 1:7 skip 1 title 'DP+Overlap' with linespoints, 'ddp-buckets-25mib.csv' using 1:7 skip 1 title 'DDP buckets 25MiB' with linespoints
+set yrange [0.8:160]
+$linear << EOD
+1,1
+128,128
+EOD
+$paper0 << EOD
+128,62.97
+EOD
+$paper1 << EOD
+128,19.92
+EOD
+plot $linear using 1:2 title 'linear' with lines lw 1.5 dt 1 lc rgb '#777777', \
+     'lee-k-9-f-2.csv' using 'nodes':'speedup' title 'lee k=9 f=2' with linespoints lw 2 dt 1 pt 6 ps 1.3 lc rgb '#0072B2', \
+     'dp.csv' using 'nodes':'speedup' title 'DP' with linespoints lw 2 dt 2 pt 4 ps 1.3 lc rgb '#D55E00', \
+     'dp-overlap.csv' using 'nodes':'speedup' title 'DP+Overlap' with linespoints lw 2 dt 3 pt 8 ps 1.3 lc rgb '#009E73', \
+     'ddp-buckets-25mib.csv' using 'nodes':'speedup' title 'DDP buckets 25MiB (= DP+Overlap within 1 %)' with linespoints lw 2 dt 4 pt 12 ps 1.3 lc rgb '#CC79A7', \
+     $paper0 using 1:2 title 'paper: lee k=9 f=2' with points pt 7 ps 2.2 lc rgb '#660072B2', \
+     $paper1 using 1:2 title 'paper: DP' with points pt 5 ps 2.2 lc rgb '#66D55E00'

@@ -1,11 +1,24 @@
-set terminal svg size 720,480 dynamic font 'sans,12'
+set terminal svg size 760,520 dynamic font 'sans,12' background '#ffffff'
 set output 'speedup.svg'
-set title "VGG-A on Cori, lee k=9 f=2: mini-batch 128, 256, 512 (Lee et al. Fig. 8)" noenhanced font ',10'
+set title 'VGG-A on Cori, lee k=9 f=2: mini-batch 128, 256, 512 (Lee et al. Fig. 8)' noenhanced font ',10'
 set xlabel 'nodes'
 set ylabel 'speedup'
 set logscale x 2
-set key top left noenhanced
-set grid
+set logscale y 2
+set xrange [0.8:160]
+set key top left Left reverse noenhanced box opaque spacing 1.1
+set grid lc rgb '#dddddd'
+set border lc rgb '#333333'
 set datafile separator ','
-set xrange [1:128]
-plot x title 'linear' with lines dashtype 2 lc rgb '#888888', 'n-128.csv' using 1:7 skip 1 title 'N=128' with linespoints, 'n-256.csv' using 1:7 skip 1 title 'N=256' with linespoints, 'n-512.csv' using 1:7 skip 1 title 'N=512' with linespoints
+set yrange [0.8:160]
+$linear << EOD
+1,1
+128,128
+EOD
+plot $linear using 1:2 title 'linear' with lines lw 1.5 dt 1 lc rgb '#777777', \
+     'n-128.csv' using 'nodes':'speedup' title 'N=128' with linespoints lw 2 dt 1 pt 6 ps 1.3 lc rgb '#0072B2', \
+     'n-256.csv' using 'nodes':'speedup' title 'N=256' with linespoints lw 2 dt 2 pt 4 ps 1.3 lc rgb '#D55E00', \
+     'n-512.csv' using 'nodes':'speedup' title 'N=512' with linespoints lw 2 dt 3 pt 8 ps 1.3 lc rgb '#009E73', \
+     17.82 title 'paper: N=128 (maximum, nodes not stated)' with lines lw 1.5 dt (2,5) lc rgb '#0072B2', \
+     62.97 title 'paper: N=256 (maximum, nodes not stated)' with lines lw 1.5 dt (2,5) lc rgb '#D55E00', \
+     77.97 title 'paper: N=512 (maximum, nodes not stated)' with lines lw 1.5 dt (2,5) lc rgb '#009E73'
