@@ -271,3 +271,38 @@ TEST_CASE("waits after the last mark (a final drain) count in no iteration", "[m
   CHECK(m.total_comm_s == Approx(1.5).epsilon(kTol));
   CHECK(m.overlap_ratio_percent == Approx(100.0 * 0.7 / 1.5).epsilon(kTol));
 }
+
+TEST_CASE("measurement warnings: a busy machine, a wide spread, shared memory on one host", "[compare]") {
+  // sample_trace: iterations of 1.5 s and 1.5 s (spread 0 %), Σ T_c median 0.4 s.
+  Trace measured = sample_trace();
+  Trace predicted = sample_trace();
+  CHECK(iteration_spread_percent(compute_metrics(measured)) == Approx(0).margin(kTol));
+  CHECK(measurement_warnings(&predicted, measured).empty());  // no metadata: nothing to say
+
+  // Load 1.2 on 2 cores is above half the cores (1.0); 0.9 is not.
+  measured.metadata = {{"load_average", {1.2, 1.0, 1.0}}, {"cores", 2}};
+  REQUIRE(measurement_warnings(&predicted, measured).size() == 1);
+  CHECK(measurement_warnings(&predicted, measured)[0].find("load average 1.20 on 2 cores") != std::string::npos);
+  measured.metadata["load_average"] = {0.9, 1.0, 1.0};
+  CHECK(measurement_warnings(&predicted, measured).empty());
+
+  // Both ranks on one host: the warning needs measured Σ T_c (0.4 s) above twice the
+  // predicted; a prediction with every collective 10× shorter has Σ T_c 0.04 s.
+  measured.metadata["hosts"] = {"n1", "n1"};
+  CHECK(measurement_warnings(&predicted, measured).empty());  // 0.4 s is not above 2 × 0.4 s
+  for (RankTrace& rank : predicted.ranks)
+    for (CollectiveRecord& c : rank.collectives) c.comm_end_s = c.comm_start_s + (c.comm_end_s - c.comm_start_s) / 10;
+  REQUIRE(measurement_warnings(&predicted, measured).size() == 1);
+  CHECK(measurement_warnings(&predicted, measured)[0].find("all 2 ranks ran on one host (n1)") != std::string::npos);
+  measured.metadata["hosts"] = {"n1", "n2"};
+  CHECK(measurement_warnings(&predicted, measured).empty());
+  CHECK(measurement_warnings(nullptr, measured).empty());
+
+  // Rank 1's last mark 1.5 s later: its iteration 2 takes 5.0 − 2.5 = 2.5 s, so iterations
+  // of 1.5 s and 2.5 s (max over ranks), median 2.0 s,
+  // spread 100 · (2.5 − 1.5) / 2.0 = 50 % (> 10 %).
+  measured.ranks[1].marks[2].time_s = 5.0;
+  CHECK(iteration_spread_percent(compute_metrics(measured)) == Approx(50).epsilon(kTol));
+  REQUIRE(measurement_warnings(nullptr, measured).size() == 1);
+  CHECK(measurement_warnings(nullptr, measured)[0].find("spread 50.0 %") != std::string::npos);
+}
