@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -347,15 +348,21 @@ std::map<std::string, HelpOption> help_options(const TempDir& dir, const std::st
     }
     pending.clear();
     if (line.rfind("  -", 0) != 0) continue;
-    const std::size_t gap = line.find("  ", 2);
-    const std::string names = line.substr(2, gap == std::string::npos ? std::string::npos : gap - 2);
-    std::string help = gap == std::string::npos ? "" : line.substr(line.find_first_not_of(' ', gap));
-    const std::size_t space = names.find(' ');
-    std::string type = space == std::string::npos ? "" : names.substr(space + 1);
-    type = type.substr(0, type.find('='));  // the default may differ between commands
-    type = type.substr(0, type.find(" REQUIRED"));
-    std::string name = names.substr(0, space);
-    name = name.substr(name.rfind(',') == std::string::npos ? 0 : name.rfind(',') + 1);
+    // NAMES [TYPE[=DEFAULT]] [REQUIRED | ...] HELP; the help follows after one space when the
+    // names are long, else after the padding.
+    std::istringstream words(line);
+    std::string names, word, type, help;
+    words >> names;
+    std::streampos rest = words.tellg();
+    if (words >> word && !word.empty() && std::isupper(static_cast<unsigned char>(word[0])) &&
+        word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ") == std::min(word.find('='), word.size())) {
+      type = word.substr(0, word.find('='));  // the default may differ between commands
+      rest = words.tellg();
+      while (words >> word && (word == "REQUIRED" || word == "...")) rest = words.tellg();
+    }
+    help = rest == std::streampos(-1) ? "" : line.substr(std::size_t(rest));
+    help = help.empty() ? "" : help.substr(std::min(help.size(), help.find_first_not_of(' ')));
+    std::string name = names.substr(names.rfind(',') == std::string::npos ? 0 : names.rfind(',') + 1);
     if (name == "--help" || name == "--version") continue;
     options[name] = {type, help};
     if (help.empty()) pending = name;
