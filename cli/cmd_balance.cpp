@@ -10,9 +10,9 @@
 
 #include <fmt/format.h>
 
-#include "analysis/sweep.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/flags.hpp"
 #include "model/balance.hpp"
 #include "model/error.hpp"
 #include "model/limits.hpp"
@@ -26,7 +26,7 @@ struct BalanceOptions {
   std::string network = kDefaultNetwork;
   std::string platform = kDefaultPlatform;
   std::int64_t batch = 256;
-  std::string nodes = "8";  ///< one node count, parsed like predict's --nodes
+  std::string nodes = "8";  ///< one node count (flags::parse_one_node_count)
   std::string json_out, csv_out;
   bool quiet = false;
 };
@@ -113,10 +113,7 @@ int run_balance(const BalanceOptions& o) {
   check_output_path(o.csv_out, "--csv");
   if (o.batch < 1 || o.batch > limits::kMaxBatch)
     throw InputError("command line", "--batch", std::to_string(o.batch), fmt::format("must be in [1, {}]", limits::kMaxBatch));
-  // One count, not predict's list; its range check is predict's.
-  if (o.nodes.empty() || o.nodes.find_first_not_of("0123456789") != std::string::npos)
-    throw InputError("command line", "--nodes", o.nodes, "expected one node count, a whole number such as 8");
-  const int nodes = parse_node_list(o.nodes, "command line", "--nodes").front();
+  const int nodes = flags::parse_one_node_count(o.nodes);
   // The balance equations take MB_node = MB / nodes images per node (Intel note, Eq. 2).
   if (o.batch % nodes != 0)
     throw InputError("command line", "--batch", fmt::format("{} over {} nodes", o.batch, nodes),
@@ -146,7 +143,7 @@ int run_balance(const BalanceOptions& o) {
   if (!o.csv_out.empty()) outputs.file(o.csv_out, balance_csv(network.name, platform.name, o.batch, nodes, layers));
   outputs.commit();
 
-  if (!o.quiet) {
+  if (!o.quiet && o.json_out != "-" && o.csv_out != "-") {  // not into JSON or CSV on standard output
     std::string text = fmt::format("{} on {}: batch {} images over {} node{} = {} images per node\n", network.name,
                                    platform.name, o.batch, nodes, nodes == 1 ? "" : "s", o.batch / nodes);
     text += fmt::format("system ratio {:.1f} FLOP/byte = peak {:g} GFLOP/s / link {:g} GB/s per node; a scheme is\n"
@@ -167,15 +164,13 @@ Runner add_balance_command(CLI::App& app) {
       "balance",
       "Intel balance equations: per conv/fc layer, whether data or model parallelism stays compute bound at a node "
       "count, and which one the Intel note chooses");
-  sub->add_option("--network", o->network, "network name or JSON path")->capture_default_str();
-  sub->add_option("--platform", o->platform, "platform name or JSON path (the Intel note's Figure 1 is shown for "
-                                             "intel-xeon-fdr, intel-xeon-10gbe and intel-xeon-phi-opa)")
-      ->capture_default_str();
-  sub->add_option("--batch", o->batch, "global mini-batch MB (images)")->capture_default_str();
-  sub->add_option("--nodes", o->nodes, "one node count; images per node = batch / nodes")->capture_default_str();
-  sub->add_option("--json", o->json_out, "write the tables as JSON here");
-  sub->add_option("--csv", o->csv_out, "write one row per layer as CSV here");
-  sub->add_flag("--quiet,-q", o->quiet, "print nothing on success");
+  flags::network(*sub, o->network);
+  flags::platform(*sub, o->platform);
+  flags::batch(*sub, o->batch);
+  flags::nodes(*sub, o->nodes);
+  flags::json_out(*sub, o->json_out, "the per-layer table (and the note's Figure 1 on its systems)");
+  flags::csv_out(*sub, o->csv_out, "one row per layer");
+  flags::quiet(*sub, o->quiet);
   return [o] { return run_balance(*o); };
 }
 
