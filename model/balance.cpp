@@ -1,6 +1,10 @@
 #include "model/balance.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
+
+#include <fmt/format.h>
 
 #include "model/error.hpp"
 
@@ -37,12 +41,17 @@ double model_parallel_node_limit(double ofm, double kernel_w, double kernel_h, d
   return 0.75 * ofm * kernel_w * kernel_h * feature_size_ratio / system_ratio_value;
 }
 
+std::int64_t max_data_parallel_nodes(std::int64_t global_batch, std::int64_t min_images_per_node) {
+  CNNPAR_ASSERT(global_batch >= 1 && min_images_per_node >= 1, "max_data_parallel_nodes: positive counts");
+  return std::max<std::int64_t>(1, global_batch / min_images_per_node);
+}
+
 std::int64_t max_model_parallel_nodes(double ofm, double kernel_w, double kernel_h, double feature_size_ratio,
                                       double system_ratio_value) {
   const double limit = model_parallel_node_limit(ofm, kernel_w, kernel_h, feature_size_ratio, system_ratio_value);
-  // Largest integer n with n < limit.
+  // Largest integer n with n < limit; one node never communicates, so at least 1.
   const double below = std::ceil(limit) - 1.0;
-  return std::max<std::int64_t>(0, std::int64_t(below));
+  return std::max<std::int64_t>(1, std::int64_t(below));
 }
 
 bool prefer_model_parallel(double input_w, double input_h, double minibatch, double ofm, double kernel_w,
@@ -52,7 +61,8 @@ bool prefer_model_parallel(double input_w, double input_h, double minibatch, dou
 
 std::vector<LayerBalance> network_balance(const Network& network, const Platform& platform,
                                           std::int64_t global_batch, int nodes) {
-  CNNPAR_ASSERT(nodes >= 1, "network_balance: nodes >= 1");
+  CNNPAR_ASSERT(nodes >= 1 && global_batch >= 1, "network_balance: nodes and batch >= 1");
+  CNNPAR_ASSERT(global_batch % nodes == 0, "network_balance: the caller checks that nodes divide the batch");
   const double sys = system_ratio(platform.nodes.peak_flops, platform.network.bandwidth_Bps);
   std::vector<LayerBalance> out;
   for (std::size_t i = 0; i < network.layers.size(); ++i) {
@@ -65,27 +75,35 @@ std::vector<LayerBalance> network_balance(const Network& network, const Platform
     if (layer.spec.kind == LayerKind::conv) {
       b.ifm = double(layer.in.c);
       b.ofm = double(layer.out.c);
-      b.kernel_w = double(layer.spec.kernel_w);
-      b.kernel_h = double(layer.spec.kernel_h);
-      b.in_w = double(layer.in.w);
-      b.in_h = double(layer.in.h);
-      b.out_w = double(layer.out.w);
-      b.out_h = double(layer.out.h);
-      b.feature_size_ratio = (b.out_w * b.out_h) / (b.in_w * b.in_h);
+      b.kernel_w_px = double(layer.spec.kernel_w);
+      b.kernel_h_px = double(layer.spec.kernel_h);
+      b.in_w_px = double(layer.in.w);
+      b.in_h_px = double(layer.in.h);
+      b.out_w_px = double(layer.out.w);
+      b.out_h_px = double(layer.out.h);
+      b.feature_size_ratio = (b.out_w_px * b.out_h_px) / (b.in_w_px * b.in_h_px);
     } else {
       b.ifm = double(layer.in.elements());
       b.ofm = double(layer.out.elements());
     }
-    b.forward_flops = balance_forward_flops(b.ifm, b.ofm, b.kernel_w, b.kernel_h, b.out_w, b.out_h);
-    b.mb_node = double(global_batch) / double(nodes);
-    b.data_ratio_overlap = data_parallel_ratio(b.out_w, b.out_h, b.mb_node, true);
-    b.data_ratio_no_overlap = data_parallel_ratio(b.out_w, b.out_h, b.mb_node, false);
+    b.forward_flop_per_image = balance_forward_flops(b.ifm, b.ofm, b.kernel_w_px, b.kernel_h_px, b.out_w_px, b.out_h_px);
+    b.images_per_node = double(global_batch / nodes);
     b.system_ratio = sys;
-    b.min_data_points = min_data_points_per_node(sys, b.out_w, b.out_h);
-    b.data_parallel_scales = b.data_ratio_overlap >= sys;
-    b.model_parallel_limit = model_parallel_node_limit(b.ofm, b.kernel_w, b.kernel_h, b.feature_size_ratio, sys);
-    b.max_model_nodes = max_model_parallel_nodes(b.ofm, b.kernel_w, b.kernel_h, b.feature_size_ratio, sys);
-    b.prefer_model = prefer_model_parallel(b.in_w, b.in_h, double(global_batch), b.ofm, b.kernel_w, b.kernel_h);
+
+    b.dp_ratio = data_parallel_ratio(b.out_w_px, b.out_h_px, b.images_per_node, true);
+    b.dp_ratio_no_overlap = data_parallel_ratio(b.out_w_px, b.out_h_px, b.images_per_node, false);
+    b.dp_min_images_per_node = min_data_points_per_node(sys, b.out_w_px, b.out_h_px);
+    b.dp_max_nodes = max_data_parallel_nodes(global_batch, b.dp_min_images_per_node);
+    // With whole images per node this is dp_ratio >= sys, except that one node never communicates.
+    b.dp_compute_bound = nodes <= b.dp_max_nodes;
+
+    b.mp_ratio = model_parallel_ratio(b.ofm, b.kernel_w_px, b.kernel_h_px, b.feature_size_ratio, double(nodes));
+    b.mp_node_limit = model_parallel_node_limit(b.ofm, b.kernel_w_px, b.kernel_h_px, b.feature_size_ratio, sys);
+    b.mp_max_nodes = max_model_parallel_nodes(b.ofm, b.kernel_w_px, b.kernel_h_px, b.feature_size_ratio, sys);
+    b.mp_compute_bound = nodes <= b.mp_max_nodes;
+
+    b.prefer_model = prefer_model_parallel(b.in_w_px, b.in_h_px, double(global_batch), b.ofm, b.kernel_w_px,
+                                           b.kernel_h_px);
     out.push_back(b);
   }
   return out;
@@ -97,23 +115,69 @@ nlohmann::json to_json(const LayerBalance& b) {
           {"kind", to_string(b.kind)},
           {"ifm", b.ifm},
           {"ofm", b.ofm},
-          {"kernel_w", b.kernel_w},
-          {"kernel_h", b.kernel_h},
-          {"in_w", b.in_w},
-          {"in_h", b.in_h},
-          {"out_w", b.out_w},
-          {"out_h", b.out_h},
+          {"kernel_w_px", b.kernel_w_px},
+          {"kernel_h_px", b.kernel_h_px},
+          {"in_w_px", b.in_w_px},
+          {"in_h_px", b.in_h_px},
+          {"out_w_px", b.out_w_px},
+          {"out_h_px", b.out_h_px},
           {"feature_size_ratio", b.feature_size_ratio},
-          {"forward_flops", b.forward_flops},
-          {"mb_node", b.mb_node},
-          {"data_ratio_overlap", b.data_ratio_overlap},
-          {"data_ratio_no_overlap", b.data_ratio_no_overlap},
-          {"system_ratio", b.system_ratio},
-          {"min_data_points", b.min_data_points},
-          {"data_parallel_scales", b.data_parallel_scales},
-          {"model_parallel_limit", b.model_parallel_limit},
-          {"max_model_nodes", b.max_model_nodes},
-          {"prefer_model", b.prefer_model}};
+          {"forward_flop_per_image", b.forward_flop_per_image},
+          {"images_per_node", b.images_per_node},
+          {"system_ratio_flop_per_byte", b.system_ratio},
+          {"dp_ratio_flop_per_byte", b.dp_ratio},
+          {"dp_ratio_no_overlap_flop_per_byte", b.dp_ratio_no_overlap},
+          {"dp_min_images_per_node", b.dp_min_images_per_node},
+          {"dp_max_nodes", b.dp_max_nodes},
+          {"dp_compute_bound", b.dp_compute_bound},
+          {"mp_ratio_flop_per_byte", b.mp_ratio},
+          {"mp_node_limit", b.mp_node_limit},
+          {"mp_max_nodes", b.mp_max_nodes},
+          {"mp_compute_bound", b.mp_compute_bound},
+          {"choice", b.prefer_model ? "model" : "data"},
+          {"choice_compute_bound", b.choice_compute_bound()}};
+}
+
+namespace {
+// RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled.
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+}  // namespace
+
+std::string balance_csv(const std::string& network, const std::string& platform, std::int64_t global_batch,
+                        int nodes, const std::vector<LayerBalance>& layers) {
+  std::string out =
+      "network,platform,batch,nodes,layer,kind,ifm,ofm,kernel_w_px,kernel_h_px,in_w_px,in_h_px,out_w_px,out_h_px,"
+      "feature_size_ratio,forward_flop_per_image,images_per_node,system_ratio_flop_per_byte,dp_ratio_flop_per_byte,"
+      "dp_ratio_no_overlap_flop_per_byte,dp_min_images_per_node,dp_max_nodes,dp_compute_bound,mp_ratio_flop_per_byte,"
+      "mp_node_limit,mp_max_nodes,mp_compute_bound,choice,choice_compute_bound\n";
+  const std::string prefix = fmt::format("{},{},{},{},", csv_field(network), csv_field(platform), global_batch, nodes);
+  for (const LayerBalance& b : layers)
+    out += prefix + fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},"
+                                "{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                                csv_field(b.name), to_string(b.kind), b.ifm, b.ofm, b.kernel_w_px, b.kernel_h_px,
+                                b.in_w_px, b.in_h_px, b.out_w_px, b.out_h_px, b.feature_size_ratio,
+                                b.forward_flop_per_image, b.images_per_node, b.system_ratio, b.dp_ratio,
+                                b.dp_ratio_no_overlap, b.dp_min_images_per_node, b.dp_max_nodes, b.dp_compute_bound,
+                                b.mp_ratio, b.mp_node_limit, b.mp_max_nodes, b.mp_compute_bound,
+                                b.prefer_model ? "model" : "data", b.choice_compute_bound());
+  return out;
+}
+
+int intel_note_system_index(const Platform& platform) {
+  const auto same = [](double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)); };
+  for (std::size_t s = 0; s < std::size(kIntelNoteSystems); ++s)
+    if (same(platform.nodes.peak_flops, kIntelNoteSystems[s].peak_flops) &&
+        same(platform.network.bandwidth_Bps, kIntelNoteSystems[s].bandwidth_Bps))
+      return int(s);
+  return -1;
 }
 
 }  // namespace cnnpar

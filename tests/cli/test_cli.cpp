@@ -214,13 +214,10 @@ TEST_CASE("predict writes JSON and CSV", "[cli]") {
   CHECK(std::count(text.begin(), text.end(), '\n') == 4);  // header + 3 rows
 }
 
-TEST_CASE("help, balance, trace and compare run", "[cli]") {
+TEST_CASE("help, trace and compare run", "[cli]") {
   TempDir dir;
   CHECK(run(dir, "--help").status == 0);
   CHECK(run(dir, "predict --help").status == 0);
-  const Result balance = run(dir, "balance");
-  CHECK(balance.status == 0);
-  CHECK(balance.out.find("1500") != std::string::npos);  // F1 on Xeon + 10GbE, from the note
   const fs::path trace = dir.path() / "t.json", chrome = dir.path() / "c.json";
   REQUIRE(run(dir, "trace --nodes 4 --out " + trace.string() + " --chrome " + chrome.string()).status == 0);
   CHECK(nlohmann::json::parse(slurp(chrome)).at("traceEvents").size() > 0);
@@ -232,6 +229,55 @@ TEST_CASE("help, balance, trace and compare run", "[cli]") {
   CHECK(bad.status == 2);
   CHECK(bad.err.find(broken.string()) != std::string::npos);
   CHECK(run(dir, "predict --no-such-option").status == 2);
+}
+
+TEST_CASE("balance: legend, Figure 1 only on the note's systems, CSV and JSON", "[cli][balance]") {
+  TempDir dir;
+  const auto count = [](const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  // The README's `cnnpar balance` (VGG-A on Cori): every column header is explained in the legend
+  // (named once in the header, once in the legend), and Cori is none of the note's systems.
+  const Result plain = run(dir, "balance");
+  CHECK(plain.status == 0);
+  for (const std::string column : {"DP FLOP/byte", "DP min img/node", "DP max nodes", "MP FLOP/byte", "MP max nodes"})
+    CHECK(count(plain.out, column) >= 2);
+  CHECK(plain.out.find("Figure 1:") == std::string::npos);
+  CHECK(plain.out.find("Xeon + 10Gb Ethernet") == std::string::npos);
+
+  // On the note's Xeon + 10GbE: Figure 1 with that column marked; F1 needs ⌈2250 / 1.5⌉ = 1500.
+  const fs::path csv = dir.path() / "b.csv", json = dir.path() / "b.json";
+  const Result note = run(dir, "balance --network alexnet --nodes 32 --platform intel-xeon-10gbe --csv " + csv.string() +
+                                   " --json " + json.string());
+  REQUIRE(note.status == 0);
+  CHECK(note.out.find("* Xeon + 10Gb Ethernet") != std::string::npos);
+  CHECK(note.out.find("1500") != std::string::npos);
+  // conv3 at 32 nodes: the note's choice (data) and that it is comm bound there (1.5·13·13·8 = 2028 < 2250).
+  const std::size_t conv3 = note.out.find("\nconv3 ");
+  REQUIRE(conv3 != std::string::npos);
+  const std::string conv3_line = note.out.substr(conv3 + 1, note.out.find('\n', conv3 + 1) - conv3 - 1);
+  CHECK(conv3_line.find("data, comm bound") != std::string::npos);
+
+  // CSV: header + AlexNet's 8 conv/fc layers, the run's columns first.
+  const std::string table = slurp(csv);
+  CHECK(count(table, "\n") == 9);
+  CHECK(table.rfind("network,platform,batch,nodes,layer,", 0) == 0);
+  CHECK(table.find("\nalexnet,intel-xeon-10gbe,256,32,conv3,conv,") != std::string::npos);
+  // JSON: the same rows, and Figure 1 naming this platform's column.
+  const nlohmann::json document = nlohmann::json::parse(slurp(json));
+  CHECK(document.at("layers").size() == 8);
+  CHECK(document.at("intel_figure_1").at("this_platform") == "Xeon + 10Gb Ethernet");
+  CHECK(document.at("layers")[2].at("dp_min_images_per_node") == 9);  // ⌈2250 / (1.5·169)⌉
+  // Off the note's systems there is no Figure 1 in the JSON either.
+  REQUIRE(run(dir, "balance -q --json " + json.string()).status == 0);
+  CHECK(nlohmann::json::parse(slurp(json)).at("intel_figure_1").is_null());
+
+  // Bad input: status 2, one line naming the flag and value, neither output written.
+  expect_bad_input(dir, "balance --nodes abc", {"--nodes", "(value: abc)"});
+  expect_bad_input(dir, "balance --nodes 1-4", {"--nodes", "one node count", "(value: 1-4)"});
+  expect_bad_input(dir, "balance --nodes 0", {"--nodes", "(value: 0)"});
 }
 
 TEST_CASE("per_layer assignments that cannot be built", "[cli]") {
