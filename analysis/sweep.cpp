@@ -12,6 +12,7 @@
 
 #include "model/error.hpp"
 #include "model/limits.hpp"
+#include "model/output_files.hpp"
 #include "model/strategies/registry.hpp"
 #include "model/units.hpp"
 
@@ -183,12 +184,6 @@ ConfigColumns config_columns(const Trace& trace) {
   return config;
 }
 
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
-}
 
 std::string row_csv_line(const ConfigColumns& c, const SweepRow& r, bool with_speedup) {
   return fmt::format("{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{},{}\n", csv_field(c.network),

@@ -74,8 +74,6 @@ ConfigColumns config_columns(const Trace& trace);
 /** The header of every row CSV (predict, simulate, report series, compare): the configuration
  *  columns, then `nodes` and the metrics of SweepRow under their field names. */
 extern const char* const kRowCsvHeader;
-/** One CSV field, quoted as RFC 4180 says when it holds a comma, a quote or a line break. */
-std::string csv_field(const std::string& text);
 /** One row CSV line ("\n"-terminated). Speedup and efficiency are left empty when `with_speedup`
  *  is false (a single measured configuration has no baseline). */
 std::string row_csv_line(const ConfigColumns& config, const SweepRow& row, bool with_speedup = true);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "model/error.hpp"
+#include "model/output_files.hpp"
 
 namespace cnnpar {
 
@@ -137,19 +138,6 @@ nlohmann::json to_json(const LayerBalance& b) {
           {"choice", b.prefer_model ? "model" : "data"},
           {"choice_compute_bound", b.choice_compute_bound()}};
 }
-
-namespace {
-// RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled.
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (char c : text) {
-    if (c == '"') quoted += '"';
-    quoted += c;
-  }
-  return quoted + "\"";
-}
-}  // namespace
 
 std::string balance_csv(const std::string& network, const std::string& platform, std::int64_t global_batch,
                         int nodes, const std::vector<LayerBalance>& layers) {

@@ -70,6 +70,13 @@ void write_stream(const std::string& path, const void* data, std::size_t bytes) 
 
 }  // namespace
 
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
 bool is_stream_output(const std::string& path) {
   if (path == "-") return true;
   std::error_code ec;

@@ -8,6 +8,10 @@
 
 namespace cnnpar {
 
+/** One CSV field, quoted as RFC 4180 says when it holds a comma, a quote or a line break
+ *  (its quotes doubled). Every CSV cnnpar writes quotes its text fields with this. */
+std::string csv_field(const std::string& text);
+
 /** True for "-" (standard output) and for an existing path that is neither a regular file nor
  *  a folder (a device, a FIFO, /dev/stdout): such outputs are written as they are, never
  *  staged and renamed, which would replace the device by a regular file. */

@@ -12,6 +12,7 @@
 #include "analysis/metrics.hpp"
 #include "analysis/sweep.hpp"
 #include "model/error.hpp"
+#include "model/output_files.hpp"
 #include "model/units.hpp"
 
 using namespace cnnpar;

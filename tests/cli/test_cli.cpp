@@ -401,7 +401,7 @@ std::map<std::string, HelpOption> help_options(const TempDir& dir, const std::st
     words >> names;
     std::streampos rest = words.tellg();
     if (words >> word && !word.empty() && std::isupper(static_cast<unsigned char>(word[0])) &&
-        word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ") == std::min(word.find('='), word.size())) {
+        word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ") >= std::min(word.find('='), word.size())) {
       type = word.substr(0, word.find('='));  // the default may differ between commands
       rest = words.tellg();
       while (words >> word && (word == "REQUIRED" || word == "...")) rest = words.tellg();
