@@ -93,15 +93,10 @@ int run(const RunOptions& o) {
   // Validate the configuration here first, so bad input is reported before mpiexec starts.
   const std::string file = "command line";
   const int nodes = flags::parse_one_node_count(o.nodes);
-  check_run_number(RunNumber::timeout_s, o.timeout_s, file, "/timeout-s");
-  check_run_number(RunNumber::concurrency, o.concurrency, file, "/concurrency");
-  check_run_number(RunNumber::checkpoint_every, o.checkpoint_every, file, "/checkpoint-every");
-  check_run_number(RunNumber::learning_rate, o.lr, file, "/lr");
-  check_run_number(RunNumber::momentum, o.momentum, file, "/momentum");
-  check_run_number(RunNumber::weight_decay, o.weight_decay, file, "/weight-decay");
-  check_run_number(RunNumber::poll_interval_us, o.poll_interval_us, file, "/poll-interval-us");
+  check_run_numbers({o.lr, o.momentum, o.weight_decay, o.timeout_s, o.poll_interval_us, double(o.concurrency),
+                     double(o.checkpoint_every), double(o.threads)},
+                    file);
   check_gemm_backend_name(o.gemm, file, "/gemm");
-  check_run_number(RunNumber::threads, o.threads, file, "/threads");
   // Outputs are checked before mpiexec starts, not found unwritable after the run.
   check_output_path(o.trace_out, "--trace");
   check_output_path(o.weights_out, "--weights-out");

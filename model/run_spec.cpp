@@ -54,6 +54,17 @@ void check_run_number(RunNumber which, double value, const std::string& file, co
   if (reason != nullptr) throw InputError(file, path, fmt::format("{}", value), reason);
 }
 
+void check_run_numbers(const RunNumbers& n, const std::string& file) {
+  check_run_number(RunNumber::learning_rate, n.learning_rate, file, "/lr");
+  check_run_number(RunNumber::momentum, n.momentum, file, "/momentum");
+  check_run_number(RunNumber::weight_decay, n.weight_decay, file, "/weight-decay");
+  check_run_number(RunNumber::timeout_s, n.timeout_s, file, "/timeout-s");
+  check_run_number(RunNumber::poll_interval_us, n.poll_interval_us, file, "/poll-interval-us");
+  check_run_number(RunNumber::concurrency, n.concurrency, file, "/concurrency");
+  check_run_number(RunNumber::checkpoint_every, n.checkpoint_every, file, "/checkpoint-every");
+  check_run_number(RunNumber::threads, n.threads, file, "/threads");
+}
+
 void check_gemm_backend_name(const std::string& text, const std::string& file, const std::string& path) {
   if (text != "openblas" && text != "onednn") throw InputError(file, path, text, "expected openblas or onednn");
 }

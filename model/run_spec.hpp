@@ -64,6 +64,16 @@ enum class RunNumber {
 /** @throws InputError(file, path, value, reason) when `value` is outside the range of `which`. */
 void check_run_number(RunNumber which, double value, const std::string& file, const std::string& path);
 
+/** The ranged numbers a run is started with (cnnpar run's and cnnpar-run's flags alike). */
+struct RunNumbers {
+  double learning_rate = kDefaultLearningRate, momentum = kDefaultMomentum, weight_decay = kDefaultWeightDecay;
+  double timeout_s = 60, poll_interval_us = kDefaultPollIntervalUs;
+  double concurrency = 0, checkpoint_every = 0, threads = 0;
+};
+/** check_run_number on each, named by its flag ("/lr", "/timeout-s", ...).
+ *  @throws InputError(file, "/FLAG", value, reason) for the first out of range. */
+void check_run_numbers(const RunNumbers& numbers, const std::string& file);
+
 /** The GEMM back-ends cnnpar-run knows ("openblas" | "onednn"; whether this build has oneDNN
  *  is cnnpar-run's check). @throws InputError(file, path, text, reason) for another name. */
 void check_gemm_backend_name(const std::string& text, const std::string& file, const std::string& path);

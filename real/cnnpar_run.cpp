@@ -184,17 +184,12 @@ void apply_run_spec(const CLI::App& app, Options& o) {
 void check_numbers(const CLI::App& app, Options& o) {
   const std::string file = "command line";
   if (app.count("--seed") > 0) o.seed = parse_seed(o.seed_text, file, "/seed");
-  check_run_number(RunNumber::learning_rate, o.lr, file, "/lr");
-  check_run_number(RunNumber::momentum, o.momentum, file, "/momentum");
-  check_run_number(RunNumber::weight_decay, o.weight_decay, file, "/weight-decay");
-  check_run_number(RunNumber::timeout_s, o.timeout_s, file, "/timeout-s");
-  check_run_number(RunNumber::poll_interval_us, o.poll_interval_us, file, "/poll-interval-us");
-  check_run_number(RunNumber::concurrency, o.collective_concurrency, file, "/concurrency");
-  check_run_number(RunNumber::checkpoint_every, o.checkpoint_every, file, "/checkpoint-every");
+  check_run_numbers({o.lr, o.momentum, o.weight_decay, o.timeout_s, o.poll_interval_us,
+                     double(o.collective_concurrency), double(o.checkpoint_every), double(o.threads)},
+                    file);
   if (app.count("--gemm-tile-columns") > 0)
     check_run_number(RunNumber::gemm_tile_columns, double(o.gemm_tile_columns), file, "/gemm-tile-columns");
   check_run_number(RunNumber::repeats, o.repeats, file, "/repeats");
-  check_run_number(RunNumber::threads, o.threads, file, "/threads");
   if (o.batch < 1) throw InputError(file, "/batch", std::to_string(o.batch), "must be an integer >= 1");
 }
 
