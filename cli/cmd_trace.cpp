@@ -52,8 +52,9 @@ void apply_like(const std::string& path, const CLI::App& command, ScenarioOption
   const auto text = [&](const char* key, const std::string& fallback) {
     return metadata.has(key) ? metadata.at(key).as_string() : fallback;
   };
-  if (!given("--network")) scenario.network = text("network", scenario.network);
-  if (!given("--platform")) scenario.platform = text("platform", scenario.platform);
+  // The arguments as given (a path for a network or platform file) before the names.
+  if (!given("--network")) scenario.network = text("network_argument", text("network", scenario.network));
+  if (!given("--platform")) scenario.platform = text("platform_argument", text("platform", scenario.platform));
   if (!given("--strategy")) scenario.strategy.set_strategy(text("strategy", scenario.strategy.strategy()));
   if (!given("--nodes")) nodes = std::to_string(like.ranks.size());
   if (!given("--warmup")) scenario.warmup = like.warmup_iterations;
@@ -102,6 +103,8 @@ int run_trace(const TraceOptions& o) {
                      "this cnnpar was built without SimGrid (configure with CNNPAR_WITH_SIMGRID=ON)");
 #endif
   }
+  trace.metadata["network_argument"] = scenario.network;
+  trace.metadata["platform_argument"] = scenario.platform;
   const TraceMetrics m = compute_metrics(trace);
   OutputTransaction outputs;
   outputs.file(o.out, to_json(trace).dump() + "\n");

@@ -720,6 +720,9 @@ int run_training(const Options& o, int rank, int size) {
     m["options"] = s.schedule.options;
     m["network"] = s.network.name;
     m["platform"] = s.platform.name;
+    // As given (a zoo name or a path), so `cnnpar trace --like` can load them again.
+    m["network_argument"] = o.network;
+    m["platform_argument"] = o.platform;
     m["ranks"] = size;
     m["batch"] = s.schedule.global_batch;
     m["iterations"] = s.schedule.iterations;
