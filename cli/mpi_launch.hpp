@@ -1,6 +1,6 @@
 #pragma once
 // Starting `mpiexec -n P cnnpar-run ...` from `cnnpar run` / `cnnpar calibrate`. cnnpar never
-// links MPI (libsimgrid exports MPI_* symbols; FINDINGS.md), so the executor is a separate
+// links MPI (libsimgrid exports MPI_* symbols), so the executor is a separate
 // program found beside the running cnnpar binary. Header-only: used by cmd_run.cpp and
 // cmd_calibrate.cpp.
 #include <unistd.h>

@@ -142,11 +142,14 @@ nlohmann::json to_json(const LayerBalance& b) {
 std::string balance_csv(const std::string& network, const std::string& platform, std::int64_t global_batch,
                         int nodes, const std::vector<LayerBalance>& layers) {
   std::string out =
-      "network,platform,batch,nodes,layer,kind,ifm,ofm,kernel_w_px,kernel_h_px,in_w_px,in_h_px,out_w_px,out_h_px,"
+      "network,platform,engine,strategy,options,batch,nodes,layer,kind,ifm,ofm,kernel_w_px,kernel_h_px,in_w_px,in_h_px,out_w_px,out_h_px,"
       "feature_size_ratio,forward_flop_per_image,images_per_node,system_ratio_flop_per_byte,dp_ratio_flop_per_byte,"
       "dp_ratio_no_overlap_flop_per_byte,dp_min_images_per_node,dp_max_nodes,dp_compute_bound,mp_ratio_flop_per_byte,"
       "mp_node_limit,mp_max_nodes,mp_compute_bound,choice,choice_compute_bound\n";
-  const std::string prefix = fmt::format("{},{},{},{},", csv_field(network), csv_field(platform), global_batch, nodes);
+  // The configuration columns every cnnpar CSV starts with; the equations compare data and
+  // model parallelism per layer, so no one strategy applies.
+  const std::string prefix =
+      fmt::format("{},{},balance,,,{},{},", csv_field(network), csv_field(platform), global_batch, nodes);
   for (const LayerBalance& b : layers)
     out += prefix + fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},"
                                 "{},{},{},{},{},{},{},{},{},{},{},{},{}\n",

@@ -102,7 +102,8 @@ std::vector<LayerBalance> network_balance(const Network& network, const Platform
 
 nlohmann::json to_json(const LayerBalance& balance);
 
-/** Tidy CSV, one row per layer: network,platform,batch,nodes, then the LayerBalance fields
+/** Tidy CSV, one row per layer: the configuration columns of every cnnpar CSV
+ *  (network,platform,engine = "balance",strategy and options empty,batch), nodes, then the LayerBalance fields
  *  with units in their names. Text fields are quoted when they hold a comma, quote or newline. */
 std::string balance_csv(const std::string& network, const std::string& platform, std::int64_t global_batch,
                         int nodes, const std::vector<LayerBalance>& layers);

@@ -1,5 +1,5 @@
 #pragma once
-// The one collective layer (DESIGN.md "One collective layer"): the size convention of each
+// The one collective layer: the size convention of each
 // kind, the FP32 buffers each member posts, and the decomposition of a collective into
 // point-to-point steps for each algorithm. The analytic engine prices the steps, the SimGrid
 // engine sends them as messages, the local executor and the MPI executor's plain send/recv

@@ -1,6 +1,6 @@
 #pragma once
 // Reading JSON input with the file and JSON path attached, so every error can
-// name the file, the path and the value (DESIGN.md conventions).
+// name the file, the path and the value.
 #include <cstdint>
 #include <string>
 #include <string_view>

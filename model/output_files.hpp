@@ -1,6 +1,6 @@
 #pragma once
 // Output files: checked before any work, written atomically, committed all-or-nothing
-// (DESIGN.md conventions: never a half-written file, never a stale mix of old and new).
+// (never a half-written file, never a stale mix of old and new).
 #include <cstddef>
 #include <string>
 #include <utility>

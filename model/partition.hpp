@@ -1,5 +1,5 @@
 #pragma once
-// Partitions: what one rank holds of one layer (DESIGN.md "Partitions").
+// Partitions: what one rank holds of one layer (docs/design.md "Partitions").
 //
 // Every layer's output is a (batch × units × spatial) tensor per iteration, units being the
 // output maps of a conv/pool/lrn layer (and of relu/dropout after them) or the neurons of an

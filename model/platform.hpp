@@ -1,5 +1,5 @@
 #pragma once
-// Platform description: nodes, network and compute model (DESIGN.md "Platform").
+// Platform description: nodes, network and compute model.
 // Quantities are read from unit strings in SimGrid's spelling; stored in SI units.
 #include <cstdint>
 #include <map>

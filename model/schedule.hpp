@@ -1,5 +1,5 @@
 #pragma once
-// The Schedule: one program per rank plus the table of collectives (DESIGN.md).
+// The Schedule: one program per rank plus the table of collectives (docs/design.md "Schedule").
 //
 // Semantics every back-end implements:
 //  * a rank has one compute stream that runs its ops strictly in program order;

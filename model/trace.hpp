@@ -1,5 +1,5 @@
 #pragma once
-// The Trace every back-end emits (DESIGN.md): per rank, compute op intervals, collective
+// The Trace every back-end emits (docs/design.md "Trace"): per rank, compute op intervals, collective
 // timestamps and iteration marks, in seconds from a common origin. Self-contained: each
 // record carries the op's label, layer and phase so traces from different back-ends can
 // be compared without the Schedule.

@@ -350,7 +350,7 @@ std::string checkpoint_file(const Options& o) {
 }
 
 /** Fails early when checkpoints could not be written: the directory is a file, cannot be
- *  created, or takes no new file (tried, as root ignores permission bits; FINDINGS.md), or
+ *  created, or takes no new file (tried: root ignores permission bits), or
  *  its checkpoint.bin is not a regular file. The directory itself is created at the start. */
 void check_checkpoint_dir(const std::string& dir) {
   namespace fs = std::filesystem;

@@ -1,7 +1,7 @@
 # real/executor.cmake: the MPI side of real/ (included at the end of real/CMakeLists.txt).
 # cnnpar_real_mpi = checked MPI wrappers, clock alignment, Schedule interpreter, calibration;
 # cnnpar-run = the executable mpiexec starts. Never linked into `cnnpar` (SimGrid exports
-# MPI_* symbols; FINDINGS.md).
+# MPI_* symbols, so MPICH and SimGrid cannot share a process).
 find_package(MPI REQUIRED COMPONENTS CXX)
 find_package(Threads REQUIRED)
 

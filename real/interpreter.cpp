@@ -403,7 +403,7 @@ struct Interpreter::Engine {
       } else {
         lock.unlock();
         // Sleeping (not spinning) keeps the thread from halving compute on a shared core
-        // (FINDINGS.md: an async-progress spinner doubled compute time on 2 cores).
+        // (measured: an async-progress spinner doubled compute time on 2 cores).
         sleep_s(options_.poll_interval_s);
         lock.lock();
       }

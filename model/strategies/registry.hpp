@@ -1,5 +1,5 @@
 #pragma once
-// The strategy registry: each strategy is one registered unit (DESIGN.md "Registries") with
+// The strategy registry: each strategy is one registered unit with
 // its name, its option schema (type, default, range, unit, help), a network-dependent
 // validate and its builder. The CLI flags and their --help, study files, Schedule::options
 // and the run-spec that `cnnpar run` hands to `cnnpar-run` all come from the schema.

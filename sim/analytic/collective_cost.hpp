@@ -1,5 +1,5 @@
 #pragma once
-// Closed-form collective times (DESIGN.md "Closed forms to get exactly right").
+// Closed-form collective times (docs/design.md "Collective costs").
 //
 // alpha_s = NetworkSpec::alpha_s() (latency + per-message overhead), beta_Bps = link
 // bandwidth, P = group size, n = Collective::bytes under the size conventions of

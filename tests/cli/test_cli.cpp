@@ -263,8 +263,8 @@ TEST_CASE("balance: legend, Figure 1 only on the note's systems, CSV and JSON", 
   // CSV: header + AlexNet's 8 conv/fc layers, the run's columns first.
   const std::string table = slurp(csv);
   CHECK(count(table, "\n") == 9);
-  CHECK(table.rfind("network,platform,batch,nodes,layer,", 0) == 0);
-  CHECK(table.find("\nalexnet,intel-xeon-10gbe,256,32,conv3,conv,") != std::string::npos);
+  CHECK(table.rfind("network,platform,engine,strategy,options,batch,nodes,layer,", 0) == 0);
+  CHECK(table.find("\nalexnet,intel-xeon-10gbe,balance,,,256,32,conv3,conv,") != std::string::npos);
   // JSON: the same rows, and Figure 1 naming this platform's column.
   const nlohmann::json document = nlohmann::json::parse(slurp(json));
   CHECK(document.at("layers").size() == 8);

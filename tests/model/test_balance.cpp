@@ -230,14 +230,14 @@ TEST_CASE("balance CSV: one row per layer, run columns first", "[balance]") {
   }
   // Header + AlexNet's 5 conv and 3 fc layers.
   REQUIRE(lines.size() == 9);
-  CHECK(lines[0].rfind("network,platform,batch,nodes,layer,", 0) == 0);
+  CHECK(lines[0].rfind("network,platform,engine,strategy,options,batch,nodes,layer,", 0) == 0);
   const std::vector<std::string> expected_columns = {
       "dp_min_images_per_node", "dp_max_nodes", "dp_compute_bound", "mp_max_nodes", "mp_compute_bound",
       "system_ratio_flop_per_byte", "choice", "choice_compute_bound"};
   for (const std::string& column : expected_columns) CHECK(("," + lines[0] + ",").find("," + column + ",") != std::string::npos);
   const auto commas = [](const std::string& line) { return std::count(line.begin(), line.end(), ','); };
   // RFC 4180: the platform field is quoted, its quotes doubled (its one comma is inside quotes).
-  const std::string prefix = "alexnet,\"a,\"\"quoted\"\" platform\",256,32,";
+  const std::string prefix = "alexnet,\"a,\"\"quoted\"\" platform\",balance,,,256,32,";
   for (std::size_t i = 1; i < lines.size(); ++i) {
     CHECK(lines[i].rfind(prefix, 0) == 0);
     CHECK(commas(lines[i]) == commas(lines[0]) + 1);

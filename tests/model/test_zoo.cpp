@@ -307,7 +307,7 @@ TEST_CASE("platform numbers reproduce the papers' figures", "[zoo][platform]") {
   CHECK(bpt.nodes.count >= 35);
   CHECK(bpt.nodes.cores == 8);
 
-  // This machine: 2 cores at about 170 GFLOP/s each (FINDINGS.md).
+  // This machine: 2 cores at about 170 GFLOP/s each (measured with cnnpar calibrate).
   const Platform local = load_platform("local");
   CHECK(local.nodes.count == 2);
   CHECK(local.nodes.peak_flops == Approx(170e9).epsilon(1e-9));

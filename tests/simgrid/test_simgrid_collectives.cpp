@@ -1,4 +1,4 @@
-// SimGrid engine against the closed forms of DESIGN.md on a contention-free crossbar.
+// SimGrid engine against the closed forms of docs/design.md "Collective costs" on a contention-free crossbar.
 // α = latency + overhead of a node-to-node route (each node link carries latency/2, the
 // replay sleeps the overhead before each send), β = link bandwidth, n = Collective::bytes.
 #include <catch2/catch.hpp>
