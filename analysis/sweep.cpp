@@ -185,9 +185,13 @@ ConfigColumns config_columns(const Trace& trace) {
 }
 
 
+std::string config_csv_fields(const ConfigColumns& c) {
+  return fmt::format("{},{},{},{},{},{}", csv_field(c.network), csv_field(c.platform), csv_field(c.engine),
+                     csv_field(c.strategy), csv_field(c.options), c.batch);
+}
+
 std::string row_csv_line(const ConfigColumns& c, const SweepRow& r, bool with_speedup) {
-  return fmt::format("{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{},{}\n", csv_field(c.network),
-                     csv_field(c.platform), csv_field(c.engine), csv_field(c.strategy), csv_field(c.options), c.batch,
+  return fmt::format("{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{},{}\n", config_csv_fields(c),
                      r.nodes, r.iteration_s, r.compute_s, r.comm_s, r.exposed_comm_s, r.overlap_ratio_percent,
                      with_speedup ? fmt::format("{:.6g}", r.speedup) : "",
                      with_speedup ? fmt::format("{:.6g}", r.efficiency) : "");

@@ -74,6 +74,9 @@ ConfigColumns config_columns(const Trace& trace);
 /** The header of every row CSV (predict, simulate, report series, compare): the configuration
  *  columns, then `nodes` and the metrics of SweepRow under their field names. */
 extern const char* const kRowCsvHeader;
+/** The configuration columns of a CSV line: "network,platform,engine,strategy,options,batch"
+ *  (no trailing comma), quoted where needed. */
+std::string config_csv_fields(const ConfigColumns& config);
 /** One row CSV line ("\n"-terminated). Speedup and efficiency are left empty when `with_speedup`
  *  is false (a single measured configuration has no baseline). */
 std::string row_csv_line(const ConfigColumns& config, const SweepRow& row, bool with_speedup = true);

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/layer_breakdown.hpp"
 #include "analysis/metrics.hpp"
 #include "analysis/sweep.hpp"
 #include "cli/commands.hpp"
@@ -32,6 +33,8 @@ struct PredictOptions {
   bool quiet = false;
   bool progress = false;
   bool serial = false;
+  bool per_layer = false;
+  std::string layers_csv;
   // simulate only
   std::string network_model = "CM02";
   std::string platform_xml;
@@ -70,6 +73,7 @@ int run_predict(const PredictOptions& o, bool simulate_command) {
   // Validate every input before any work or output.
   check_output_path(o.json_out, "--json");
   check_output_path(o.csv_out, "--csv");
+  check_output_path(o.layers_csv, "--layers-csv");
   const std::string& node_text = o.nodes;
   const std::vector<int> nodes = parse_node_list(node_text, "command line", "--nodes");
   if (o.engine != "analytic" && o.engine != "simgrid")
@@ -104,6 +108,27 @@ int run_predict(const PredictOptions& o, bool simulate_command) {
                      "this cnnpar was built without SimGrid (configure with CNNPAR_WITH_SIMGRID=ON)");
 #endif
   }
+  // The per-layer breakdown needs every record of one trace: the largest node count is replayed
+  // once more with full detail.
+  std::vector<LayerPhaseBreakdown> layers;
+  const bool want_layers = o.per_layer || !o.layers_csv.empty();
+  if (want_layers) {
+    StrategyOptions at_largest = s.strategy;
+    at_largest.ranks = nodes.back();
+    const Schedule schedule = build_schedule(s.network, s.platform, at_largest);
+    Trace trace;
+    if (o.engine == "analytic") {
+      trace = make_analytic_engine()->run(schedule, s.platform);
+    } else {
+#ifdef CNNPAR_HAVE_SIMGRID
+      SimgridOptions sg;
+      sg.network_model = o.network_model;
+      sg.platform_xml = o.platform_xml;
+      trace = std::move(simulate_many({{&schedule, &s.platform}}, sg, nullptr).front());
+#endif
+    }
+    layers = layer_breakdown(trace, compute_metrics(trace), &s.network);
+  }
   progress.finish();
 
   nlohmann::json metadata = to_json(s.strategy);
@@ -116,13 +141,19 @@ int run_predict(const PredictOptions& o, bool simulate_command) {
   if (o.engine == "simgrid") metadata["network_model"] = o.network_model;
   if (!o.platform_xml.empty()) metadata["platform_xml"] = o.platform_xml;
   const std::string platform_shown = platform_label(s.platform, o.platform_xml);
+  const ConfigColumns config = config_columns(to_json(s.strategy), s.network.name, platform_shown, o.engine);
   OutputTransaction outputs;
-  if (!o.json_out.empty()) outputs.file(o.json_out, sweep_json(rows, metadata).dump(2) + "\n");
-  if (!o.csv_out.empty())
-    outputs.file(o.csv_out, sweep_csv(config_columns(to_json(s.strategy), s.network.name, platform_shown, o.engine), rows));
+  if (!o.json_out.empty()) {
+    nlohmann::json document = sweep_json(rows, metadata);
+    if (o.per_layer) document["layers"] = {{"nodes", nodes.back()}, {"rows", to_json(layers)}};
+    outputs.file(o.json_out, document.dump(2) + "\n");
+  }
+  if (!o.csv_out.empty()) outputs.file(o.csv_out, sweep_csv(config, rows));
+  if (!o.layers_csv.empty())
+    outputs.file(o.layers_csv, std::string(kLayerCsvHeader) + "\n" + layer_csv_lines(config, nodes.back(), layers));
   outputs.commit();
   // A table on standard output would mix with JSON or CSV written there.
-  if (!o.quiet && o.json_out != "-" && o.csv_out != "-") {
+  if (!o.quiet && o.json_out != "-" && o.csv_out != "-" && o.layers_csv != "-") {
     std::printf("%s on %s, %s", s.network.name.c_str(), platform_shown.c_str(), s.strategy.name.c_str());
     const nlohmann::json options = to_json(s.strategy);
     for (const auto& [key, value] : options.items())
@@ -130,6 +161,9 @@ int run_predict(const PredictOptions& o, bool simulate_command) {
         std::printf(" %s %s", key.c_str(), value.is_string() ? value.get<std::string>().c_str() : value.dump().c_str());
     std::printf(", batch %lld, engine %s\n%s", static_cast<long long>(s.strategy.global_batch), o.engine.c_str(),
                 format_sweep_table(rows).c_str());
+    if (o.per_layer)
+      std::printf("\nper layer at %d nodes, per iteration (max over ranks):\n%s", nodes.back(),
+                  format_layer_table(layers).c_str());
   }
   return 0;
 }
@@ -141,6 +175,8 @@ void add_common(CLI::App* sub, PredictOptions& o) {
   flags::csv_out(*sub, o.csv_out, "the rows");
   flags::quiet(*sub, o.quiet);
   flags::progress(*sub, o.progress);
+  flags::per_layer(*sub, o.per_layer);
+  flags::layers_csv(*sub, o.layers_csv);
   flags::network_model(*sub, o.network_model);
   flags::platform_xml(*sub, o.platform_xml);
 }

@@ -1,12 +1,16 @@
 // `cnnpar trace`: one configuration replayed by an engine; writes its Trace JSON and,
-// optionally, a Chrome trace (chrome://tracing, Perfetto).
+// optionally, a Chrome trace (chrome://tracing, Perfetto) and the per-layer breakdown.
+// `--from TRACE` exports an existing trace (a measured one too) without replaying anything.
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "analysis/chrome_trace.hpp"
+#include "analysis/layer_breakdown.hpp"
+#include "analysis/sweep.hpp"
 #include "analysis/metrics.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
@@ -14,6 +18,7 @@
 #include "model/error.hpp"
 #include "model/json_node.hpp"
 #include "model/limits.hpp"
+#include "model/scenarios.hpp"
 #include "model/strategies/registry.hpp"
 #include "model/strategies/strategy.hpp"
 #include "model/trace.hpp"
@@ -36,6 +41,9 @@ struct TraceOptions {
   std::string out = "trace.json";
   std::string chrome_out;
   std::string like;  ///< a trace whose configuration is replayed (flags given win)
+  std::string from;  ///< a trace exported as it is (no replay)
+  bool per_layer = false;
+  std::string layers_csv;
   bool quiet = false;
   CLI::App* command = nullptr;  ///< to tell given flags from defaults
 };
@@ -73,9 +81,57 @@ void apply_like(const std::string& path, const CLI::App& command, ScenarioOption
       strategy_values[option.key] = option.parse_value(options.at(option.key).raw(), path, options.at(option.key).path());
 }
 
+/** Writes the outputs of one trace: the per-layer CSV, the Chrome trace and (when `out` is
+ *  set) the trace itself, all or none. Returns the per-layer rows (empty unless asked for). */
+std::vector<LayerPhaseBreakdown> write_trace_outputs(const TraceOptions& o, const Trace& trace, const TraceMetrics& m, const Network* network,
+                         const std::string& out) {
+  const bool want_layers = o.per_layer || !o.layers_csv.empty();
+  const std::vector<LayerPhaseBreakdown> layers =
+      want_layers ? layer_breakdown(trace, m, network) : std::vector<LayerPhaseBreakdown>{};
+  OutputTransaction outputs;
+  if (!out.empty()) outputs.file(out, to_json(trace).dump() + "\n");
+  if (!o.chrome_out.empty()) outputs.file(o.chrome_out, to_chrome_trace(trace).dump() + "\n");
+  if (!o.layers_csv.empty())
+    outputs.file(o.layers_csv, std::string(kLayerCsvHeader) + "\n" + layer_csv_lines(config_columns(trace), m.ranks, layers));
+  outputs.commit();
+  return layers;
+}
+
+void print_layer_table(const TraceOptions& o, const std::vector<LayerPhaseBreakdown>& layers, const std::string& out) {
+  if (o.per_layer && !o.quiet && out != "-" && o.chrome_out != "-" && o.layers_csv != "-")
+    std::printf("per layer, per iteration (max over ranks):\n%s", format_layer_table(layers).c_str());
+}
+
+/** --from: the flags that describe a replay mean nothing for a trace read from a file. */
+int export_trace(const TraceOptions& o) {
+  for (const CLI::Option* option : o.command->get_options()) {
+    const std::string name = option->get_name();
+    if (option->count() == 0 || name == "--from" || name == "--chrome" || name == "--out" || name == "--per-layer" ||
+        name == "--layers-csv" || name == "--quiet" || name == "--help")
+      continue;
+    throw InputError("command line", name, option->as<std::string>(),
+                     "--from exports a trace as it is; it replays nothing, so drop " + name);
+  }
+  const Trace trace = trace_from_json(read_json_file(o.from), o.from);
+  const TraceMetrics m = compute_metrics(trace);
+  const std::unique_ptr<Network> network = trace_network(trace);
+  // --out is written only when given: the trace is already on disk.
+  const bool out_given = o.command->get_option("--out")->count() > 0;
+  const std::string out = out_given ? o.out : std::string();
+  const std::vector<LayerPhaseBreakdown> layers = write_trace_outputs(o, trace, m, network.get(), out);
+  if (!o.quiet && o.chrome_out != "-" && o.layers_csv != "-" && !(out_given && o.out == "-"))
+    std::printf("%s (%s, %d ranks): iteration %s, R %.1f%%%s%s\n", o.from.c_str(), trace.engine.c_str(), m.ranks,
+                format_seconds(m.iteration_s).c_str(), m.overlap_ratio_percent,
+                o.chrome_out.empty() ? "" : ", chrome trace: ", o.chrome_out.c_str());
+  print_layer_table(o, layers, out);
+  return 0;
+}
+
 int run_trace(const TraceOptions& o) {
   check_output_path(o.out, "--out");
   check_output_path(o.chrome_out, "--chrome");
+  check_output_path(o.layers_csv, "--layers-csv");
+  if (!o.from.empty()) return export_trace(o);
   if (o.engine != "analytic" && o.engine != "simgrid")
     throw InputError("command line", "--engine", o.engine, "expected analytic or simgrid");
   check_simgrid_settings(o.engine, o.network_model, o.platform_xml);
@@ -106,17 +162,15 @@ int run_trace(const TraceOptions& o) {
   trace.metadata["network_argument"] = scenario.network;
   trace.metadata["platform_argument"] = scenario.platform;
   const TraceMetrics m = compute_metrics(trace);
-  OutputTransaction outputs;
-  outputs.file(o.out, to_json(trace).dump() + "\n");
-  if (!o.chrome_out.empty()) outputs.file(o.chrome_out, to_chrome_trace(trace).dump() + "\n");
-  outputs.commit();
-  if (!o.quiet && o.out != "-" && o.chrome_out != "-")  // not into JSON on standard output
+  const std::vector<LayerPhaseBreakdown> layers = write_trace_outputs(o, trace, m, &s.network, o.out);
+  if (!o.quiet && o.out != "-" && o.chrome_out != "-" && o.layers_csv != "-")  // not into JSON on standard output
     std::printf("%s on %s, %s, %d nodes (%s): iteration %s, compute %s, comm %s, exposed %s, R %.1f%%\ntrace: %s%s%s\n",
                 s.network.name.c_str(), platform_label(s.platform, o.platform_xml).c_str(), s.strategy.name.c_str(),
                 nodes, trace.engine.c_str(), format_seconds(m.iteration_s).c_str(),
                 format_seconds(m.compute_max_s).c_str(), format_seconds(m.comm_s).c_str(),
                 format_seconds(m.exposed_comm_s).c_str(), m.overlap_ratio_percent, o.out.c_str(),
                 o.chrome_out.empty() ? "" : ", chrome trace: ", o.chrome_out.c_str());
+  print_layer_table(o, layers, o.out);
   return 0;
 }
 
@@ -136,6 +190,11 @@ Runner add_trace_command(CLI::App& app) {
                   "replay the configuration of this Trace JSON (e.g. one measured by cnnpar-run): its network, "
                   "platform, strategy and options, batch, nodes, iterations, warm-up and im2col columns; flags given "
                   "as well win");
+  sub->add_option("--from", o->from,
+                  "export this Trace JSON (a prediction or a measurement by cnnpar-run) with --chrome, --per-layer "
+                  "or --layers-csv instead of replaying a configuration");
+  flags::per_layer(*sub, o->per_layer);
+  flags::layers_csv(*sub, o->layers_csv);
   o->command = sub;
   flags::quiet(*sub, o->quiet);
   return [o] { return run_trace(*o); };

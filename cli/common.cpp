@@ -78,4 +78,16 @@ void Progress::finish() {
   std::fflush(stderr);
 }
 
+std::unique_ptr<Network> trace_network(const Trace& trace) {
+  for (const char* key : {"network_argument", "network"}) {
+    const auto found = trace.metadata.is_object() ? trace.metadata.find(key) : trace.metadata.end();
+    if (!trace.metadata.is_object() || found == trace.metadata.end() || !found->is_string()) continue;
+    try {
+      return std::make_unique<Network>(load_network(found->get<std::string>()));
+    } catch (const InputError&) {
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace cnnpar::cli

@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the cnnpar sub-commands (wiring only: no model logic here).
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "model/network.hpp"
 #include "model/output_files.hpp"
 #include "model/platform.hpp"
+#include "model/trace.hpp"
 #include "cli/strategy_flags.hpp"
 #include "model/strategies/strategy.hpp"
 
@@ -67,5 +69,9 @@ class Progress {
   bool terminal_ = false;  ///< redraw one line with '\r'; else one line per update
   bool active_ = false;
 };
+
+/** The network a trace ran, for naming layers and weighing buckets: its metadata's argument
+ *  (a name or a file) or name. Null when neither loads here (a file from another machine). */
+std::unique_ptr<Network> trace_network(const Trace& trace);
 
 }  // namespace cnnpar::cli

@@ -90,6 +90,17 @@ CLI::Option* progress(CLI::App& app, bool& forced) {
   return app.add_flag("--progress", forced, "show progress on stderr even when it is not a terminal");
 }
 
+CLI::Option* per_layer(CLI::App& app, bool& print) {
+  return app.add_flag("--per-layer", print,
+                      "print compute, communication, exposed communication and bytes per layer (predict: at the "
+                      "largest node count; also in --json)");
+}
+
+CLI::Option* layers_csv(CLI::App& app, std::string& path) {
+  return app.add_option("--layers-csv", path,
+                        "write the per-layer breakdown, a row per layer and phase, as CSV here (- = standard output)");
+}
+
 CLI::Option* seed(CLI::App& app, std::string& text) {
   return app.add_option("--seed", text, "seed of the weights, the synthetic data and dropout")
       ->type_name("UINT")

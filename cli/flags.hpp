@@ -33,6 +33,10 @@ CLI::Option* csv_out(CLI::App& app, std::string& path, const std::string& what);
 CLI::Option* quiet(CLI::App& app, bool& quiet);
 /** Progress on stderr: shown on a terminal anyway; the flag forces it into a pipe or a log. */
 CLI::Option* progress(CLI::App& app, bool& forced);
+/** The per-layer breakdown (analysis/layer_breakdown.hpp): --per-layer prints it (and adds it
+ *  to --json), --layers-csv writes it. */
+CLI::Option* per_layer(CLI::App& app, bool& print);
+CLI::Option* layers_csv(CLI::App& app, std::string& path);
 
 // The MPI executor's settings (cnnpar run, cnnpar calibrate, cnnpar-run).
 CLI::Option* seed(CLI::App& app, std::string& text);

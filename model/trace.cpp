@@ -133,6 +133,11 @@ Trace make_empty_trace(const Schedule& schedule, const std::string& engine) {
                     {"global_batch", schedule.global_batch},
                     {"ranks", schedule.ranks()},
                     {"iterations", schedule.iterations}};
+  // What each collective carries, for the per-layer breakdown (analysis/layer_breakdown.hpp).
+  nlohmann::json carried = nlohmann::json::array();
+  for (const Collective& collective : schedule.collectives)
+    carried.push_back({{"payload", to_string(collective.payload)}, {"layers", collective.layers}});
+  trace.metadata["collective_layers"] = std::move(carried);
   trace.ranks.resize(std::size_t(schedule.ranks()));
   for (int r = 0; r < schedule.ranks(); ++r) trace.ranks[std::size_t(r)].rank = r;
   return trace;

@@ -317,6 +317,9 @@ if(TARGET cnnpar)
                        PASS_REGULAR_EXPRESSION "overlap_ratio_percent")
   cnnpar_mpi_check(real_cli_run_trace real_cli_runs $<TARGET_FILE:cnnpar_trace_check> ${run_out}/cli_run.json 2
                    --weights-identical)
+  # The measured trace exports like a predicted one (Chrome trace, per-layer CSV, compare --per-layer).
+  cnnpar_mpi_check(real_cli_run_export real_cli_runs sh ${PROJECT_SOURCE_DIR}/tests/cli/measured_export.sh
+                   $<TARGET_FILE:cnnpar> ${run_out}/cli_run.json)
   # The run-spec hand-over carries every strategy option: per_layer with its assignment, sync and k.
   add_test(NAME real_cli_run_per_layer_np2
            COMMAND $<TARGET_FILE:cnnpar> run --network ${tiny} --nodes 2 --batch 16 --iterations 3
