@@ -64,6 +64,7 @@ struct RunOptions {
   bool no_predict = false;
   int threads = 0;  // 0 = OPENBLAS_NUM_THREADS, else the cores per rank
   std::string gemm = kDefaultGemmBackend;
+  std::vector<std::string> slowdown;  // --slowdown RANK:FACTOR
 };
 
 Trace read_trace(const std::string& path) {
@@ -102,9 +103,14 @@ int run(const RunOptions& o) {
   check_output_path(o.weights_out, "--weights-out");
   check_output_path(o.compare_json, "--compare-json");
   check_output_path(o.compare_csv, "--compare-csv");
-  const Network network = load_network(o.network);
-  const Platform platform = load_platform(o.platform);
   RunSpec spec;
+  for (const std::string& text : o.slowdown) add_slowdown(spec.slowdown, text, file, "/slowdown");
+  check_slowdown_ranks(spec.slowdown, nodes, file, "/slowdown");
+  const Network network = load_network(o.network);
+  Platform platform = load_platform(o.platform);
+  // The prediction runs the slowed nodes slower alike (nodes the platform lacks fail below).
+  for (const auto& [rank, factor] : spec.slowdown)
+    if (rank < platform.nodes.count) platform.slow_down(rank, factor);
   spec.network = o.network;
   spec.platform = o.platform;
   StrategyOptions& strategy = spec.strategy;
@@ -222,6 +228,7 @@ Runner add_run_command(CLI::App& app) {
   flags::poll_interval_us(*sub, o.poll_interval_us);
   flags::timeout_s(*sub, o.timeout_s);
   flags::threads(*sub, o.threads);
+  flags::slowdown(*sub, o.slowdown);
   flags::gemm(*sub, o.gemm);
   flags::concurrency(*sub, o.concurrency);
   flags::trace_out(*sub, o.trace_out);

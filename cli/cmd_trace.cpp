@@ -18,6 +18,7 @@
 #include "model/error.hpp"
 #include "model/json_node.hpp"
 #include "model/limits.hpp"
+#include "model/run_spec.hpp"
 #include "model/scenarios.hpp"
 #include "model/strategies/registry.hpp"
 #include "model/strategies/strategy.hpp"
@@ -49,10 +50,10 @@ struct TraceOptions {
 };
 
 /** The configuration of the trace `path` (network, platform, strategy and its options, batch,
- *  nodes, iterations, warm-up, im2col columns) for every flag not given on the command line.
- *  @throws InputError naming the file and the metadata path. */
+ *  nodes, iterations, warm-up, im2col columns, slowed-down ranks) for every flag not given on
+ *  the command line. @throws InputError naming the file and the metadata path. */
 void apply_like(const std::string& path, const CLI::App& command, ScenarioOptions& scenario, std::string& nodes,
-                nlohmann::json& strategy_values) {
+                nlohmann::json& strategy_values, Slowdowns& slowdown) {
   const Trace like = trace_from_json(read_json_file(path), path);
   static const nlohmann::json kEmpty = nlohmann::json::object();  // JsonNode keeps a pointer
   const JsonNode metadata(like.metadata.is_object() ? like.metadata : kEmpty, path, "/metadata");
@@ -75,6 +76,11 @@ void apply_like(const std::string& path, const CLI::App& command, ScenarioOption
   if (!scenario.strategy.columns_given())
     scenario.strategy.set_recompute_columns(options.has("columns") &&
                                             parse_columns(options.at("columns").as_string(), path, options.at("columns").path()));
+  if (metadata.has("slowdown")) {
+    const JsonNode slowed = metadata.at("slowdown");
+    for (const std::string& key : slowed.keys())
+      add_slowdown(slowdown, key + ":" + fmt::format("{}", slowed.at(key).as_number()), path, slowed.at(key).path());
+  }
   const StrategySpec& spec = strategy_spec(scenario.strategy.strategy(), path);
   for (const OptionSpec& option : spec.options)
     if (!scenario.strategy.given(option.key) && options.has(option.key))
@@ -138,9 +144,13 @@ int run_trace(const TraceOptions& o) {
   ScenarioOptions scenario = o.scenario;
   std::string node_text = o.nodes;
   nlohmann::json like_values = nlohmann::json::object();
-  if (!o.like.empty()) apply_like(o.like, *o.command, scenario, node_text, like_values);
+  Slowdowns slowdown;
+  if (!o.like.empty()) apply_like(o.like, *o.command, scenario, node_text, like_values, slowdown);
   const int nodes = flags::parse_one_node_count(node_text);
   LoadedScenario s = load_scenario_options(scenario);
+  // A measured run with slowed-down ranks is replayed with those nodes slower alike.
+  for (const auto& [rank, factor] : slowdown)
+    if (rank < s.platform.nodes.count) s.platform.slow_down(rank, factor);
   s.strategy.values.update(like_values);
   s.strategy.ranks = nodes;
   const Schedule schedule = build_schedule(s.network, s.platform, s.strategy);

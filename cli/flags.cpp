@@ -90,6 +90,14 @@ CLI::Option* progress(CLI::App& app, bool& forced) {
   return app.add_flag("--progress", forced, "show progress on stderr even when it is not a terminal");
 }
 
+CLI::Option* slowdown(CLI::App& app, std::vector<std::string>& texts) {
+  return app.add_option("--slowdown", texts,
+                        "make rank RANK compute FACTOR times as slowly (RANK:FACTOR, FACTOR in [1, 100]; repeatable): a "
+                        "heterogeneous node for real; the prediction slows that node down alike")
+      ->type_name("RANK:FACTOR")
+      ->allow_extra_args(false);
+}
+
 CLI::Option* per_layer(CLI::App& app, bool& print) {
   return app.add_flag("--per-layer", print,
                       "print compute, communication, exposed communication and bytes per layer (predict: at the "

@@ -6,6 +6,7 @@
 // tests/cli/help_consistency.py checks every command's --help against this rule.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -59,6 +60,8 @@ CLI::Option* checkpoint(CLI::App& app, std::string& directory);
 CLI::Option* checkpoint_every(CLI::App& app, int& iterations);
 CLI::Option* resume(CLI::App& app, bool& resume);
 CLI::Option* repeats(CLI::App& app, int& repeats);
+/** --slowdown RANK:FACTOR, repeatable (model/run_spec.hpp add_slowdown parses each). */
+CLI::Option* slowdown(CLI::App& app, std::vector<std::string>& texts);
 
 // Launching cnnpar-run (cnnpar run, cnnpar calibrate).
 CLI::Option* mpiexec(CLI::App& app, std::string& command);

@@ -89,6 +89,16 @@ void Platform::resolve_speed_factors() {
   }
 }
 
+void Platform::slow_down(int rank, double factor) {
+  CNNPAR_ASSERT(rank >= 0 && rank < nodes.count && factor > 0, "slow_down: a node of the platform, a factor > 0");
+  if (nodes.speed_factors.empty()) {
+    nodes.speed_factors.resize(std::size_t(nodes.count));
+    for (int r = 0; r < nodes.count; ++r) nodes.speed_factors[std::size_t(r)] = speed_factor(r);
+  }
+  nodes.speed_factors[std::size_t(rank)] /= factor;
+  resolve_speed_factors();
+}
+
 double Platform::kernel_time_s(KernelClass kernel, double flops, double bytes, int rank) const {
   auto it = nodes.efficiency.find(kernel);
   const double efficiency = it != nodes.efficiency.end() ? it->second : nodes.default_efficiency;

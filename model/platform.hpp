@@ -80,6 +80,9 @@ struct Platform {
  public:
   /** Recomputes per-node speed factors (call after changing nodes.* by hand). */
   void resolve_speed_factors();
+  /** Makes node `rank` (< nodes.count) `factor` times slower: its speed factor is divided by
+   *  `factor` (a run's --slowdown). The other nodes keep theirs, Gaussian-drawn ones included. */
+  void slow_down(int rank, double factor);
 };
 
 /** @throws InputError naming file, JSON path and value. */

@@ -105,6 +105,7 @@ nlohmann::json to_json(const RunSpec& spec) {
                       {"threads", spec.threads},
                       {"gemm", spec.gemm},
                       {"columns", columns_name(spec.strategy.recompute_columns)}};
+  if (!spec.slowdown.empty()) j["slowdown"] = slowdowns_to_json(spec.slowdown);
   if (spec.learning_rate) j["lr"] = *spec.learning_rate;
   if (spec.momentum) j["momentum"] = *spec.momentum;
   if (spec.weight_decay) j["weight_decay"] = *spec.weight_decay;
@@ -112,12 +113,47 @@ nlohmann::json to_json(const RunSpec& spec) {
   return j;
 }
 
+void add_slowdown(Slowdowns& slowdowns, const std::string& text, const std::string& file, const std::string& path) {
+  const std::size_t colon = text.find(':');
+  const auto fail = [&](const std::string& reason) { throw InputError(file, path, text, reason); };
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
+    fail("expected RANK:FACTOR, e.g. 1:2 (rank 1 computes twice as slowly)");
+  const std::string rank_text = text.substr(0, colon), factor_text = text.substr(colon + 1);
+  if (rank_text.find_first_not_of("0123456789") != std::string::npos || rank_text.size() > 9)
+    fail("the rank must be a whole number >= 0");
+  double factor = 0;
+  std::size_t used = 0;
+  try {
+    factor = std::stod(factor_text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != factor_text.size() || !(factor >= 1 && factor <= kMaxSlowdown))
+    fail(fmt::format("the factor must be a number in [1, {:g}] (a factor below 1 would need a faster machine)",
+                     kMaxSlowdown));
+  const int rank = std::stoi(rank_text);
+  if (!slowdowns.emplace(rank, factor).second) fail(fmt::format("rank {} is slowed down twice", rank));
+}
+
+void check_slowdown_ranks(const Slowdowns& slowdowns, int ranks, const std::string& file, const std::string& path) {
+  for (const auto& [rank, factor] : slowdowns)
+    if (rank >= ranks)
+      throw InputError(file, path, fmt::format("{}:{:g}", rank, factor),
+                       fmt::format("there is no rank {}: the run has {} ranks (0 to {})", rank, ranks, ranks - 1));
+}
+
+nlohmann::json slowdowns_to_json(const Slowdowns& slowdowns) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [rank, factor] : slowdowns) out[std::to_string(rank)] = factor;
+  return out;
+}
+
 RunSpec run_spec_from_json(const nlohmann::json& document, const std::string& file) {
   const JsonNode root(document, file);
   root.check_keys({"format", "network", "platform", "strategy", "options", "batch", "iterations", "warmup", "seed",
                    "lr", "momentum", "weight_decay", "dataset", "compute", "comm_progress", "progress", "collectives", "poll_interval_us",
                    "timeout_s", "concurrency", "trace", "weights_out", "checkpoint", "checkpoint_every",
-                   "resume", "threads", "gemm", "columns"});
+                   "resume", "threads", "gemm", "columns", "slowdown"});
   if (root.string_or("format", "cnnpar-run-spec") != "cnnpar-run-spec")
     root.at("format").fail("expected \"cnnpar-run-spec\"");
   RunSpec spec;
@@ -181,6 +217,13 @@ RunSpec run_spec_from_json(const nlohmann::json& document, const std::string& fi
     const JsonNode node = root.at("gemm");
     spec.gemm = node.as_string();
     check_gemm_backend_name(spec.gemm, file, node.path());
+  }
+  if (root.has("slowdown")) {
+    const JsonNode slowdown = root.at("slowdown");
+    for (const std::string& key : slowdown.keys()) {
+      const JsonNode factor = slowdown.at(key);
+      add_slowdown(spec.slowdown, key + ":" + fmt::format("{}", factor.as_number()), file, factor.path());
+    }
   }
   s.recompute_columns = kExecutorRecomputesColumns;
   if (root.has("columns")) {

@@ -2,6 +2,7 @@
 // The run-spec: everything `cnnpar run` hands to `cnnpar-run` in one JSON file (instead of
 // re-spelling flags as argv), so both executables read a run the same way.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -22,6 +23,21 @@ inline constexpr double kDefaultPollIntervalUs = 200;
 /** Iterations of a measured run unless --iterations says otherwise: enough measured ones for
  *  a median and a spread (the first is warm-up). */
 inline constexpr int kDefaultMeasuredRunIterations = 10;
+
+/** Compute slowdown per rank (Marques et al.'s heterogeneous nodes, for real on one machine):
+ *  rank → factor; the rank's compute ops take `factor` times as long. */
+using Slowdowns = std::map<int, double>;
+/** Largest slowdown factor: beyond it a run is a stall, not a slower node. */
+inline constexpr double kMaxSlowdown = 100;
+
+/** "RANK:FACTOR" (--slowdown 1:2), added to `slowdowns`.
+ *  @throws InputError(file, path, text, reason) for another syntax, a negative rank, a factor
+ *  outside [1, kMaxSlowdown] (a factor below 1 would need a faster machine) or a rank given twice. */
+void add_slowdown(Slowdowns& slowdowns, const std::string& text, const std::string& file, const std::string& path);
+/** @throws InputError(file, path, "RANK:FACTOR", reason) for a rank >= `ranks`. */
+void check_slowdown_ranks(const Slowdowns& slowdowns, int ranks, const std::string& file, const std::string& path);
+/** {"1": 2.0, ...} (JSON object keys are strings). */
+nlohmann::json slowdowns_to_json(const Slowdowns& slowdowns);
 
 struct RunSpec {
   std::string network;                 ///< name or JSON path
@@ -44,6 +60,7 @@ struct RunSpec {
   bool resume = false;                 ///< start from <checkpoint>/checkpoint.bin
   std::int64_t threads = 0;            ///< compute threads per rank; 0 = OPENBLAS_NUM_THREADS, else 1
   std::string gemm = kDefaultGemmBackend;  ///< GEMM back-end: openblas | onednn (real/kernels.hpp)
+  Slowdowns slowdown;                  ///< JSON "slowdown": {"RANK": FACTOR}
   // strategy.recompute_columns is the "columns" field: "kept" | "recomputed"
 };
 

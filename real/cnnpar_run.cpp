@@ -87,6 +87,8 @@ struct Options {
   int checkpoint_every = 0;  // iterations; 0 = only at the end
   bool resume = false;
   double timeout_s = 60;
+  std::vector<std::string> slowdown_texts;  // --slowdown RANK:FACTOR
+  Slowdowns slowdown;                       // parsed from them (or the run-spec)
   // calibration
   bool calibrate = false;
   std::string out;
@@ -128,6 +130,7 @@ void add_options(CLI::App& app, Options& o) {
   cli::flags::checkpoint_every(app, o.checkpoint_every);
   cli::flags::resume(app, o.resume);
   cli::flags::timeout_s(app, o.timeout_s);
+  cli::flags::slowdown(app, o.slowdown_texts);
   cli::flags::progress(app, o.progress);
   cli::flags::quiet(app, o.quiet);
   app.add_flag("--calibrate", o.calibrate, "measure this machine and write a platform JSON (--out)");
@@ -171,6 +174,7 @@ void apply_run_spec(const CLI::App& app, Options& o) {
   if (unset("--checkpoint-every")) o.checkpoint_every = int(spec.checkpoint_every);
   if (unset("--resume")) o.resume = spec.resume;
   if (unset("--threads")) o.threads = int(spec.threads);
+  if (unset("--slowdown")) o.slowdown = spec.slowdown;
   if (unset("--gemm")) {
     o.gemm = spec.gemm;
     parse_gemm_backend(o.gemm, o.spec, "/gemm");  // a back-end this build lacks: name the spec
@@ -190,6 +194,10 @@ void check_numbers(const CLI::App& app, Options& o) {
   if (app.count("--gemm-tile-columns") > 0)
     check_run_number(RunNumber::gemm_tile_columns, double(o.gemm_tile_columns), file, "/gemm-tile-columns");
   check_run_number(RunNumber::repeats, o.repeats, file, "/repeats");
+  if (app.count("--slowdown") > 0) {
+    o.slowdown.clear();
+    for (const std::string& text : o.slowdown_texts) add_slowdown(o.slowdown, text, file, "/slowdown");
+  }
   if (o.batch < 1) throw InputError(file, "/batch", std::to_string(o.batch), "must be an integer >= 1");
 }
 
@@ -433,6 +441,8 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
   }
   if (o.compute != "real" && o.compute != "sleep")
     throw InputError("command line", "/compute", o.compute, "expected real or sleep");
+  check_slowdown_ranks(o.slowdown, size, o.slowdown_texts.empty() && !o.spec.empty() ? o.spec : "command line",
+                       "/slowdown");
   if (o.iterations < 1) throw InputError("command line", "/iterations", std::to_string(o.iterations), "must be >= 1");
   if (o.warmup < 0 || o.warmup >= o.iterations)
     throw InputError("command line", "/warmup", std::to_string(o.warmup), "must be in [0, iterations)");
@@ -639,6 +649,11 @@ int run_training(const Options& o, int rank, int size) {
     real.emplace(*s.runtime, *s.dataset, s.network, s.schedule.iterations, between_iterations);
     backend = &*real;
   }
+  std::optional<SlowedBackend> slowed;
+  if (const auto found = o.slowdown.find(rank); found != o.slowdown.end()) {
+    slowed.emplace(*backend, found->second, s.interpreter.poll_interval_s > 0 ? s.interpreter.poll_interval_s : 1e-3);
+    backend = &*slowed;
+  }
   std::optional<ExitingBackend> exiting;
   if (rank == o.debug_exit_rank) {
     std::size_t computes = 0;
@@ -729,6 +744,7 @@ int run_training(const Options& o, int rank, int size) {
     m["warmup_iterations"] = s.schedule.warmup_iterations;
     m["comm_progress"] = to_string(s.progress);
     m["compute"] = backend->mode();
+    if (!o.slowdown.empty()) m["slowdown"] = slowdowns_to_json(o.slowdown);
     m["poll_interval_us"] = o.poll_interval_us;
     m["gemm_tile_columns"] = s.tile_columns;
     m["collective_concurrency"] = s.interpreter.collective_concurrency;

@@ -74,6 +74,23 @@ void SleepBackend::run_compute(const Op& op, int, const std::function<void()>& p
   }
 }
 
+SlowedBackend::SlowedBackend(ComputeBackend& inner, double factor, double slice_s)
+    : inner_(inner), factor_(factor), slice_s_(std::max(slice_s, 1e-6)) {}
+
+void SlowedBackend::run_compute(const Op& op, int iteration, const std::function<void()>& poll) {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  inner_.run_compute(op, iteration, poll);
+  const auto end = clock::now();
+  const auto deadline = end + (end - start) * (factor_ - 1);
+  for (;;) {
+    const double left_s = std::chrono::duration<double>(deadline - clock::now()).count();
+    if (left_s <= 0) break;
+    sleep_s(std::min(left_s, slice_s_));
+    if (poll) poll();
+  }
+}
+
 CommBuffers SleepBackend::prepare(const Collective& c) {
   const CollectiveCounts counts = collective_counts(c, rank_);
   auto& send = send_[c.id];

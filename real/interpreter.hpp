@@ -86,6 +86,27 @@ class SleepBackend : public ComputeBackend {
   std::map<int, std::vector<float>> send_, recv_;  // per collective id
 };
 
+/** A genuinely slower rank (--slowdown RANK:FACTOR): each compute op runs on `inner`, then the
+ *  rank waits (factor − 1) times the op's measured duration, polling every `slice_s` as a
+ *  running op would, so the op takes `factor` times as long and its collectives still progress.
+ *  Waiting rather than repeating the work keeps the numbers bit-identical and leaves the other
+ *  ranks the cores. */
+class SlowedBackend final : public ComputeBackend {
+ public:
+  SlowedBackend(ComputeBackend& inner, double factor, double slice_s);
+  std::string mode() const override { return inner_.mode(); }
+  void begin_iteration(int iteration) override { inner_.begin_iteration(iteration); }
+  void run_compute(const Op& op, int iteration, const std::function<void()>& poll) override;
+  CommBuffers prepare(const Collective& collective) override { return inner_.prepare(collective); }
+  void complete(const Collective& collective) override { inner_.complete(collective); }
+  void finish() override { inner_.finish(); }
+
+ private:
+  ComputeBackend& inner_;
+  double factor_;
+  double slice_s_;
+};
+
 struct InterpreterOptions {
   ProgressMode progress = ProgressMode::poll;
   double poll_interval_s = 200e-6;  ///< least time between polls inside compute ops

@@ -45,6 +45,24 @@ TEST_CASE("heterogeneous nodes: speed factors scale compute time") {
   CHECK(platform.kernel_time_s(KernelClass::gemm, 8e11, 0, 2) == Approx(0.5));
 }
 
+TEST_CASE("slow_down makes one node slower by its factor and leaves the others") {
+  nlohmann::json document = minimal_platform();
+  Platform platform = parse_platform(document, "p.json");
+  platform.slow_down(2, 4.0);
+  // gemm 8e11 FLOP at 1e12 FLOP/s × 0.8 = 1 s on a nominal node, 4 s on node 2.
+  CHECK(platform.kernel_time_s(KernelClass::gemm, 8e11, 0, 0) == Approx(1.0).epsilon(1e-12));
+  CHECK(platform.kernel_time_s(KernelClass::gemm, 8e11, 0, 2) == Approx(4.0).epsilon(1e-12));
+  CHECK(platform.kernel_time_s(KernelClass::gemm, 8e11, 0, 3) == Approx(1.0).epsilon(1e-12));
+  // Gaussian-drawn speeds stay as drawn; the slowed node's is divided by the factor.
+  document["nodes"]["speed_stddev"] = 0.2;
+  Platform drawn = parse_platform(document, "p.json");
+  const Platform before = drawn;
+  drawn.slow_down(1, 2.5);
+  CHECK(drawn.speed_factor(0) == before.speed_factor(0));
+  CHECK(drawn.speed_factor(1) == Approx(before.speed_factor(1) / 2.5).epsilon(1e-15));
+  CHECK(drawn.speed_factor(3) == before.speed_factor(3));
+}
+
 TEST_CASE("Gaussian node speeds (Marques et al.) are repeatable for a seed and centred on 1") {
   nlohmann::json document = minimal_platform();
   document["nodes"]["count"] = 2000;

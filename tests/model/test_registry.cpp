@@ -112,6 +112,27 @@ TEST_CASE("run-spec: the JSON round trip keeps every field; bad specs name file,
   bad["options"]["k"] = "many";
   CHECK_THROWS_AS(run_spec_from_json(bad, "spec.json"), InputError);
 
+  // Slowed-down ranks survive the hand-over; "RANK:FACTOR" is the only syntax.
+  spec.slowdown = {{1, 2.0}, {3, 1.5}};
+  CHECK(run_spec_from_json(to_json(spec), "spec.json").slowdown == spec.slowdown);
+  spec.slowdown.clear();
+  Slowdowns slowdowns;
+  add_slowdown(slowdowns, "0:1", "command line", "/slowdown");
+  add_slowdown(slowdowns, "12:2.5", "command line", "/slowdown");
+  CHECK(slowdowns == Slowdowns{{0, 1.0}, {12, 2.5}});
+  for (const char* text : {"1", "1:", ":2", "-1:2", "1:0.5", "1:0", "1:-2", "1:nan", "1:inf", "1:101", "a:2", "1:2x", "12:3"}) {
+    INFO(text);
+    try {
+      add_slowdown(slowdowns, text, "command line", "/slowdown");
+      FAIL("accepted " << text);
+    } catch (const InputError& e) {
+      CHECK(e.json_path() == "/slowdown");
+      CHECK(e.value() == text);
+    }
+  }
+  CHECK_NOTHROW(check_slowdown_ranks(slowdowns, 13, "command line", "/slowdown"));
+  CHECK_THROWS_AS(check_slowdown_ranks(slowdowns, 12, "command line", "/slowdown"), InputError);
+
   // The largest seed the flags take (2^64 - 1) survives the file cnnpar run hands cnnpar-run.
   spec.seed = 18446744073709551615ULL;
   CHECK(run_spec_from_json(to_json(spec), "spec.json").seed == 18446744073709551615ULL);

@@ -195,6 +195,13 @@ cnnpar_mpi_run(real_run_sleep_np4 4 real_sleep_runs --network vgg-a-32 --batch 6
 cnnpar_mpi_check(real_trace_sleep_np4 real_sleep_runs $<TARGET_FILE:cnnpar_trace_check>
                  ${run_out}/sleep_np4.json 4 --compute sleep)
 
+# A genuinely slower rank (--slowdown 1:2): rank 1's compute takes twice as long, the other
+# rank's is unchanged (sleep compute, so the two ranks do not fight over the cores).
+cnnpar_mpi_run(real_run_slowdown_np2 2 real_slowdown_runs --network vgg-a-32 --batch 32 --iterations 3
+               --compute sleep --slowdown 1:2 --trace ${run_out}/slowdown_np2.json)
+cnnpar_mpi_check(real_trace_slowdown_np2 real_slowdown_runs $<TARGET_FILE:cnnpar_trace_check>
+                 ${run_out}/slowdown_np2.json 2 --compute sleep --slowed 1 2)
+
 # Calibration on 2 ranks writes a platform that model/platform.cpp accepts.
 cnnpar_mpi_run(real_run_calibrate_np2 2 real_calibrate_runs --calibrate --network ${tiny} --batch 16 --repeats 1
                --out ${run_out}/calibrated.json)

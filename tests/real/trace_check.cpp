@@ -1,11 +1,13 @@
 // trace_check TRACE.json RANKS [--loss-drop FRACTION] [--weights-identical] [--comm-progress MODE]
-//                                [--compute MODE]
+//                                [--compute MODE] [--slowed RANK FACTOR]
 // Checks a trace written by cnnpar-run: it parses as a cnnpar Trace (model/trace.hpp), comes
 // from the real engine with RANKS ranks, every rank has one mark per iteration and
 // consistent timestamps (posted <= comm_start <= comm_end <= wait_end, wait_start <=
 // wait_end, compute end >= start, marks increasing), and optionally that the mean loss of the
 // last three iterations is below (1 - FRACTION) times that of the first three, that the
-// final weights were bitwise identical on every rank, and the recorded modes.
+// final weights were bitwise identical on every rank, the recorded modes, and that rank RANK
+// (run with --slowdown RANK:FACTOR) computed FACTOR times as long as the fastest other rank,
+// within 15 % (sleeps overshoot by scheduler slack; the ranks' work is the same).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -37,11 +39,17 @@ int main(int argc, char** argv) {
   double loss_drop = -1;
   bool weights_identical = false;
   std::string progress, compute;
+  int slowed_rank = -1;
+  double slowed_factor = 0;
   for (int i = 3; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--loss-drop") && i + 1 < argc) loss_drop = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--weights-identical")) weights_identical = true;
     else if (!std::strcmp(argv[i], "--comm-progress") && i + 1 < argc) progress = argv[++i];
     else if (!std::strcmp(argv[i], "--compute") && i + 1 < argc) compute = argv[++i];
+    else if (!std::strcmp(argv[i], "--slowed") && i + 2 < argc) {
+      slowed_rank = std::atoi(argv[++i]);
+      slowed_factor = std::atof(argv[++i]);
+    }
   }
   std::ifstream in(path);
   if (!in) {
@@ -72,6 +80,22 @@ int main(int argc, char** argv) {
       EXPECT(c.comm_end_s <= c.wait_end_s + slack, "rank %d collective %d wait ends before completion", r.rank, c.collective);
       EXPECT(c.wait_start_s <= c.wait_end_s + slack, "rank %d collective %d wait times", r.rank, c.collective);
     }
+  }
+  if (slowed_rank >= 0 && slowed_rank < int(trace.ranks.size())) {
+    double slowed_s = 0, fastest_other_s = 1e300;
+    for (const cnnpar::RankTrace& r : trace.ranks) {
+      double compute_s = 0;
+      for (const auto& c : r.compute) compute_s += c.end_s - c.start_s;
+      if (r.rank == slowed_rank) slowed_s = compute_s;
+      else fastest_other_s = std::min(fastest_other_s, compute_s);
+    }
+    const double ratio = slowed_s / fastest_other_s;
+    std::printf("trace_check: rank %d computed %.4f s, the fastest other %.4f s: ratio %.3f (asked %.3f)\n",
+                slowed_rank, slowed_s, fastest_other_s, ratio, slowed_factor);
+    EXPECT(std::fabs(ratio / slowed_factor - 1) <= 0.15, "slowed rank's compute ratio %.3f, not %.3f", ratio,
+           slowed_factor);
+    EXPECT(m.contains("slowdown") && m.at("slowdown").contains(std::to_string(slowed_rank)),
+           "metadata lacks slowdown of rank %d", slowed_rank);
   }
   if (loss_drop >= 0) {
     const auto loss = m.value("loss", std::vector<double>{});
