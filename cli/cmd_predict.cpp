@@ -136,6 +136,7 @@ int run_predict(const PredictOptions& o, bool simulate_command) {
   metadata["network"] = s.network.name;
   metadata["platform"] = s.platform.name;
   metadata["platform_parameters"] = to_json(s.platform);
+  if (!s.sets.empty()) metadata["set"] = to_json(s.sets);
   metadata["cnnpar_version"] = CNNPAR_VERSION;
   metadata["engine"] = o.engine;
   if (o.engine == "simgrid") metadata["network_model"] = o.network_model;

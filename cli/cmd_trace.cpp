@@ -76,6 +76,8 @@ void apply_like(const std::string& path, const CLI::App& command, ScenarioOption
   if (!scenario.strategy.columns_given())
     scenario.strategy.set_recompute_columns(options.has("columns") &&
                                             parse_columns(options.at("columns").as_string(), path, options.at("columns").path()));
+  if (!given("--set") && metadata.has("set"))
+    for (const JsonNode& text : metadata.at("set").items()) scenario.sets.push_back(text.as_string());
   if (metadata.has("slowdown")) {
     const JsonNode slowed = metadata.at("slowdown");
     for (const std::string& key : slowed.keys())
@@ -171,6 +173,7 @@ int run_trace(const TraceOptions& o) {
   }
   trace.metadata["network_argument"] = scenario.network;
   trace.metadata["platform_argument"] = scenario.platform;
+  if (!s.sets.empty()) trace.metadata["set"] = to_json(s.sets);
   const TraceMetrics m = compute_metrics(trace);
   const std::vector<LayerPhaseBreakdown> layers = write_trace_outputs(o, trace, m, &s.network, o.out);
   if (!o.quiet && o.out != "-" && o.chrome_out != "-" && o.layers_csv != "-")  // not into JSON on standard output

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "cli/flags.hpp"
 #include "model/error.hpp"
 #include "model/json_node.hpp"
@@ -21,12 +23,17 @@ void add_scenario_options(CLI::App& sub, ScenarioOptions& o) {
   flags::iterations(sub, o.iterations);
   flags::warmup(sub, o.warmup);
   flags::uneven_batch(sub, o.uneven_batch);
+  flags::set_values(sub, o.sets);
 }
 
 LoadedScenario load_scenario_options(const ScenarioOptions& o) {
   LoadedScenario s;
   s.network = load_network(o.network);
-  s.platform = load_platform(o.platform);
+  for (const std::string& text : o.sets) s.sets.push_back(parse_override(text, "command line", "--set"));
+  ScenarioDocument platform = load_scenario("platforms", o.platform);
+  s.platform = platform_with_overrides(platform.json, platform.origin, s.sets, "command line", "--set");
+  s.platform_document = std::move(platform.json);
+  s.platform_file = std::move(platform.origin);
   s.strategy.name = o.strategy.strategy();
   s.strategy.global_batch = o.batch;
   s.strategy.iterations = o.iterations;
@@ -35,6 +42,7 @@ LoadedScenario load_scenario_options(const ScenarioOptions& o) {
   s.strategy.recompute_columns = o.strategy.recompute_columns();
   s.strategy.origin = "command line";
   s.strategy.values = o.strategy.values();
+  apply_strategy_overrides(s.strategy, s.sets, "command line", "--set");
   return s;
 }
 
@@ -66,8 +74,20 @@ Progress::~Progress() { finish(); }
 
 void Progress::update(int done, int total) {
   if (!enabled_) return;
+  const auto now = std::chrono::steady_clock::now();
+  const double elapsed_s = std::chrono::duration<double>(now - started_).count();
+  const double since_shown_s = std::chrono::duration<double>(now - shown_).count();
+  // At most 10 redraws a second on a terminal, one line a second in a log; always the last.
+  if (done < total && shown_once_ && since_shown_s < (terminal_ ? 0.1 : 1.0)) return;
+  shown_ = now;
+  shown_once_ = true;
   active_ = terminal_;
-  std::fprintf(stderr, terminal_ ? "\r%s: %d/%d" : "%s: %d/%d\n", label_.c_str(), done, total);
+  std::string rate;
+  if (done > 0 && done < total && elapsed_s > 0.5)  // the ETA assumes the rest runs at the mean rate so far
+    rate = fmt::format(", {:.1f}/s, ETA {}", done / elapsed_s, format_seconds(elapsed_s * (total - done) / done));
+  else if (done == total && elapsed_s > 0.5)
+    rate = fmt::format(", {}", format_seconds(elapsed_s));
+  std::fprintf(stderr, terminal_ ? "\r%s: %d/%d%s\033[K" : "%s: %d/%d%s\n", label_.c_str(), done, total, rate.c_str());
   std::fflush(stderr);
 }
 

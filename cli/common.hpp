@@ -1,5 +1,6 @@
 #pragma once
 // Helpers shared by the cnnpar sub-commands (wiring only: no model logic here).
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "model/network.hpp"
 #include "model/output_files.hpp"
+#include "model/overrides.hpp"
 #include "model/platform.hpp"
 #include "model/trace.hpp"
 #include "cli/strategy_flags.hpp"
@@ -32,14 +34,18 @@ struct ScenarioOptions {
   int iterations = 3;
   int warmup = 1;
   bool uneven_batch = false;  ///< allow N % P != 0 (ranks take ⌈N/P⌉ or ⌊N/P⌋ images)
+  std::vector<std::string> sets;  ///< --set PATH=VALUE (model/overrides.hpp)
 };
 
 void add_scenario_options(CLI::App& sub, ScenarioOptions& options);
 
 struct LoadedScenario {
   Network network;
-  Platform platform;
-  StrategyOptions strategy;  ///< ranks still to be set
+  Platform platform;           ///< with the --set overrides applied
+  StrategyOptions strategy;    ///< ranks still to be set
+  std::vector<Override> sets;  ///< the --set overrides (metadata "set")
+  nlohmann::json platform_document;  ///< the platform JSON before overrides (sweeps apply more)
+  std::string platform_file;         ///< where it came from
 };
 
 /** Loads network and platform (names or paths) and converts the strategy options.
@@ -54,8 +60,9 @@ void check_simgrid_settings(const std::string& engine, const std::string& networ
  *  SimGrid XML platform replaced its network. */
 std::string platform_label(const Platform& platform, const std::string& platform_xml);
 
-/** A small progress line on stderr ("label: done/total"), shown only when stderr is a
- *  terminal or `forced`, and never when `quiet`. */
+/** A small progress line on stderr ("label: done/total, rate/s, ETA"), shown only when stderr
+ *  is a terminal or `forced`, and never when `quiet`; redrawn at most 10 times a second on a
+ *  terminal, written at most once a second to a log. */
 class Progress {
  public:
   Progress(std::string label, bool forced, bool quiet);
@@ -68,6 +75,9 @@ class Progress {
   bool enabled_ = false;
   bool terminal_ = false;  ///< redraw one line with '\r'; else one line per update
   bool active_ = false;
+  bool shown_once_ = false;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point shown_ = started_;
 };
 
 /** The network a trace ran, for naming layers and weighing buckets: its metadata's argument

@@ -98,6 +98,14 @@ CLI::Option* slowdown(CLI::App& app, std::vector<std::string>& texts) {
       ->allow_extra_args(false);
 }
 
+CLI::Option* set_values(CLI::App& app, std::vector<std::string>& texts) {
+  return app.add_option("--set", texts,
+                        "override a platform value in the platform JSON's own path and units (network.bandwidth=1Gbps, "
+                        "nodes.efficiency.gemm=0.45) or a strategy option (k=9); repeatable")
+      ->type_name("PATH=VALUE")
+      ->allow_extra_args(false);
+}
+
 CLI::Option* per_layer(CLI::App& app, bool& print) {
   return app.add_flag("--per-layer", print,
                       "print compute, communication, exposed communication and bytes per layer (predict: at the "

@@ -19,6 +19,8 @@ CLI::Option* batch(CLI::App& app, std::int64_t& images);
 CLI::Option* iterations(CLI::App& app, int& iterations);
 CLI::Option* warmup(CLI::App& app, int& iterations);
 CLI::Option* uneven_batch(CLI::App& app, bool& allowed);
+/** --set PATH=VALUE, repeatable (model/overrides.hpp). */
+CLI::Option* set_values(CLI::App& app, std::vector<std::string>& texts);
 /** Node count P (one MPI rank per node). `text` takes the list syntax of parse_node_list;
  *  commands of one configuration refuse a list with parse_one_node_count. */
 CLI::Option* nodes(CLI::App& app, std::string& text);

@@ -421,7 +421,7 @@ std::map<std::string, HelpOption> help_options(const TempDir& dir, const std::st
 TEST_CASE("a flag has one name, one argument syntax and one help text in every command", "[cli][help]") {
   TempDir dir;
   std::map<std::string, std::map<std::string, HelpOption>> commands;
-  for (const char* sub : {"predict", "simulate", "trace", "balance", "compare", "report", "list", "run", "calibrate"})
+  for (const char* sub : {"predict", "simulate", "trace", "balance", "compare", "report", "list", "run", "calibrate", "sweep"})
     commands[std::string("cnnpar ") + sub] = help_options(dir, std::string(CNNPAR_EXE) + " " + sub);
 #ifdef CNNPAR_RUN_EXE
   commands["cnnpar-run"] = help_options(dir, CNNPAR_RUN_EXE);
@@ -583,4 +583,99 @@ TEST_CASE("a launcher that does not split, or a host file with srun, is bad inpu
   expect_refused(dir, run_tiny + " --mpiexec \"mpiexec 'open\"", {"command line", "--mpiexec", "mpiexec 'open"});
   expect_refused(dir, run_tiny + " --mpiexec \"srun --mpi=pmi2\" --hostfile /etc/hostname",
                    {"command line", "--hostfile", "/etc/hostname", "Slurm"});
+}
+
+namespace {
+
+// Column `name` of a CSV without quoted fields, one entry per row.
+std::vector<std::string> csv_column(const std::string& csv, const std::string& name) {
+  std::istringstream lines(csv);
+  std::string line;
+  std::getline(lines, line);
+  const auto split = [](const std::string& text) {
+    std::vector<std::string> fields;
+    std::stringstream stream(text);
+    std::string field;
+    while (std::getline(stream, field, ',')) fields.push_back(field);
+    if (!text.empty() && text.back() == ',') fields.push_back("");
+    return fields;
+  };
+  const std::vector<std::string> header = split(line);
+  const auto at = std::find(header.begin(), header.end(), name);
+  REQUIRE(at != header.end());
+  std::vector<std::string> column;
+  while (std::getline(lines, line)) column.push_back(split(line).at(std::size_t(at - header.begin())));
+  return column;
+}
+
+}  // namespace
+
+TEST_CASE("sweep answers the bandwidth question in one command, as predict --set and a platform file do",
+          "[cli][sweep]") {
+  TempDir dir;
+  const fs::path sweep_csv = dir.path() / "sweep.csv";
+  const Result r = run(dir, "sweep --axis network.bandwidth=1Gbps,10Gbps,100Gbps --nodes 1,32 --csv " + sweep_csv.string());
+  REQUIRE(r.status == 0);
+  const std::string csv = slurp(sweep_csv);
+  const std::vector<std::string> bandwidths = csv_column(csv, "network.bandwidth"), nodes = csv_column(csv, "nodes"),
+                                 speedups = csv_column(csv, "speedup"), iterations = csv_column(csv, "iteration_s");
+  REQUIRE(bandwidths == std::vector<std::string>{"1Gbps", "1Gbps", "10Gbps", "10Gbps", "100Gbps", "100Gbps"});
+  // Each bandwidth again through predict --set: the same iteration time and speedup at 32 nodes.
+  double previous_speedup = 0;
+  for (std::size_t row = 1; row < bandwidths.size(); row += 2) {
+    INFO(bandwidths[row]);
+    REQUIRE(nodes[row] == "32");
+    const fs::path predict_csv = dir.path() / "predict.csv";
+    REQUIRE(run(dir, "predict --set network.bandwidth=" + bandwidths[row] + " --nodes 1,32 -q --csv " + predict_csv.string())
+                .status == 0);
+    const std::string predicted = slurp(predict_csv);
+    CHECK(csv_column(predicted, "iteration_s").at(1) == iterations[row]);
+    CHECK(csv_column(predicted, "speedup").at(1) == speedups[row]);
+    // A faster link never slows an iteration down: the speedup does not fall with bandwidth.
+    CHECK(std::stod(speedups[row]) >= previous_speedup);
+    previous_speedup = std::stod(speedups[row]);
+  }
+  // The 10 Gbit/s row from a hand-edited copy of the platform file.
+  nlohmann::json platform = nlohmann::json::parse(slurp(fs::path(CNNPAR_SOURCE_DIR) / "scenarios/platforms/cori-haswell.json"));
+  platform["network"]["bandwidth"] = "10Gbps";
+  const fs::path platform_file = dir.path() / "cori-10gbps.json";
+  std::ofstream(platform_file) << platform.dump(2);
+  const fs::path file_csv = dir.path() / "file.csv";
+  REQUIRE(run(dir, "predict --platform " + platform_file.string() + " --nodes 1,32 -q --csv " + file_csv.string()).status == 0);
+  CHECK(csv_column(slurp(file_csv), "iteration_s").at(1) == iterations[3]);
+  CHECK(csv_column(slurp(file_csv), "speedup").at(1) == speedups[3]);
+}
+
+TEST_CASE("set: --set takes platform paths in the file's own units and strategy options", "[cli][sweep]") {
+  TempDir dir;
+  const fs::path a = dir.path() / "a.csv", b = dir.path() / "b.csv";
+  // nodes.efficiency.gemm 0.3 instead of 0.6 doubles the GEMM time, so one node's iteration gets
+  // slower; k=3 through --set is --k 3.
+  REQUIRE(run(dir, "predict --nodes 1,8 --set nodes.efficiency.gemm=0.3 --set k=3 -q --csv " + a.string()).status == 0);
+  REQUIRE(run(dir, "predict --nodes 1,8 --set nodes.efficiency.gemm=0.3 --k 3 -q --csv " + b.string()).status == 0);
+  CHECK(slurp(a) == slurp(b));
+  CHECK(csv_column(slurp(a), "options").at(0) == "k=3 f=2");
+  const fs::path c = dir.path() / "c.csv";
+  REQUIRE(run(dir, "predict --nodes 1 -q --csv " + c.string()).status == 0);
+  CHECK(std::stod(csv_column(slurp(a), "iteration_s").at(0)) > std::stod(csv_column(slurp(c), "iteration_s").at(0)));
+
+  expect_bad_input(dir, "sweep --nodes 8 --set network.bandwith=1Gbps", {"--set", "network.bandwith=1Gbps", "bandwith"});
+  expect_bad_input(dir, "sweep --nodes 8 --axis network.bandwidth=1Gbps,5us", {"network.bandwidth=5us", "unit"});
+  expect_bad_input(dir, "sweep --nodes 8 --axis k=", {"--axis", "k="});
+  expect_bad_input(dir, "sweep --nodes 8 --strategy dp --axis k=3,9", {"--axis", "k", "dp"});
+  expect_bad_input(dir, "sweep --nodes 8 --axis strategy=dp,dp_layerwise --set k=9", {"--set", "k=9", "dp_layerwise"});
+  expect_bad_input(dir, "sweep --nodes 8 --engine ns3", {"--engine", "ns3"});
+}
+
+TEST_CASE("sweep: the shipped sweep file runs, and flags given as well win", "[cli][sweep]") {
+  TempDir dir;
+  const std::string file = std::string(CNNPAR_SOURCE_DIR) + "/scenarios/sweeps/bandwidth-vgg-a.json";
+  const fs::path csv = dir.path() / "s.csv";
+  // 3 bandwidths × 3 strategies at one node count (--nodes wins over the file's "1-128").
+  REQUIRE(run(dir, "sweep " + file + " --nodes 8 -q --csv " + csv.string()).status == 0);
+  const std::string text = slurp(csv);
+  CHECK(csv_column(text, "network.bandwidth").size() == 9);
+  CHECK(csv_column(text, "nodes") == std::vector<std::string>(9, "8"));
+  CHECK(csv_column(text, "strategy") ==
+        std::vector<std::string>{"dp", "lee", "hybrid", "dp", "lee", "hybrid", "dp", "lee", "hybrid"});
 }
