@@ -16,7 +16,8 @@ Runner add_balance_command(CLI::App& app);
 Runner add_trace_command(CLI::App& app);
 Runner add_compare_command(CLI::App& app);
 Runner add_report_command(CLI::App& app);
-Runner add_sweep_command(CLI::App& app);      ///< axes × node counts, one CSV row each (resumable)
+Runner add_sweep_command(CLI::App& app);
+Runner add_advise_command(CLI::App& app);     ///< the per-layer advisor: rule, search, SimGrid re-check      ///< axes × node counts, one CSV row each (resumable)
 Runner add_list_command(CLI::App& app);       ///< networks, platforms, strategies, studies     ///< studies -> reports/ (CSV, Markdown, SVG)
 Runner add_run_command(CLI::App& app);        ///< launches cnnpar-run under mpiexec (real/ helper)
 Runner add_calibrate_command(CLI::App& app);  ///< launches cnnpar-run calibration (real/ helper)

@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   add(cnnpar::cli::add_compare_command(app), "compare");
   add(cnnpar::cli::add_report_command(app), "report");
   add(cnnpar::cli::add_sweep_command(app), "sweep");
+  add(cnnpar::cli::add_advise_command(app), "advise");
   add(cnnpar::cli::add_list_command(app), "list");
 #ifdef CNNPAR_HAVE_RUN_COMMANDS
   add(cnnpar::cli::add_run_command(app), "run");

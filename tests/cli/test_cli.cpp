@@ -679,3 +679,52 @@ TEST_CASE("sweep: the shipped sweep file runs, and flags given as well win", "[c
   CHECK(csv_column(text, "strategy") ==
         std::vector<std::string>{"dp", "lee", "hybrid", "dp", "lee", "hybrid", "dp", "lee", "hybrid"});
 }
+
+TEST_CASE("advise on VGG-A, batch 256, 64 nodes on Cori: the rule, the search, the re-check and the file", "[cli][advise]") {
+  TempDir dir;
+  const fs::path assign = dir.path() / "assign.json", advice_file = dir.path() / "advice.json";
+  const Result r = run(dir, "advise --network vgg-a --platform cori-haswell --batch 256 --nodes 64 --recheck 1 --out " +
+                                assign.string() + " --json " + advice_file.string());
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const nlohmann::json advice = nlohmann::json::parse(slurp(advice_file));
+  // The rule with its numbers: conv1 3·224·224·256 = 38,535,168 > 64·3·3 = 576 (data);
+  // fc6 3·1·1·256 = 768 < 4,096 (model).
+  for (const nlohmann::json& row : advice["rule"]) {
+    const std::string layer = row["layer"];
+    INFO(layer);
+    CHECK(row["choice"] == (layer.rfind("fc", 0) == 0 ? "model" : "data"));
+  }
+  CHECK(advice["rule"][0]["data_side"] == 38535168.0);
+  CHECK(advice["rule"][0]["model_side"] == 576.0);
+  CHECK(advice["rule"][8]["data_side"] == 768.0);
+  CHECK(advice["rule"][8]["model_side"] == 4096.0);
+  CHECK(r.out.find("38535168") != std::string::npos);
+  CHECK(advice["search"]["space"] == 177147);
+  CHECK(advice["search"]["scored"].get<int>() > 0);
+  // The printed winner is the file's assignment, and predict with that file gives the time the
+  // search ranked it at.
+  const std::string winner = advice["winner"]["assign"];
+  CHECK(r.out.find(winner) != std::string::npos);
+  const nlohmann::json file = nlohmann::json::parse(slurp(assign));
+  CHECK(file["assign"]["fc6"] == "model");
+  const fs::path predicted = dir.path() / "p.json";
+  REQUIRE(run(dir, "predict --strategy per_layer --assign " + assign.string() + " --nodes 64 -q --json " + predicted.string())
+              .status == 0);
+  const nlohmann::json rows = nlohmann::json::parse(slurp(predicted))["rows"];
+  double ranked_s = 0;
+  for (const nlohmann::json& entry : advice["ranked"])
+    if (entry["assign"] == winner) ranked_s = entry["iteration_s"];
+  CHECK(rows[0]["iteration_s"].get<double>() == ranked_s);
+  // The gain over dp is T_dp / T_winner, on each engine.
+  const nlohmann::json& recheck = advice["recheck"];
+  double dp_s = 0;
+  for (const nlohmann::json& c : recheck)
+    if (c["label"] == "dp") dp_s = c["analytic_s"];
+  CHECK(recheck[0]["gain_vs_dp_analytic"].get<double>() == Approx(dp_s / recheck[0]["analytic_s"].get<double>()).epsilon(1e-12));
+#ifdef CNNPAR_TEST_SIMGRID
+  CHECK(recheck[0].contains("simgrid_s"));
+  CHECK(r.out.find("SimGrid") != std::string::npos);
+#endif
+  expect_refused(TempDir(), "advise --nodes 1,2", {"--nodes"});
+}

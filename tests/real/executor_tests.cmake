@@ -324,6 +324,17 @@ if(TARGET cnnpar)
                        PASS_REGULAR_EXPRESSION "overlap_ratio_percent")
   cnnpar_mpi_check(real_cli_run_trace real_cli_runs $<TARGET_FILE:cnnpar_trace_check> ${run_out}/cli_run.json 2
                    --weights-identical)
+  # advise → run for real → compare: the advised assignment file runs in cnnpar-run (vgg-a-32, 2 ranks).
+  add_test(NAME real_cli_advise_np2
+           COMMAND $<TARGET_FILE:cnnpar> advise --network vgg-a-32 --platform local --batch 64 --nodes 2 --recheck 1
+                   --out ${run_out}/advised_assign.json -q)
+  set_tests_properties(real_cli_advise_np2 PROPERTIES LABELS "real;mpi" TIMEOUT 120 FIXTURES_SETUP real_advise)
+  add_test(NAME real_cli_run_advised_np2
+           COMMAND $<TARGET_FILE:cnnpar> run --network vgg-a-32 --nodes 2 --batch 64 --iterations 3
+                   --strategy per_layer --assign ${run_out}/advised_assign.json --trace ${run_out}/advised.json)
+  set_tests_properties(real_cli_run_advised_np2 PROPERTIES LABELS "real;mpi" TIMEOUT 120 FIXTURES_REQUIRED real_advise
+                       ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>"
+                       PASS_REGULAR_EXPRESSION "overlap_ratio_percent|largest deviations|predicted")
   # The measured trace exports like a predicted one (Chrome trace, per-layer CSV, compare --per-layer).
   cnnpar_mpi_check(real_cli_run_export real_cli_runs sh ${PROJECT_SOURCE_DIR}/tests/cli/measured_export.sh
                    $<TARGET_FILE:cnnpar> ${run_out}/cli_run.json)
