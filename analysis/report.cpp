@@ -5,6 +5,10 @@
 #include <cmath>
 #include <cctype>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -14,6 +18,7 @@
 #include "model/json_node.hpp"
 #include "model/output_files.hpp"
 #include "model/scenarios.hpp"
+#include "model/units.hpp"
 
 namespace cnnpar {
 
@@ -54,6 +59,20 @@ StudyResult run_study(const Study& study, const EngineFactory& make_engine, cons
     out.config = config_columns(to_json(series.strategy), network.name, platform.name, make_engine()->name());
     result.series.push_back(std::move(out));
   }
+  if (!study.series.empty()) {
+    // The largest configuration of the first series, with every record, for the per-layer
+    // breakdown and the timeline.
+    const StudySeries& first = study.series.front();
+    const Network network = load_network(first.network);
+    StrategyOptions options = first.strategy;
+    options.ranks = study.nodes.back();
+    LargestConfiguration largest;
+    largest.series_label = first.label;
+    largest.nodes = options.ranks;
+    largest.trace = make_engine()->run(build_schedule(network, platform, options), platform);
+    largest.layers = layer_breakdown(largest.trace, compute_metrics(largest.trace), &network);
+    result.largest.push_back(std::move(largest));
+  }
   return result;
 }
 
@@ -66,6 +85,27 @@ const SweepRow* row_at(const SeriesResult& series, int nodes) {
 }
 
 }  // namespace
+
+std::vector<PaperComparison> paper_comparisons(const Study& study, const StudyResult& result) {
+  std::vector<PaperComparison> out;
+  for (std::size_t i = 0; i < study.series.size() && i < result.series.size(); ++i) {
+    const StudySeries& series = study.series[i];
+    const SeriesResult& predicted = result.series[i];
+    for (const auto& [nodes, paper] : series.paper_speedup_at) {
+      const SweepRow* row = row_at(predicted, nodes);
+      if (!row) continue;
+      out.push_back({series.label, fmt::format("speedup at {} nodes", nodes), paper, row->speedup, nodes,
+                     100.0 * (row->speedup - paper) / paper});
+    }
+    if (series.paper_max_speedup > 0 && !predicted.rows.empty()) {
+      const auto best = std::max_element(predicted.rows.begin(), predicted.rows.end(),
+                                         [](const SweepRow& a, const SweepRow& b) { return a.speedup < b.speedup; });
+      out.push_back({series.label, "maximum speedup", series.paper_max_speedup, best->speedup, best->nodes,
+                     100.0 * (best->speedup - series.paper_max_speedup) / series.paper_max_speedup});
+    }
+  }
+  return out;
+}
 
 std::string study_markdown(const Study& study, const StudyResult& result) {
   std::string md = fmt::format("# {}\n\n", study.title);
@@ -99,23 +139,12 @@ std::string study_markdown(const Study& study, const StudyResult& result) {
                       result.series[c.later].label, result.series[c.earlier].label, 100.0 * c.largest_relative);
 
   std::string comparison;
-  for (std::size_t i = 0; i < study.series.size(); ++i) {
-    const StudySeries& series = study.series[i];
-    const SeriesResult& predicted = result.series[i];
-    for (const auto& [nodes, paper] : series.paper_speedup_at) {
-      const SweepRow* row = row_at(predicted, nodes);
-      if (!row) continue;
-      comparison += fmt::format("| {} | speedup at {} nodes | {:.2f} | {:.2f} | {:+.1f} % |\n", series.label, nodes,
-                                paper, row->speedup, 100.0 * (row->speedup - paper) / paper);
-    }
-    if (series.paper_max_speedup > 0 && !predicted.rows.empty()) {
-      const auto best = std::max_element(predicted.rows.begin(), predicted.rows.end(),
-                                         [](const SweepRow& a, const SweepRow& b) { return a.speedup < b.speedup; });
-      comparison += fmt::format("| {} | maximum speedup | {:.2f} | {:.2f} (at {} nodes) | {:+.1f} % |\n", series.label,
-                                series.paper_max_speedup, best->speedup, best->nodes,
-                                100.0 * (best->speedup - series.paper_max_speedup) / series.paper_max_speedup);
-    }
-  }
+  for (const PaperComparison& c : paper_comparisons(study, result))
+    comparison += c.quantity == "maximum speedup"
+                      ? fmt::format("| {} | maximum speedup | {:.2f} | {:.2f} (at {} nodes) | {:+.1f} % |\n", c.series,
+                                    c.paper, c.predicted, c.predicted_nodes, c.difference_percent)
+                      : fmt::format("| {} | {} | {:.2f} | {:.2f} | {:+.1f} % |\n", c.series, c.quantity, c.paper,
+                                    c.predicted, c.difference_percent);
   if (!comparison.empty())
     md += "\n## Prediction against the paper\n\n| series | quantity | paper | predicted | difference |\n"
           "|---|---|---:|---:|---:|\n" + comparison;
@@ -254,26 +283,259 @@ std::string study_gnuplot(const Study& study, const StudyResult& result, const s
   return script + "\n";
 }
 
+std::string overlap_gnuplot(const Study& study, const StudyResult& result, const std::string& svg_name) {
+  // R is a percentage: a linear axis from 0 to 100 (no linear-speedup line on this plot).
+  std::string script = gnuplot_preamble(study.title + ": overlap ratio R", svg_name, "overlap ratio R (%)",
+                                        study.nodes.back(), false);
+  script += "set yrange [-5:105]\nset key bottom left Left reverse noenhanced box opaque spacing 1.1\n";
+  std::vector<std::string> clauses;
+  for (std::size_t i = 0; i < result.series.size(); ++i) {
+    const PlotStyle style = plot_style(i);
+    // R is undefined where nothing is communicated (one node): NaN leaves that point out.
+    clauses.push_back(fmt::format("{} using 'nodes':(column('comm_s') > 0 ? column('overlap_ratio_percent') : NaN) "
+                                  "title {} with linespoints lw 2 dt {} pt {} "
+                                  "ps 1.3 lc rgb '{}'",
+                                  gnuplot_quoted(result.series[i].file_stem + ".csv"), gnuplot_quoted(result.series[i].label),
+                                  style.dash_type, style.point_type, style.colour));
+  }
+  script += "plot ";
+  for (std::size_t i = 0; i < clauses.size(); ++i) script += (i ? ", \\\n     " : "") + clauses[i];
+  return script + "\n";
+}
+
+std::string timeline_gnuplot(const Trace& trace, const std::string& title, const std::string& svg_name) {
+  // The ranks shown: 0, 1 and the last (each once).
+  std::vector<std::size_t> shown;
+  for (std::size_t r : {std::size_t(0), std::size_t(1), trace.ranks.empty() ? std::size_t(0) : trace.ranks.size() - 1})
+    if (r < trace.ranks.size() && std::find(shown.begin(), shown.end(), r) == shown.end()) shown.push_back(r);
+  const int iteration = trace.warmup_iterations;
+  const auto mark = [&](const RankTrace& rank, int i, double fallback) {
+    for (const MarkRecord& m : rank.marks)
+      if (m.iteration == i) return m.time_s;
+    return fallback;
+  };
+  double begin_s = 1e300, end_s = 0;
+  for (std::size_t r : shown) {
+    begin_s = std::min(begin_s, mark(trace.ranks[r], iteration - 1, 0.0));
+    end_s = std::max(end_s, mark(trace.ranks[r], iteration, 0.0));
+  }
+  if (!(end_s > begin_s)) begin_s = 0, end_s = 1e-3;
+  // x in ms from the iteration's start; each bar is x, y, x_low, x_high, y_low, y_high.
+  std::string compute, comm, waits, ytics;
+  const auto bar = [&](std::string& out, double start_s, double stop_s, double y) {
+    const double a = std::max(start_s, begin_s), b = std::min(stop_s, end_s);
+    if (b <= a) return;
+    const double x0 = (a - begin_s) * 1e3, x1 = (b - begin_s) * 1e3;
+    out += fmt::format("{:.6g} {} {:.6g} {:.6g} {} {}\n", (x0 + x1) / 2, y, x0, x1, y - 0.35, y + 0.35);
+  };
+  for (std::size_t k = 0; k < shown.size(); ++k) {
+    const RankTrace& rank = trace.ranks[shown[k]];
+    const double y = 3.0 * double(shown.size() - 1 - k);  // rank 0 on top
+    for (const ComputeRecord& op : rank.compute) bar(compute, op.start_s, op.end_s, y + 2);
+    for (const CollectiveRecord& c : rank.collectives) {
+      bar(comm, c.comm_start_s, c.comm_end_s, y + 1);
+      bar(waits, c.wait_start_s, c.wait_end_s, y);
+    }
+    ytics += fmt::format("{}'rank {} compute' {}, 'rank {} comm' {}, 'rank {} wait' {}", k ? ", " : "", rank.rank, y + 2,
+                         rank.rank, y + 1, rank.rank, y);
+  }
+  // An empty block would make gnuplot stop; a zero-width bar far outside keeps the key entry.
+  const auto block = [](const char* name, const std::string& rows) {
+    return fmt::format("${} << EOD\n{}EOD\n", name, rows.empty() ? std::string("-1 -100 -1 -1 -100 -100\n") : rows);
+  };
+  return fmt::format(
+      "set terminal svg size 760,{} dynamic font 'sans,12' background '#ffffff'\nset output {}\n"
+      "set title {} noenhanced font ',10'\nset xlabel 'ms from the start of iteration {}'\n"
+      "set xrange [0:{:.6g}]\nset yrange [-1:{}]\nset ytics ({}) noenhanced\n"
+      "set key outside bottom center horizontal noenhanced\nset grid xtics lc rgb '#dddddd'\n"
+      "set border lc rgb '#333333'\nset style fill solid 0.85 noborder\n{}{}{}"
+      "plot $compute using 1:2:3:4:5:6 with boxxyerror lc rgb '#0072B2' title 'compute op', \\\n"
+      "     $comm using 1:2:3:4:5:6 with boxxyerror lc rgb '#E69F00' title 'collective in progress (T_c)', \\\n"
+      "     $waits using 1:2:3:4:5:6 with boxxyerror lc rgb '#D55E00' title 'waiting for it'\n",
+      220 + 60 * shown.size(), gnuplot_quoted(svg_name), gnuplot_quoted(title), iteration,
+      (end_s - begin_s) * 1e3, 3 * shown.size(), ytics, block("compute", compute), block("comm", comm),
+      block("waits", waits));
+}
+
+std::string html_escaped(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+constexpr const char* kHtmlStyle =
+    "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.4}"
+    "h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ddd}"
+    "table{border-collapse:collapse;margin:1em 0;font-size:.9em}"
+    "th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}th{background:#f3f3f3}"
+    "td.text,th.text{text-align:left}.plots{display:flex;flex-wrap:wrap;gap:1em}.plots .plot{flex:1 1 520px;min-width:0}"
+    ".plot svg{max-width:100%;height:auto}.missing{color:#a00}.note{color:#555;font-size:.9em}";
+
+// An SVG document without its XML prolog, for inlining.
+std::string inline_svg(const std::string& document) {
+  const std::size_t start = document.find("<svg");
+  return start == std::string::npos ? std::string() : document.substr(start);
+}
+
+std::string plot_div(const std::vector<std::pair<std::string, std::string>>& svgs, const std::string& name,
+                     const std::string& what) {
+  for (const auto& [file, content] : svgs)
+    if (file == name && !inline_svg(content).empty())
+      return fmt::format("<div class=\"plot\" data-plot=\"{}\">{}</div>\n", html_escaped(name), inline_svg(content));
+  return fmt::format("<p class=\"missing\">{} ({}) was not drawn: gnuplot did not run (see the .gp script).</p>\n",
+                     html_escaped(what), html_escaped(name));
+}
+
+}  // namespace
+
+std::string study_headline(const Study& study, const StudyResult& result) {
+  const std::vector<PaperComparison> comparisons = paper_comparisons(study, result);
+  const PaperComparison* best = nullptr;
+  for (const PaperComparison& c : comparisons)
+    if (!best || c.predicted_nodes > best->predicted_nodes) best = &c;
+  if (best)
+    return fmt::format("{}: {:.1f}× predicted against {:.1f}× published ({}, {:+.0f} %)", best->series, best->predicted,
+                       best->paper, best->quantity, best->difference_percent);
+  if (!result.series.empty() && !result.series.front().rows.empty())
+    return fmt::format("{}: {:.1f}× at {} nodes", result.series.front().label, result.series.front().rows.back().speedup,
+                       result.series.front().rows.back().nodes);
+  return "";
+}
+
+std::string study_html(const Study& study, const StudyResult& result,
+                       const std::vector<std::pair<std::string, std::string>>& svgs) {
+  std::string h = fmt::format(
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{}</style>\n"
+      "</head>\n<body>\n<p><a href=\"../index.html\">all studies</a></p>\n<h1>{}</h1>\n",
+      html_escaped(study.title), kHtmlStyle, html_escaped(study.title));
+  if (!study.source.empty()) h += fmt::format("<p class=\"note\">Source: {}</p>\n", html_escaped(study.source));
+  h += fmt::format("<p class=\"note\">Platform <code>{}</code>; predicted by <code>cnnpar report --study {}</code> "
+                   "(analytic engine). Generated file: do not edit, regenerate.</p>\n",
+                   html_escaped(study.platform), html_escaped(study.name));
+  h += "<h2>Speedup and overlap ratio</h2>\n<div class=\"plots\">\n";
+  h += plot_div(svgs, "speedup.svg", "The speedup plot");
+  h += plot_div(svgs, "overlap.svg", "The overlap-ratio plot");
+  h += "</div>\n<p class=\"note\">Speedup: log-log axes, so linear speedup (grey) is a straight line; lines with open "
+       "markers are the prediction, filled markers the paper's published speedups. Overlap ratio R (Lee et al. "
+       "Eq. 11): the share of communication time hidden behind computation, on a linear axis.</p>\n";
+
+  h += "<h2>Predicted speedup</h2>\n<table>\n<tr><th>nodes</th>";
+  for (const SeriesResult& series : result.series) h += fmt::format("<th>{}</th>", html_escaped(series.label));
+  h += "</tr>\n";
+  for (int nodes : study.nodes) {
+    h += fmt::format("<tr><td>{}</td>", nodes);
+    for (const SeriesResult& series : result.series) {
+      const SweepRow* row = row_at(series, nodes);
+      h += row ? fmt::format("<td>{:.2f} (R {:.0f} %)</td>", row->speedup, row->overlap_ratio_percent) : "<td></td>";
+    }
+    h += "</tr>\n";
+  }
+  h += "</table>\n";
+
+  const std::vector<PaperComparison> comparisons = paper_comparisons(study, result);
+  if (!comparisons.empty()) {
+    h += "<h2>Prediction against the paper</h2>\n<table>\n<tr><th class=\"text\">series</th><th class=\"text\">quantity"
+         "</th><th>paper</th><th>predicted</th><th>difference</th></tr>\n";
+    for (const PaperComparison& c : comparisons)
+      h += fmt::format("<tr><td class=\"text\">{}</td><td class=\"text\">{}</td><td>{:.2f}</td><td>{:.2f}{}</td>"
+                       "<td>{:+.1f} %</td></tr>\n",
+                       html_escaped(c.series), html_escaped(c.quantity), c.paper, c.predicted,
+                       c.quantity == "maximum speedup" ? fmt::format(" (at {} nodes)", c.predicted_nodes) : "",
+                       c.difference_percent);
+    h += "</table>\n";
+  }
+
+  for (const LargestConfiguration& largest : result.largest) {
+    h += fmt::format("<h2>Per layer: {} at {} nodes</h2>\n<p class=\"note\">Per iteration, each column the maximum "
+                     "over ranks (so a row's columns may come from different ranks); a bucket's communication is "
+                     "split between its layers by their parameter bytes.</p>\n",
+                     html_escaped(largest.series_label), largest.nodes);
+    const std::vector<LayerPhaseBreakdown> totals = layer_totals(largest.layers);
+    double largest_s = 0;
+    for (const LayerPhaseBreakdown& r : totals) largest_s = std::max({largest_s, r.compute_s, r.comm_s});
+    const TimeUnit unit = time_unit_for(largest_s);
+    h += fmt::format("<table>\n<tr><th class=\"text\">layer</th><th>compute ({0})</th><th>communication ({0})</th>"
+                     "<th>exposed communication ({0})</th><th>bytes</th></tr>\n",
+                     unit.name);
+    for (const LayerPhaseBreakdown& r : totals)
+      if (r.compute_s > 0 || r.comm_s > 0)
+        h += fmt::format("<tr><td class=\"text\">{}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td><td>{}</td></tr>\n",
+                         html_escaped(r.name), r.compute_s * unit.per_second, r.comm_s * unit.per_second,
+                         r.exposed_comm_s * unit.per_second, r.bytes > 0 ? format_bytes(r.bytes) : "0");
+    h += "</table>\n<h2>One iteration</h2>\n";
+    h += plot_div(svgs, "timeline.svg", "The timeline");
+  }
+  h += "<p class=\"note\">Per-series rows (iteration, compute, communication, exposed communication, R, speedup, "
+       "efficiency) are in the CSV files beside this page.</p>\n</body>\n</html>\n";
+  return h;
+}
+
+std::string reports_index_html(const std::vector<ReportIndexEntry>& entries) {
+  std::string h = fmt::format(
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>cnnpar studies</title>\n"
+      "<style>{}</style>\n</head>\n<body>\n<h1>cnnpar studies: prediction beside publication</h1>\n"
+      "<table>\n<tr><th class=\"text\">study</th><th class=\"text\">source</th><th class=\"text\">headline</th></tr>\n",
+      kHtmlStyle);
+  for (const ReportIndexEntry& e : entries)
+    h += fmt::format("<tr><td class=\"text\"><a href=\"{0}/index.html\">{1}</a></td><td class=\"text\">{2}</td>"
+                     "<td class=\"text\">{3}</td></tr>\n",
+                     html_escaped(e.folder), html_escaped(e.title), html_escaped(e.source), html_escaped(e.headline));
+  return h + "</table>\n<p class=\"note\">Generated by <code>cnnpar report</code>.</p>\n</body>\n</html>\n";
+}
+
 bool write_study_report(const Study& study, const StudyResult& result, const std::string& dir, bool plot) {
   namespace fs = std::filesystem;
   for (const SeriesResult& series : result.series)
     write_file_atomic((fs::path(dir) / (series.file_stem + ".csv")).string(), sweep_csv(series.config, series.rows));
   write_file_atomic((fs::path(dir) / "report.md").string(), study_markdown(study, result));
-  write_file_atomic((fs::path(dir) / "speedup.gp").string(), study_gnuplot(study, result, "speedup.svg"));
-  if (!plot) return true;
-  // gnuplot reads the CSVs relative to the report folder. An interruption (InterruptedError)
-  // propagates: the caller's OutputTransaction removes the whole staged folder.
-  const fs::path absolute = fs::absolute(dir), svg = absolute / "speedup.svg";
-  bool plotted = false;
-  try {
-    plotted = run_child({"gnuplot", "speedup.gp"}, {absolute.string(), true}) == 0 && fs::exists(svg);
-  } catch (const InterruptedError&) {
-    throw;
-  } catch (const std::runtime_error&) {  // gnuplot is not installed: the .gp script stays
-    plotted = false;
+  std::vector<std::pair<std::string, std::string>> scripts = {
+      {"speedup", study_gnuplot(study, result, "speedup.svg")}, {"overlap", overlap_gnuplot(study, result, "overlap.svg")}};
+  for (const LargestConfiguration& largest : result.largest)
+    scripts.push_back({"timeline", timeline_gnuplot(largest.trace,
+                                                    fmt::format("{}, {} at {} nodes: one iteration, ranks 0, 1 and the last",
+                                                                study.title, largest.series_label, largest.nodes),
+                                                    "timeline.svg")});
+  for (const auto& [name, script] : scripts) write_file_atomic((fs::path(dir) / (name + ".gp")).string(), script);
+  bool plotted = plot;
+  std::vector<std::pair<std::string, std::string>> svgs;
+  if (plot) {
+    // gnuplot reads the CSVs relative to the report folder. An interruption (InterruptedError)
+    // propagates: the caller's OutputTransaction removes the whole staged folder.
+    const fs::path absolute = fs::absolute(dir);
+    for (const auto& [name, script] : scripts) {
+      const fs::path svg = absolute / (name + ".svg");
+      bool ok = false;
+      try {
+        ok = run_child({"gnuplot", name + ".gp"}, {absolute.string(), true}) == 0 && fs::exists(svg);
+      } catch (const InterruptedError&) {
+        throw;
+      } catch (const std::runtime_error&) {  // gnuplot is not installed: the .gp scripts stay
+        ok = false;
+      }
+      std::error_code ignored;
+      if (!ok) {
+        fs::remove(svg, ignored);
+        plotted = false;
+        continue;
+      }
+      std::ifstream in(svg, std::ios::binary);
+      std::stringstream content;
+      content << in.rdbuf();
+      svgs.push_back({name + ".svg", content.str()});
+    }
   }
-  std::error_code ignored;
-  if (!plotted) fs::remove(svg, ignored);
+  write_file_atomic((fs::path(dir) / "index.html").string(), study_html(study, result, svgs));
   return plotted;
 }
 

@@ -1,13 +1,17 @@
 #pragma once
 // Study reports: every series of a study predicted over its node counts, written as CSV per
 // series, a Markdown report that sets the prediction beside the paper's published numbers,
-// and a gnuplot speedup plot (SVG).
+// gnuplot plots (SVG: speedup, overlap ratio, a timeline of one iteration) and a
+// self-contained index.html with the plots inlined, the comparison with the paper, the
+// per-layer breakdown and the timeline of the largest configuration.
 #include <cstddef>
 #include <string>
 #include <vector>
 
+#include "analysis/layer_breakdown.hpp"
 #include "analysis/sweep.hpp"
 #include "model/study.hpp"
+#include "model/trace.hpp"
 
 namespace cnnpar {
 
@@ -18,9 +22,29 @@ struct SeriesResult {
   ConfigColumns config;   ///< network, platform, engine, strategy and options of the rows (CSV)
 };
 
+/** The first series at the study's largest node count, replayed with every record kept. */
+struct LargestConfiguration {
+  std::string series_label;
+  int nodes = 0;
+  Trace trace;
+  std::vector<LayerPhaseBreakdown> layers;  ///< its per-layer breakdown
+};
+
 struct StudyResult {
   std::vector<SeriesResult> series;
+  std::vector<LargestConfiguration> largest;  ///< empty or one
 };
+
+/** One line of "prediction against the paper" (report.md and index.html). */
+struct PaperComparison {
+  std::string series;
+  std::string quantity;      ///< "speedup at 128 nodes", "maximum speedup"
+  double paper = 0;
+  double predicted = 0;
+  int predicted_nodes = 0;   ///< where the predicted value is (the maximum's node count)
+  double difference_percent = 0;  ///< 100·(predicted − paper) / paper
+};
+std::vector<PaperComparison> paper_comparisons(const Study& study, const StudyResult& result);
 
 /** Checks everything a study will run before any of it runs: its platform and networks load,
  *  and every series is a valid strategy at every node count (one the platform has).
@@ -68,10 +92,41 @@ std::string gnuplot_preamble(const std::string& title, const std::string& svg_na
  *  as markers. */
 std::string study_gnuplot(const Study& study, const StudyResult& result, const std::string& svg_name);
 
-/** Writes DIR/<series>.csv, DIR/report.md, DIR/speedup.gp and, when `plot` and gnuplot runs,
- *  DIR/speedup.svg into DIR, a fresh folder (OutputTransaction::folder stages it).
+/** Overlap ratio R (percent, linear axis from 0 to 100) against nodes (log2 axis), one line per
+ *  series from the CSVs beside it. */
+std::string overlap_gnuplot(const Study& study, const StudyResult& result, const std::string& svg_name);
+
+/** A timeline of the first measured iteration of `trace` on ranks 0, 1 and the last: a row of
+ *  compute ops, one of collectives (comm_start to comm_end) and one of waits per rank, in ms
+ *  from the iteration's start. */
+std::string timeline_gnuplot(const Trace& trace, const std::string& title, const std::string& svg_name);
+
+/** The study's page: title, source, the plots (SVG documents by file name, inlined; a plot
+ *  missing from `svgs` is said to be missing), predicted speedups, the comparison with the
+ *  paper, and the largest configuration's per-layer breakdown and timeline. Every text taken
+ *  from input is HTML-escaped. No external resource. */
+std::string study_html(const Study& study, const StudyResult& result, const std::vector<std::pair<std::string, std::string>>& svgs);
+
+/** One entry of reports/index.html. */
+struct ReportIndexEntry {
+  std::string folder;  ///< the study's folder under the report root
+  std::string title, source;
+  std::string headline;  ///< e.g. "lee k=9 f=2: 52.6× at 128 nodes (paper 17.8×)"
+};
+std::string reports_index_html(const std::vector<ReportIndexEntry>& entries);
+/** The headline of a study: its comparison with the paper at the largest node count, else its
+ *  first series' speedup there. */
+std::string study_headline(const Study& study, const StudyResult& result);
+
+/** HTML-escaped text (& < > " '). */
+std::string html_escaped(const std::string& text);
+
+/** Writes DIR/<series>.csv, DIR/report.md, DIR/speedup.gp, DIR/overlap.gp, DIR/timeline.gp
+ *  (when the result has a largest configuration), DIR/index.html and, when `plot` and gnuplot
+ *  runs, the SVGs (inlined in index.html too) into DIR, a fresh folder
+ *  (OutputTransaction::folder stages it).
  *  @throws InterruptedError when gnuplot is interrupted.
- *  @returns false if the plot was asked for but gnuplot failed (the rest is written). */
+ *  @returns false if the plots were asked for but gnuplot failed (the rest is written). */
 bool write_study_report(const Study& study, const StudyResult& result, const std::string& dir, bool plot);
 
 }  // namespace cnnpar

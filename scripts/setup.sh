@@ -8,7 +8,8 @@ packages=(build-essential cmake pkg-config libsimgrid-dev mpich libmpich-dev lib
 # ocl-icd-opencl-dev: oneDNN's CMake config requires OpenCL, but libdnnl-dev only recommends
 # it, so --no-install-recommends on a fresh machine leaves find_package(dnnl) failing.
 # The tests also fuzz the parsers (tests/fuzz): clang and its libFuzzer runtime.
-[ "${1:-}" = "--test" ] && packages+=(clang libclang-rt-14-dev)
+# The HTML reports are checked in headless Chromium.
+[ "${1:-}" = "--test" ] && packages+=(clang libclang-rt-14-dev chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

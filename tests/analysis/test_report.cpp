@@ -220,3 +220,49 @@ TEST_CASE("with gnuplot installed, the written SVG holds the paper's markers and
     CHECK_FALSE(yellow(std::stoi((*it)[1]), std::stoi((*it)[2]), std::stoi((*it)[3])));
   CHECK(colours > 0);
 }
+
+TEST_CASE("the HTML page escapes its input, inlines the plots it has and says which it lacks", "[report][html]") {
+  Study study = test_study();
+  study.title = "<script>alert('x')</script> & co";
+  StudyResult result = test_result();
+  result.series[0].label = "A <b>";
+  const std::string svg = "<?xml version=\"1.0\"?>\n<svg width=\"10\" height=\"10\"><path d=\"M0 0\"/></svg>\n";
+  const std::string html = study_html(study, result, {{"speedup.svg", svg}});
+  CHECK(html.find("<script>") == std::string::npos);
+  CHECK(html.find("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; co") != std::string::npos);
+  CHECK(html.find("A &lt;b&gt;") != std::string::npos);
+  // The SVG is inlined without its XML prolog; the overlap plot, not given, is said to be missing.
+  CHECK(html.find("<div class=\"plot\" data-plot=\"speedup.svg\"><svg width=\"10\"") != std::string::npos);
+  CHECK(html.find("<?xml") == std::string::npos);
+  CHECK(html.find("overlap.svg) was not drawn") != std::string::npos);
+  // Nothing from outside the file.
+  CHECK(html.find("http") == std::string::npos);
+  // The comparison with the paper: B at 4 nodes, 3.7 predicted against 3.1, +19.4 %.
+  CHECK(html.find("<td>3.10</td><td>3.70</td><td>+19.4 %</td>") != std::string::npos);
+}
+
+TEST_CASE("the timeline draws one measured iteration in ms from its start", "[report][html]") {
+  // Two ranks, warm-up 1: iteration 1 runs from 1.0 s to 2.0 s on both. Rank 0 computes
+  // [1.1, 1.3] s (→ 100..300 ms, centre 200) and its collective runs [1.3, 1.6] s with a wait
+  // [1.5, 1.6] s (→ 300..600 and 500..600 ms); the warm-up op [0.1, 0.5] s is left out.
+  Trace trace;
+  trace.warmup_iterations = 1;
+  trace.ranks.resize(2);
+  for (int r = 0; r < 2; ++r) {
+    trace.ranks[std::size_t(r)].rank = r;
+    trace.ranks[std::size_t(r)].marks = {{0, 1.0}, {1, 2.0}};
+  }
+  ComputeRecord warm, op;
+  warm.start_s = 0.1, warm.end_s = 0.5;
+  op.start_s = 1.1, op.end_s = 1.3;
+  trace.ranks[0].compute = {warm, op};
+  CollectiveRecord c;
+  c.comm_start_s = 1.3, c.comm_end_s = 1.6, c.wait_start_s = 1.5, c.wait_end_s = 1.6;
+  trace.ranks[0].collectives = {c};
+  const std::string script = timeline_gnuplot(trace, "t", "timeline.svg");
+  // Rank 0 is the top row (y = 3 + 2 for compute, 3 + 1 comm, 3 wait); bars are x y x0 x1 y0 y1.
+  CHECK(script.find("$compute << EOD\n200 5 100 300 4.65 5.35\nEOD") != std::string::npos);
+  CHECK(script.find("$comm << EOD\n450 4 300 600 3.65 4.35\nEOD") != std::string::npos);
+  CHECK(script.find("$waits << EOD\n550 3 500 600 2.65 3.35\nEOD") != std::string::npos);
+  CHECK(script.find("set xrange [0:1000]") != std::string::npos);
+}

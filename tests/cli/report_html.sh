@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The HTML reports open in headless Chromium: for every study page and the index, a screenshot
+# is taken (and must not be blank), the rendered DOM holds every plot as a non-empty SVG, the
+# speedup plot has the paper's markers, nothing was logged to the console, and nothing is
+# loaded from outside the file.
+# Usage: report_html.sh CNNPAR CHROMIUM
+set -euo pipefail
+cnnpar=$1
+chromium=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$cnnpar" report --out "$work/reports" -q
+# The part of a DOM from a plot's container to the end of its SVG.
+plot_markup() {  # plot_markup DOM PLOT
+  awk -v plot="data-plot=\"$2\"" '
+    !inside && index($0, plot) { inside = 1; rest = substr($0, index($0, plot)); print rest; if (rest ~ /<\/svg>/) exit; next }
+    inside { print } inside && /<\/svg>/ { exit }' "$1"
+}
+browse() {  # browse OUTPUT_PREFIX FILE: DOM, console log and screenshot of one page
+  local prefix=$1 page=$2
+  "$chromium" --headless --no-sandbox --disable-gpu --hide-scrollbars --virtual-time-budget=3000 \
+    --enable-logging=stderr --v=0 --dump-dom "file://$page" > "$prefix.dom" 2> "$prefix.log"
+  "$chromium" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1200,2400 \
+    --screenshot="$prefix.png" "file://$page" > /dev/null 2>&1
+  [ -s "$prefix.png" ] || { echo "report_html: no screenshot of $page" >&2; exit 1; }
+  # A blank white page compresses to a few KiB; plots and tables do not.
+  [ "$(stat -c %s "$prefix.png")" -gt 30000 ] || { echo "report_html: $page looks blank" >&2; exit 1; }
+  if grep -i 'CONSOLE' "$prefix.log"; then echo "report_html: console output on $page" >&2; exit 1; fi
+  if grep -Eo '(src|href)="(https?:)?//[^"]*' "$page"; then echo "report_html: $page loads from outside" >&2; exit 1; fi
+}
+pages=0
+with_paper=0
+for page in "$work"/reports/*/index.html; do
+  study=$(basename "$(dirname "$page")")
+  browse "$work/$study" "$page"
+  dom="$work/$study.dom"
+  # Every plot container holds an SVG with drawn paths: the speedup, the overlap ratio and the timeline.
+  for plot in speedup.svg overlap.svg timeline.svg; do
+    body=$(plot_markup "$dom" "$plot")
+    echo "$body" | grep -q '<svg' || { echo "report_html: $study: no $plot in the page" >&2; exit 1; }
+    [ "$(echo "$body" | grep -c '<path')" -gt 3 ] || { echo "report_html: $study: $plot is empty" >&2; exit 1; }
+  done
+  # The paper's published points, where the study has some (its report.md then compares):
+  # a plot group titled "paper: ..." with markers in it.
+  if grep -q '^## Prediction against the paper' "$(dirname "$page")/report.md"; then
+    speedup=$(plot_markup "$dom" speedup.svg)
+    echo "$speedup" | grep -q '<title>paper: ' || { echo "report_html: $study: no paper markers" >&2; exit 1; }
+    echo "$speedup" | awk '/<title>paper: / {paper = 1} paper && /<use / {found = 1} END {exit !found}' ||
+      { echo "report_html: $study: the paper's group draws no marker" >&2; exit 1; }
+    with_paper=$((with_paper + 1))
+  fi
+  grep -q '<table>' "$dom" || { echo "report_html: $study: no table" >&2; exit 1; }
+  pages=$((pages + 1))
+done
+browse "$work/index" "$work/reports/index.html"
+[ "$(grep -c '/index.html">' "$work/index.dom")" -eq $pages ] || { echo "report_html: the index does not link every study" >&2; exit 1; }
+[ $with_paper -ge 4 ] || { echo "report_html: only $with_paper studies with the paper's numbers" >&2; exit 1; }
+echo "report_html: $pages study pages and the index rendered, every plot drawn, paper markers in all $with_paper with published numbers"
