@@ -115,18 +115,8 @@ int run_predict(const PredictOptions& o, bool simulate_command) {
   if (want_layers) {
     StrategyOptions at_largest = s.strategy;
     at_largest.ranks = nodes.back();
-    const Schedule schedule = build_schedule(s.network, s.platform, at_largest);
-    Trace trace;
-    if (o.engine == "analytic") {
-      trace = make_analytic_engine()->run(schedule, s.platform);
-    } else {
-#ifdef CNNPAR_HAVE_SIMGRID
-      SimgridOptions sg;
-      sg.network_model = o.network_model;
-      sg.platform_xml = o.platform_xml;
-      trace = std::move(simulate_many({{&schedule, &s.platform}}, sg, nullptr).front());
-#endif
-    }
+    const Trace trace = replay_once(build_schedule(s.network, s.platform, at_largest), s.platform, o.engine,
+                                    o.network_model, o.platform_xml);
     layers = layer_breakdown(trace, compute_metrics(trace), &s.network);
   }
   progress.finish();

@@ -156,21 +156,7 @@ int run_trace(const TraceOptions& o) {
   s.strategy.values.update(like_values);
   s.strategy.ranks = nodes;
   const Schedule schedule = build_schedule(s.network, s.platform, s.strategy);
-  Trace trace;
-  if (o.engine == "analytic") {
-    trace = make_analytic_engine()->run(schedule, s.platform);
-  } else {
-#ifdef CNNPAR_HAVE_SIMGRID
-    SimgridOptions sg;
-    sg.network_model = o.network_model;
-    sg.platform_xml = o.platform_xml;
-    trace = make_simgrid_engine(sg)->run(schedule, s.platform);
-    if (!o.platform_xml.empty()) trace.metadata["platform_xml"] = o.platform_xml;
-#else
-    throw InputError("command line", "--engine", o.engine,
-                     "this cnnpar was built without SimGrid (configure with CNNPAR_WITH_SIMGRID=ON)");
-#endif
-  }
+  Trace trace = replay_once(schedule, s.platform, o.engine, o.network_model, o.platform_xml);
   trace.metadata["network_argument"] = scenario.network;
   trace.metadata["platform_argument"] = scenario.platform;
   if (!s.sets.empty()) trace.metadata["set"] = to_json(s.sets);

@@ -12,6 +12,10 @@
 #include "model/json_node.hpp"
 #include "model/scenarios.hpp"
 #include "model/units.hpp"
+#include "sim/analytic/analytic_engine.hpp"
+#ifdef CNNPAR_HAVE_SIMGRID
+#include "sim/simgrid/simgrid_engine.hpp"
+#endif
 
 namespace cnnpar::cli {
 
@@ -96,6 +100,23 @@ void Progress::finish() {
   active_ = false;
   std::fprintf(stderr, "\n");
   std::fflush(stderr);
+}
+
+Trace replay_once(const Schedule& schedule, const Platform& platform, const std::string& engine,
+                  const std::string& network_model, const std::string& platform_xml) {
+  if (engine == "analytic") return make_analytic_engine()->run(schedule, platform);
+#ifdef CNNPAR_HAVE_SIMGRID
+  SimgridOptions sg;
+  sg.network_model = network_model;
+  sg.platform_xml = platform_xml;
+  Trace trace = make_simgrid_engine(sg)->run(schedule, platform);
+  if (!platform_xml.empty()) trace.metadata["platform_xml"] = platform_xml;
+  return trace;
+#else
+  (void)network_model, (void)platform_xml;
+  throw InputError("command line", "--engine", engine,
+                   "this cnnpar was built without SimGrid (configure with CNNPAR_WITH_SIMGRID=ON)");
+#endif
 }
 
 std::unique_ptr<Network> trace_network(const Trace& trace) {

@@ -80,6 +80,13 @@ class Progress {
   std::chrono::steady_clock::time_point shown_ = started_;
 };
 
+/** One replay of `schedule` on the engine `engine` ("analytic" or "simgrid"; the SimGrid one
+ *  with its network model and XML platform, recorded in the trace's metadata).
+ *  @throws InputError("command line", "--engine", engine, reason) for SimGrid in a build
+ *  without it. Runs SimGrid in this process: once per process. */
+Trace replay_once(const Schedule& schedule, const Platform& platform, const std::string& engine,
+                  const std::string& network_model, const std::string& platform_xml);
+
 /** The network a trace ran, for naming layers and weighing buckets: its metadata's argument
  *  (a name or a file) or name. Null when neither loads here (a file from another machine). */
 std::unique_ptr<Network> trace_network(const Trace& trace);

@@ -9,6 +9,7 @@
 
 #include "analysis/layer_breakdown.hpp"
 #include "analysis/metrics.hpp"
+#include "hand_trace.hpp"
 #include "model/cost.hpp"
 #include "model/error.hpp"
 #include "model/scenarios.hpp"
@@ -21,29 +22,11 @@ namespace {
 
 constexpr double kTol = 1e-12;
 
-ComputeRecord op(int index, const std::string& label, int layer, Phase phase, double start, double end) {
-  ComputeRecord r;
-  r.op = index;
-  r.label = label;
-  r.layer = layer;
-  r.phase = phase;
-  r.start_s = start;
-  r.end_s = end;
-  return r;
-}
+using test::op;
 
+// Posted when it starts; 1000 bytes.
 CollectiveRecord coll(int id, int iteration, double start, double end, double wait_start, double wait_end) {
-  CollectiveRecord r;
-  r.collective = id;
-  r.label = "c" + std::to_string(id);
-  r.iteration = iteration;
-  r.bytes = 1000;
-  r.posted_s = start;
-  r.comm_start_s = start;
-  r.comm_end_s = end;
-  r.wait_start_s = wait_start;
-  r.wait_end_s = wait_end;
-  return r;
+  return test::coll(id, iteration, start, start, end, wait_start, wait_end);
 }
 
 // Two ranks, iteration 0 warm-up, 1 and 2 measured (marks at 1, 2, 3.5 on both ranks).

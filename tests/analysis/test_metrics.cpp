@@ -11,6 +11,7 @@
 #include "analysis/compare.hpp"
 #include "analysis/metrics.hpp"
 #include "analysis/sweep.hpp"
+#include "hand_trace.hpp"
 #include "model/error.hpp"
 #include "model/output_files.hpp"
 #include "model/units.hpp"
@@ -21,31 +22,8 @@ namespace {
 
 constexpr double kTol = 1e-12;
 
-ComputeRecord op(int index, const std::string& label, int layer, Phase phase, double start, double end) {
-  ComputeRecord r;
-  r.op = index;
-  r.label = label;
-  r.layer = layer;
-  r.phase = phase;
-  r.start_s = start;
-  r.end_s = end;
-  return r;
-}
-
-CollectiveRecord coll(int id, int iteration, double posted, double start, double end, double wait_start,
-                      double wait_end, double bytes = 1000) {
-  CollectiveRecord r;
-  r.collective = id;
-  r.label = "c" + std::to_string(id);
-  r.iteration = iteration;
-  r.bytes = bytes;
-  r.posted_s = posted;
-  r.comm_start_s = start;
-  r.comm_end_s = end;
-  r.wait_start_s = wait_start;
-  r.wait_end_s = wait_end;
-  return r;
-}
+using test::coll;
+using test::op;
 
 // Two ranks, iterations 0 (warm-up) and 1, 2 (measured).
 //  rank 0: marks at 1.0, 2.0, 3.5; rank 1: marks at 1.0, 2.5, 3.5.
