@@ -167,6 +167,11 @@ std::vector<PreparedPoint> prepare_points(const SweepCliOptions& o, const std::v
       throw InputError(origin, "--set", set.text(),
                        fmt::format("no strategy of the sweep ({}) has the option {}", fmt::join(strategies, ", "), set.path));
   std::map<std::string, ScenarioDocument> platform_documents;
+  // The --set values alone first, so that a later error can only be an axis value's.
+  {
+    const ScenarioDocument base_platform = load_scenario("platforms", o.scenario.platform);
+    platform_with_overrides(base_platform.json, base_platform.origin, base_sets, origin, "--set");
+  }
   std::vector<PreparedPoint> prepared;
   for (const SweepPoint& point : points) {
     std::string network_name = o.scenario.network, platform_name = o.scenario.platform;
@@ -204,8 +209,7 @@ std::vector<PreparedPoint> prepare_points(const SweepCliOptions& o, const std::v
     PreparedPoint p;
     p.point = point;
     p.network = &network->second;
-    p.platform = platform_with_overrides(document->second.json, document->second.origin, point_sets, origin,
-                                         strategy_axis ? "--axis" : "--set");
+    p.platform = platform_with_overrides(document->second.json, document->second.origin, point_sets, origin, "--axis");
     strategy.global_batch = batch;
     strategy.iterations = o.scenario.iterations;
     strategy.warmup_iterations = o.scenario.warmup;
