@@ -134,14 +134,19 @@ class Scoreboard {
 
 }  // namespace
 
+std::size_t assignment_space(const Network& network) {
+  std::size_t space = 1;
+  for (std::size_t i = 0; i < parameter_layers(network).size(); ++i) space *= 3;
+  return space;
+}
+
 SearchResult search_assignments(const Network& network, const AssignmentScorer& score,
                                 const std::vector<LayerAssignment>& starts, std::size_t keep,
                                 const std::function<void(std::size_t)>& progress) {
   const auto began = std::chrono::steady_clock::now();
   const std::vector<int> layers = parameter_layers(network);
   SearchResult result;
-  result.space = 1;
-  for (std::size_t i = 0; i < layers.size() && result.space <= kExhaustiveLimit; ++i) result.space *= 3;
+  result.space = assignment_space(network);
   Scoreboard board(network, score, progress);
   if (result.space <= kExhaustiveLimit) {
     result.exhaustive = true;
@@ -163,8 +168,6 @@ SearchResult search_assignments(const Network& network, const AssignmentScorer& 
   } else {
     // Steepest descent from each start: all single-layer changes; when none helps, all
     // two-layer changes; stop when neither does.
-    result.space = 1;
-    for (std::size_t i = 0; i < layers.size(); ++i) result.space *= 3;
     for (const LayerAssignment& start : starts) {
       const ScoredAssignment* current = board.score({start});
       if (!current) continue;

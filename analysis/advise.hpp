@@ -47,6 +47,9 @@ struct ScoredAssignment {
   double overlap_ratio_percent = 0;
 };
 
+/** 3^(conv and fc layers of `network`): the per_layer assignments there are. */
+std::size_t assignment_space(const Network& network);
+
 struct SearchResult {
   std::vector<ScoredAssignment> best;  ///< ascending iteration time, at most `keep`
   std::size_t space = 0;               ///< 3^(conv and fc layers)

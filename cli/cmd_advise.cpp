@@ -92,9 +92,7 @@ int run_advise(const AdviseOptions& o) {
 
   Progress progress("searching", o.progress, o.quiet);
   const AssignmentScorer score = engine_scorer(network, platform, base, [] { return make_analytic_engine(); });
-  std::size_t space = 1;
-  for (const Layer& layer : network.layers)
-    if (layer.has_parameters() && space <= kExhaustiveLimit) space *= 3;
+  const std::size_t space = assignment_space(network);
   // Progress (with an ETA) for the exhaustive search only: the heuristic's length is unknown.
   const SearchResult search = search_assignments(network, score, starts, std::size_t(o.keep), [&](std::size_t scored) {
     if (space <= kExhaustiveLimit) progress.update(int(scored), int(space));

@@ -304,9 +304,9 @@ int run_sweep(SweepCliOptions o) {
   const std::vector<int> nodes = parse_node_list(o.nodes, "command line", "--nodes");
   const std::vector<SweepPoint> points = sweep_points(axes, o.scenario.strategy.strategy(), "command line", "--axis");
   std::map<std::string, Network> networks;
-  const std::string platform_shown = o.platform_xml.empty() ? "" : platform_label(load_platform(o.scenario.platform), o.platform_xml);
+  const std::string platform_shown = platform_label(load_platform(o.scenario.platform), o.platform_xml);
   std::vector<PreparedPoint> prepared =
-      prepare_points(o, axes, points, nodes, networks, platform_shown.empty() ? load_platform(o.scenario.platform).name : platform_shown);
+      prepare_points(o, axes, points, nodes, networks, platform_shown);
 
   // The rows: every (point, P); P = 1 of every point is computed too, as the speedup baseline.
   const std::string header = sweep_grid_csv_header(axes);
@@ -466,8 +466,7 @@ int run_sweep(SweepCliOptions o) {
   OutputTransaction outputs;
   if (!o.json_out.empty())
     outputs.file(o.json_out, nlohmann::json{{"metadata", metadata}, {"rows", rows_json(header, lines, 6 + sweep_grid_axis_columns(axes))}}.dump(2) + "\n");
-  if (o.csv_out == "-" || (is_stream_output(o.csv_out) && !o.csv_out.empty())) outputs.file(o.csv_out, csv);
-  else if (!o.csv_out.empty()) outputs.file(o.csv_out, csv);  // the log, rewritten whole in sweep order
+  if (!o.csv_out.empty()) outputs.file(o.csv_out, csv);  // a log file is rewritten whole, in sweep order
   outputs.commit();
   if (!o.quiet && o.csv_out.empty() && o.json_out != "-") {
     // A table: the axes, nodes and the headline metrics.
