@@ -1,0 +1,33 @@
+#pragma once
+// Marques, Falcao & Alexandre (2018) closed forms: the workload shares of Eq. 1 and the upload
+// volume of Eq. 2, in one place for the conv_split builder, its metrics and the reports.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/network.hpp"
+
+namespace cnnpar {
+
+/** Eq. 1: w_i = (max(t) / t_i) / Σ_j (max(t) / t_j) for probe times t_i (seconds, > 0).
+ *  The shares sum to 1 and are inversely proportional to the times.
+ *  @throws InputError(origin, "/shares/I", t_i) for an empty list or a time that is not > 0. */
+std::vector<double> probe_shares(const std::vector<double>& probe_times_s, const std::string& origin = "<probe>");
+
+/** Output maps (kernels) per rank of a layer with `kernels` maps, from `shares` (summing to 1):
+ *  floor(kernels·w_i) each, the remainder one by one to the largest fractional parts (ties to
+ *  the lower rank). Every rank gets at least one map when kernels >= ranks, so no worker sits
+ *  out a layer; a share of exactly 0 gets none. */
+std::vector<std::int64_t> apportion_kernels(std::int64_t kernels, const std::vector<double>& shares);
+
+/** Checks explicit shares: each >= 0, at least one > 0, summing to 1 within 1e-6.
+ *  @throws InputError(origin, path + "/I", value) naming the share (or the sum). */
+void check_shares(const std::vector<double>& shares, const std::string& origin, const std::string& path);
+
+/** Eq. 2 for one conv layer: (in_h·in_w·inCh + out_h·out_w·numK)·batch + kh·kw·numK·inCh
+ *  elements (the paper's squares in², out², k² generalised to rectangles). */
+double upload_elements(const Layer& conv, std::int64_t batch);
+/** Eq. 2 summed over every conv layer of the network (elements per iteration). */
+double upload_elements(const Network& network, std::int64_t batch);
+
+}  // namespace cnnpar
