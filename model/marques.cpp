@@ -27,8 +27,8 @@ std::vector<double> probe_shares(const std::vector<double>& probe_times_s, const
 std::vector<std::int64_t> apportion_kernels(std::int64_t kernels, const std::vector<double>& shares) {
   const int P = int(shares.size());
   CNNPAR_ASSERT(P > 0 && kernels >= 0, "apportion over no ranks");
-  std::vector<std::int64_t> counts(std::size_t(P), 0);
-  std::vector<double> remainder(std::size_t(P), 0);
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(P), 0);
+  std::vector<double> remainder(static_cast<std::size_t>(P), 0);
   std::int64_t given = 0;
   for (int i = 0; i < P; ++i) {
     const double exact = double(kernels) * shares[std::size_t(i)];
@@ -36,7 +36,7 @@ std::vector<std::int64_t> apportion_kernels(std::int64_t kernels, const std::vec
     remainder[std::size_t(i)] = exact - double(counts[std::size_t(i)]);
     given += counts[std::size_t(i)];
   }
-  std::vector<int> order(std::size_t(P));
+  std::vector<int> order(static_cast<std::size_t>(P));
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](int a, int b) { return remainder[std::size_t(a)] > remainder[std::size_t(b)]; });
