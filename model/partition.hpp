@@ -12,7 +12,9 @@
 //               calculation) or from the whole batch held locally; weights whole.
 //               Its activations cover the rank's batch slice when its input and its
 //               consumer are batch-sliced (Lee), else the whole batch.
-// The regions of all ranks tile each layer: data and Lee-replicated batch slices and
+//   none        nothing: the rank takes no part in the layer (separate worker groups of
+//               Veeriah & Modi, the master-only layers of Marques et al.); empty ranges.
+// The regions of the ranks that hold a layer tile it: data and Lee-replicated batch slices and
 // model unit slices are disjoint and cover the layer, replicated whole-batch regions are
 // identical.
 #include <cstdint>
@@ -25,7 +27,7 @@
 
 namespace cnnpar {
 
-enum class PartitionKind { data, model, replicated };
+enum class PartitionKind { data, model, replicated, none };
 const char* to_string(PartitionKind kind);
 PartitionKind partition_kind_from_string(const std::string& text);  ///< @throws std::invalid_argument
 
@@ -45,6 +47,12 @@ struct LayerPartition {
   Range units;  ///< output units (maps or neurons)
   bool operator==(const LayerPartition&) const = default;
 };
+
+/** The partition of a layer a rank takes no part in. */
+LayerPartition none_partition();
+
+/** The common part of two ranges (count 0 when they are disjoint). */
+Range intersect(const Range& a, const Range& b);
 
 /** Output units of a layer: maps for conv/pool/lrn (and relu/dropout after them), neurons
  *  for fc and softmax (out.c in both cases). */

@@ -153,6 +153,7 @@ nlohmann::json op_to_json(const Op& op) {
                           {"phase", to_string(op.phase)},           {"kernel", op.kernel_name()},
                           {"flops", op.flops}, {"bytes", op.bytes}, {"batch", op.batch}};
       if (op.units > 0) j["units"] = op.units;
+      if (op.images.count > 0) j["images"] = {op.images.begin, op.images.count};
       return j;
     }
     case OpKind::post: return {{"op", "post"}, {"collective", op.collective}};
@@ -182,6 +183,12 @@ void parse_kernel(const JsonNode& node, Op& op) {
   }
 }
 
+Range range_from_json(const JsonNode& node) {
+  const std::vector<JsonNode> pair = node.items();
+  if (pair.size() != 2) node.fail("expected [begin, count]");
+  return {pair[0].as_int_in(0, limits::kMaxTensorElements), pair[1].as_int_in(0, limits::kMaxTensorElements)};
+}
+
 // Beyond these an op's time overflows or stops being a prediction.
 constexpr double kMaxOpFlops = 1e24;
 constexpr double kMaxBytes = 1e18;
@@ -190,7 +197,7 @@ Op op_from_json(const JsonNode& node, int collective_count) {
   Op op;
   const std::string kind = node.at("op").as_string();
   if (kind == "compute") {
-    node.check_keys({"op", "label", "layer", "phase", "kernel", "flops", "bytes", "batch", "units"});
+    node.check_keys({"op", "label", "layer", "phase", "kernel", "flops", "bytes", "batch", "units", "images"});
     op.kind = OpKind::compute;
     op.label = node.at("label").as_string();
     op.layer = node.has("layer") ? int(node.at("layer").as_int_in(-1, limits::kMaxLayers)) : -1;
@@ -205,6 +212,7 @@ Op op_from_json(const JsonNode& node, int collective_count) {
     op.bytes = node.has("bytes") ? node.at("bytes").as_number_in(0, kMaxBytes) : 0;
     op.batch = node.has("batch") ? node.at("batch").as_int_in(0, limits::kMaxBatch) : 0;
     op.units = node.has("units") ? node.at("units").as_int_in(0, limits::kMaxTensorElements) : 0;
+    if (node.has("images")) op.images = range_from_json(node.at("images"));
   } else if (kind == "post" || kind == "wait") {
     node.check_keys({"op", "collective"});
     op.kind = kind == "post" ? OpKind::post : OpKind::wait;
@@ -219,12 +227,6 @@ Op op_from_json(const JsonNode& node, int collective_count) {
     node.at("op").fail("unknown op (expected compute, post, wait or mark)");
   }
   return op;
-}
-
-Range range_from_json(const JsonNode& node) {
-  const std::vector<JsonNode> pair = node.items();
-  if (pair.size() != 2) node.fail("expected [begin, count]");
-  return {pair[0].as_int_in(0, limits::kMaxTensorElements), pair[1].as_int_in(0, limits::kMaxTensorElements)};
 }
 
 LayerPartition partition_from_json(const JsonNode& node) {
@@ -257,6 +259,8 @@ nlohmann::json to_json(const Schedule& schedule) {
                            {"layers", c.layers},
                            {"iteration", c.iteration}});
     if (c.split != Split::none) collectives.back()["split"] = to_string(c.split);
+    if (c.images.count > 0) collectives.back()["images"] = {c.images.begin, c.images.count};
+    if (c.units.count > 0) collectives.back()["units"] = {c.units.begin, c.units.count};
   }
   nlohmann::json programs = nlohmann::json::array();
   for (const Program& program : schedule.programs) {
@@ -302,7 +306,8 @@ Schedule schedule_from_json(const nlohmann::json& document, const std::string& f
   for (std::size_t i = 0; i < collectives.size(); ++i) {
     const JsonNode& node = collectives[i];
     node.check_keys(
-        {"id", "kind", "bytes", "group", "root", "algorithm", "label", "payload", "layers", "iteration", "split"});
+        {"id", "kind", "bytes", "group", "root", "algorithm", "label", "payload", "layers", "iteration", "split",
+         "images", "units"});
     Collective c;
     if (node.has("id") && node.at("id").as_int() != std::int64_t(i)) node.at("id").fail(fmt::format("expected id {}", i));
     const auto parse_enum = [](const JsonNode& value, auto parser) {
@@ -327,6 +332,8 @@ Schedule schedule_from_json(const nlohmann::json& document, const std::string& f
       for (const JsonNode& layer : node.at("layers").items()) c.layers.push_back(int(layer.as_int_in(0, limits::kMaxLayers)));
     c.iteration = node.has("iteration") ? int(node.at("iteration").as_int_in(0, limits::kMaxIterations)) : 0;
     if (node.has("split")) c.split = parse_enum(node.at("split"), split_from_string);
+    if (node.has("images")) c.images = range_from_json(node.at("images"));
+    if (node.has("units")) c.units = range_from_json(node.at("units"));
     // Keep the group as written (the verifier reports unsorted/duplicate groups).
     c.id = int(i);
     schedule.collectives.push_back(std::move(c));

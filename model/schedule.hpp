@@ -66,6 +66,12 @@ struct Collective {
   std::vector<int> layers;        ///< network layer indices whose data it carries
   int iteration = 0;              ///< iteration that posts it
   Split split = Split::none;      ///< activations/errors: the axis the blocks are cut along
+  /** activations/errors: only these images of the tensor move (a sub-batch, Veeriah & Modi's
+   *  schemes b and c); count 0 = every image the members' regions hold. */
+  Range images;
+  /** weights/gradients: only the rows (output units) [begin, begin + count) of layers[0] and
+   *  their biases move (Marques et al.'s kernel shares); count 0 = every parameter. */
+  Range units;
 };
 
 enum class OpKind { compute, post, wait, mark };
@@ -85,6 +91,10 @@ struct Op {
   /** Output units this op computes, the rank's partition range of its layer (model
    *  parallelism); 0 = every unit of the layer. */
   std::int64_t units = 0;
+  /** Images of the global batch this op computes, a sub-batch of the rank's partition
+   *  (Veeriah & Modi's schemes b and c); count 0 = the whole partition. An update op with
+   *  units = 0 on a model-parallel layer updates every row (a master that owns the weights). */
+  Range images;
   // post / wait
   int collective = -1;            ///< index into Schedule::collectives
   // mark

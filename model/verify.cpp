@@ -220,15 +220,23 @@ void check_partitions(const Schedule& schedule, const Network& network, std::vec
   for (int l = 0; l < L; ++l) {
     const Layer& layer = network.layers[std::size_t(l)];
     const std::int64_t U = layer_units(layer);
+    const std::string where = fmt::format("layer {} ({})", l, layer.spec.name);
+    // Ranks with a `none` partition take no part; the others must agree on the kind and tile it.
+    const LayerPartition* first_holder = nullptr;
     std::vector<Range> batches, units;
     bool batch_full = true, units_full = true;
     for (const Program& program : schedule.programs) {
       const LayerPartition& p = program.partitions[std::size_t(l)];
-      const std::string where = fmt::format("layer {} ({})", l, layer.spec.name);
-      if (p.kind != schedule.programs.front().partitions[std::size_t(l)].kind)
+      if (p.kind == PartitionKind::none) {
+        if (p.batch.count != 0 || p.units.count != 0)
+          issues.push_back({program.rank, first_op_of(program, l), fmt::format("{}: a none partition holds a region", where)});
+        continue;
+      }
+      if (first_holder == nullptr) first_holder = &p;
+      if (p.kind != first_holder->kind)
         issues.push_back({program.rank, first_op_of(program, l),
-                          fmt::format("{}: partition {} differs from rank 0's {}", where, to_string(p.kind),
-                                      to_string(schedule.programs.front().partitions[std::size_t(l)].kind))});
+                          fmt::format("{}: partition {} differs from the other holders' {}", where, to_string(p.kind),
+                                      to_string(first_holder->kind))});
       if (p.kind == PartitionKind::model && p.units.count <= 0)
         issues.push_back({program.rank, first_op_of(program, l), fmt::format("{}: the rank's model slice is empty", where)});
       if (!Range{0, N}.contains(p.batch) || !Range{0, U}.contains(p.units))
@@ -239,6 +247,10 @@ void check_partitions(const Schedule& schedule, const Network& network, std::vec
       units.push_back(p.units);
       batch_full = batch_full && p.batch == Range{0, N};
       units_full = units_full && p.units == Range{0, U};
+    }
+    if (first_holder == nullptr) {
+      issues.push_back({0, -1, fmt::format("{}: no rank holds it", where)});
+      continue;
     }
     const bool ok = (batch_full && units_full) || (units_full && tiles(batches, N)) || (batch_full && tiles(units, U));
     if (!ok)
@@ -260,9 +272,11 @@ void check_partitions(const Schedule& schedule, const Network& network, std::vec
       const Layer& layer = network.layers[std::size_t(l)];
       const LayerPartition need = input_need(layer, own, layer_units(network.layers[std::size_t(l - 1)]));
       const bool held = before.batch.contains(need.batch) && before.units.contains(need.units);
-      needs_input[std::size_t(l)] = !held;
+      needs_input[std::size_t(l)] = own.kind != PartitionKind::none && !held;
       const bool partial = layer.has_parameters() && own.kind == PartitionKind::model && ranks > 1;
-      needs_errors[std::size_t(l - 1)] = partial || !need.batch.contains(before.batch) || !need.units.contains(before.units);
+      needs_errors[std::size_t(l - 1)] =
+          before.kind != PartitionKind::none &&
+          (partial || !need.batch.contains(before.batch) || !need.units.contains(before.units));
     }
     std::vector<char> input_delivered(std::size_t(L), 0), errors_delivered(std::size_t(L), 0);
     std::vector<char> forward_seen(std::size_t(L), 0), backward_seen(std::size_t(L), 0);
@@ -283,7 +297,14 @@ void check_partitions(const Schedule& schedule, const Network& network, std::vec
         const LayerPartition& p = program.partitions[l];
         const std::int64_t U = layer_units(network.layers[l]);
         const std::int64_t expected_units = p.units.count == U ? 0 : p.units.count;
-        if (op.units != expected_units)
+        if (p.kind == PartitionKind::none) {
+          issues.push_back({program.rank, int(i), fmt::format("{} computes layer {}, which the rank does not hold",
+                                                              op.label, network.layers[l].spec.name)});
+          continue;
+        }
+        // An update may cover every row: a master that owns the weights of a split layer.
+        const bool whole_update = op.phase == Phase::update && op.units == 0;
+        if (op.units != expected_units && !whole_update)
           issues.push_back({program.rank, int(i), fmt::format("{} computes {} units of layer {} but the rank holds {}",
                                                               op.label, op.units == 0 ? U : op.units,
                                                               network.layers[l].spec.name, p.units.count)});

@@ -58,11 +58,14 @@ std::vector<double> LocalExecutor::run(const Dataset& data, std::vector<OpTiming
       while (i < ops.size()) {
         const Op& op = ops[i];
         int& it = iteration[std::size_t(r)];
+        // The batch is loaded before the iteration's first compute or post op, as the MPI
+        // interpreter does (a conv_split master posts the input before computing).
+        if ((op.kind == OpKind::compute || op.kind == OpKind::post) && loaded[std::size_t(r)] != it &&
+            it < schedule_.iterations) {
+          rt.load_batch(it, data);
+          loaded[std::size_t(r)] = it;
+        }
         if (op.kind == OpKind::compute) {
-          if (loaded[std::size_t(r)] != it && it < schedule_.iterations) {
-            rt.load_batch(it, data);
-            loaded[std::size_t(r)] = it;
-          }
           if (timings) {
             const auto t0 = std::chrono::steady_clock::now();
             rt.run_compute(op, it, no_poll);

@@ -44,16 +44,11 @@ struct Region {
   }
 };
 
-Range intersect(const Range& a, const Range& b) {
-  const std::int64_t begin = std::max(a.begin, b.begin), end = std::min(a.end(), b.end());
-  return {begin, std::max<std::int64_t>(0, end - begin)};
-}
-
 // Copies the elements both regions hold from `src` (laid out as `from`) to `dst` (`to`).
 void copy_region(const Region& from, const float* src, const Region& to, float* dst) {
-  CNNPAR_ASSERT(from.spatial == to.spatial && from.channel_major == to.channel_major, "regions of different tensors");
   const Range b = intersect(from.batch, to.batch), u = intersect(from.units, to.units);
   if (b.count == 0 || u.count == 0) return;
+  CNNPAR_ASSERT(from.spatial == to.spatial && from.channel_major == to.channel_major, "regions of different tensors");
   const std::size_t row_bytes = sizeof(float) * std::size_t(from.spatial);
   if (from.channel_major) {
     for (std::int64_t unit = u.begin; unit < u.end(); ++unit)
@@ -62,6 +57,36 @@ void copy_region(const Region& from, const float* src, const Region& to, float* 
     for (std::int64_t image = b.begin; image < b.end(); ++image)
       std::memcpy(dst + to.offset(image, u.begin), src + from.offset(image, u.begin), row_bytes * std::size_t(u.count));
   }
+}
+
+// Images [first, first + count) of a channel-major (C, n, HW) tensor as rows (count, C·HW), and
+// back: the fc layers of one sub-batch (Veeriah & Modi's schemes b and c).
+void channel_major_image_rows(std::int64_t c, std::int64_t n, std::int64_t hw, std::int64_t first, std::int64_t count,
+                              const float* in, float* rows) {
+  for (std::int64_t i = 0; i < count; ++i)
+    for (std::int64_t ch = 0; ch < c; ++ch)
+      std::memcpy(rows + (i * c + ch) * hw, in + (ch * n + first + i) * hw, sizeof(float) * std::size_t(hw));
+}
+void image_rows_channel_major(std::int64_t c, std::int64_t n, std::int64_t hw, std::int64_t first, std::int64_t count,
+                              const float* rows, float* out) {
+  for (std::int64_t i = 0; i < count; ++i)
+    for (std::int64_t ch = 0; ch < c; ++ch)
+      std::memcpy(out + (ch * n + first + i) * hw, rows + (i * c + ch) * hw, sizeof(float) * std::size_t(hw));
+}
+
+// A region restricted to the images of a sub-batch (count 0: no restriction).
+Region restrict_images(Region region, const Range& images) {
+  if (images.count > 0) region.batch = intersect(region.batch, images);
+  if (region.batch.count == 0 || region.units.count == 0) region.batch = region.units = {0, 0};
+  return region;
+}
+
+Region intersect(const Region& a, const Region& b) {
+  Region r = a;
+  r.batch = intersect(a.batch, b.batch);
+  r.units = intersect(a.units, b.units);
+  if (r.batch.count == 0 || r.units.count == 0) r.batch = r.units = {0, 0};
+  return r;
 }
 
 }  // namespace
@@ -140,6 +165,13 @@ struct Runtime::Impl {
     float* w(std::vector<float>& a) const { return a.data() + offset + held.units.begin * row_floats; }
     float* b(std::vector<float>& a) const { return a.data() + offset + weights + held.units.begin; }
     bool model() const { return held.kind == PartitionKind::model && layer->has_parameters(); }
+    bool none() const { return held.kind == PartitionKind::none; }
+    // Weight gradients since the last update: a second backward_weight (another sub-batch of
+    // Veeriah & Modi's scheme c) adds to them instead of overwriting.
+    bool gradient_pending = false;
+    // Rows of the weights this rank owns (the whole model is the sum over ranks of the owned
+    // parts): the rows it updates, or none.
+    Range owned_rows;
   };
 
   const Network net;  // own copy: the layers are pointed to below
@@ -186,7 +218,10 @@ struct Runtime::Impl {
   std::int64_t params = 0;
   double loss_sum = 0;
   std::int64_t correct = 0;
-  bool loss_replicated = false;  // every rank computes the loss over the whole batch
+  int loss_holders = 1;          // ranks that compute the loss over the whole batch (1 if sliced)
+  bool counts_correct = true;    // this rank reports its classified images (the lowest holder)
+  bool reads_dataset = true;     // false when the input arrives by a collective (a conv_split worker)
+  std::vector<float> accumulated;  // scratch: the gradients a pending backward_weight adds to
   std::map<int, std::vector<float>> staging;  // collective id -> packed buffer
   std::map<int, std::vector<float>> staging_recv;
 
@@ -209,8 +244,10 @@ struct Runtime::Impl {
     copy_region(x.in_region, x.din.data(), before.out_region, before.err.data());
   }
   // Before a layer's first forward op reads its input: cut the local slice when needed.
+  // A gathered input takes the rank's own part from the previous layer too: a point-to-point
+  // transition (conv_split's output maps) delivers only the other ranks' parts.
   void prepare_input(LayerState& x) {
-    if (x.input != Input::extract) return;
+    if (x.input == Input::previous) return;
     const LayerState& before = layers[std::size_t(x.index - 1)];
     copy_region(before.out_region, before.out.data(), x.in_region, x.xin.data());
   }
@@ -254,9 +291,18 @@ struct Runtime::Impl {
     return {p.batch, all_units ? Range{0, ly.in.c} : p.units, ly.in.h * ly.in.w, layers[std::size_t(l)].in_cm};
   }
 
-  // Spans [offset, count) of the gradient/weight arrays for the given layers, sorted by offset.
-  std::vector<std::pair<std::int64_t, std::int64_t>> spans(const std::vector<int>& ls) const {
+  // Spans [offset, count) of the gradient/weight arrays for the given layers, sorted by offset;
+  // with `units`, only those rows of the one layer and their biases (conv_split's kernel shares).
+  std::vector<std::pair<std::int64_t, std::int64_t>> spans(const std::vector<int>& ls, const Range& units = {}) const {
     std::vector<std::pair<std::int64_t, std::int64_t>> s;
+    if (units.count > 0) {
+      CNNPAR_ASSERT(ls.size() == 1, "a row slice names one layer");
+      const LayerState& x = layers.at(std::size_t(ls.front()));
+      CNNPAR_ASSERT(units.end() <= x.biases, "row slice outside the layer");
+      s.emplace_back(x.offset + units.begin * x.row_floats, units.count * x.row_floats);
+      s.emplace_back(x.offset + x.weights + units.begin, units.count);
+      return s;
+    }
     for (int l : ls) {
       CNNPAR_ASSERT(l >= 0 && l < int(layers.size()), fmt::format("collective names layer {} out of range", l));
       const LayerState& x = layers[std::size_t(l)];
@@ -267,10 +313,74 @@ struct Runtime::Impl {
   }
 
   void init(const Schedule& schedule);
+  // Which rows of each layer this rank owns: the rows its update ops update (a model slice, or
+  // every row); rows that several ranks update (data parallelism) belong to the lowest of them.
+  // A layer nobody updates in the schedule belongs to its model slices, else to rank 0.
+  void set_owned_rows(const Schedule& schedule) {
+    const int L = int(layers.size());
+    std::vector<int> lowest_whole(static_cast<std::size_t>(L), -1);
+    std::vector<std::vector<char>> updates(static_cast<std::size_t>(ranks), std::vector<char>(std::size_t(L), 0));
+    for (int r = 0; r < ranks; ++r)
+      for (const Op& op : schedule.programs[std::size_t(r)].ops) {
+        if (op.kind != OpKind::compute || !(op.phase == Phase::update || op.kernel == KernelClass::update)) continue;
+        for (int l = 0; l < L; ++l) {
+          if (op.layer >= 0 && op.layer != l) continue;
+          const LayerPartition& p = partitions[std::size_t(r)][std::size_t(l)];
+          const bool slice = p.kind == PartitionKind::model && op.units > 0;
+          updates[std::size_t(r)][std::size_t(l)] = slice ? 2 : 1;
+          if (!slice && lowest_whole[std::size_t(l)] < 0) lowest_whole[std::size_t(l)] = r;
+        }
+      }
+    for (int l = 0; l < L; ++l) {
+      LayerState& x = layers[std::size_t(l)];
+      if (x.weights == 0) continue;
+      const char mine = updates[std::size_t(rank)][std::size_t(l)];
+      bool anyone = false;
+      for (int r = 0; r < ranks; ++r) anyone = anyone || updates[std::size_t(r)][std::size_t(l)] != 0;
+      if (!anyone)
+        x.owned_rows = x.model() ? x.held.units : rank == 0 ? Range{0, x.biases} : Range{};
+      else if (mine == 2)
+        x.owned_rows = x.held.units;
+      else if (mine == 1 && lowest_whole[std::size_t(l)] == rank)
+        x.owned_rows = {0, x.biases};
+      else
+        x.owned_rows = {};
+    }
+  }
+  // A weight gradient while an earlier one is pending (no update between, scheme c's
+  // sub-batches) is added to it: begin saves the pending rows, end adds them back.
+  bool begin_gradient(LayerState& x) {
+    const bool add = x.gradient_pending;
+    x.gradient_pending = true;
+    if (add) {
+      const std::int64_t units = x.held.units.count;
+      accumulated.assign(x.w(grads), x.w(grads) + units * x.row_floats);
+      accumulated.insert(accumulated.end(), x.b(grads), x.b(grads) + units);
+    }
+    return add;
+  }
+  void end_gradient(LayerState& x) {
+    const std::int64_t units = x.held.units.count, w = units * x.row_floats;
+    float* gw = x.w(grads);
+    float* gb = x.b(grads);
+    for (std::int64_t i = 0; i < w; ++i) gw[i] += accumulated[std::size_t(i)];
+    for (std::int64_t i = 0; i < units; ++i) gb[i] += accumulated[std::size_t(w + i)];
+  }
   void forward(LayerState& x, const Op& op, int it, const Tiling& t);
   void backward_data(LayerState& x, const Op& op, const Tiling& t);
   void backward_weight(LayerState& x, const Op& op, const Tiling& t);
-  void update(LayerState& x);
+  void update(LayerState& x, bool all_rows);
+  // The rows [first, first + count) of x's held batch an op computes (a sub-batch, or all).
+  Range op_rows(const LayerState& x, const Op& op) const {
+    if (op.images.count == 0) return {0, x.n};
+    CNNPAR_ASSERT(x.held.batch.contains(op.images), "op images outside the rank's partition: " + op.label);
+    return {op.images.begin - x.held.batch.begin, op.images.count};
+  }
+  // Where a collective's data comes from and goes to on rank r (see prepare_exchange).
+  Region source_region(int r, const Collective& c) const;
+  Region destination_region(int r, const Collective& c) const;
+  float* source_data(const Collective& c);
+  float* destination_data(const Collective& c);
   CollectiveBuffers prepare_exchange(const Collective& c);
   void complete_exchange(const Collective& c);
 };
@@ -366,7 +476,22 @@ void Runtime::Impl::init(const Schedule& schedule) {
   input.assign(std::size_t(n * net.input.elements()), 0.0f);
   label_range = layers.back().held.batch;
   labels.assign(std::size_t(label_range.count), 0);
-  loss_replicated = ranks > 1 && label_range.count == N;
+  // A loss over the whole batch on several ranks counts once: each reports 1/holders of its sum.
+  loss_holders = 0;
+  int lowest_holder = -1;
+  for (int r = 0; r < ranks; ++r)
+    if (partitions[std::size_t(r)].back().batch.count == N) {
+      ++loss_holders;
+      if (lowest_holder < 0) lowest_holder = r;
+    }
+  if (label_range.count < N) loss_holders = 1;
+  counts_correct = label_range.count < N || rank == lowest_holder;
+  // The input arrives by a collective instead of the dataset (a conv_split worker).
+  for (const Collective& c : schedule.collectives)
+    if (c.payload == Payload::activations && !c.layers.empty() && c.layers.front() == 0 &&
+        std::find(c.group.begin(), c.group.end(), rank) != c.group.end() &&
+        (c.kind == CollectiveKind::send || c.kind == CollectiveKind::bcast) && c.root != rank)
+      reads_dataset = false;
 
   // Parameter offsets: non-replicated layers first, then replicated ones, each in layer order,
   // so gradient chunks of adjacent layers are contiguous (in-place allreduce).
@@ -440,6 +565,11 @@ void Runtime::Impl::init(const Schedule& schedule) {
     }
     x.out_region = held_region(rank, l);
     x.in_region = input_region(rank, l);
+    if (x.none()) {  // takes no part: no buffers
+      x.out.allocate(0);
+      x.err.allocate(0);
+      continue;
+    }
     if (l > 0) {
       const LayerState& before = layers[std::size_t(l - 1)];
       const Region& have = before.out_region;
@@ -492,6 +622,7 @@ void Runtime::Impl::init(const Schedule& schedule) {
   int classifier = -1;  // the last parameterised layer, feeding the softmax
   for (const LayerState& x : layers)
     if (x.weights > 0) classifier = x.index;
+  set_owned_rows(schedule);
   for (LayerState& x : layers) {
     if (x.weights == 0) continue;
     const double fan_in = double(x.weights) / double(x.biases);  // C·KH·KW or K_b
@@ -535,11 +666,17 @@ void Runtime::Impl::forward(LayerState& x, const Op& op, int it, const Tiling& t
       const float* w = x.w(weights);
       const float* b = x.b(weights);
       const std::int64_t kb = ly.in.elements(), kc = units;
+      const Range rows = op_rows(x, op);
       if (op.kernel == KernelClass::gemm) {
-        if (x.in_cm) channel_major_to_rows(ly.in.c, n, ly.in.h * ly.in.w, in, x.rows_in.data());
-        fc_forward(n, kb, kc, x.in_cm ? x.rows_in.data() : in, w, x.bias_op ? nullptr : b, x.out.data(), t);
+        if (x.in_cm && rows.count == n)
+          channel_major_to_rows(ly.in.c, n, ly.in.h * ly.in.w, in, x.rows_in.data());
+        else if (x.in_cm)
+          channel_major_image_rows(ly.in.c, n, ly.in.h * ly.in.w, rows.begin, rows.count, in,
+                                   x.rows_in.data() + rows.begin * kb);
+        fc_forward(rows.count, kb, kc, (x.in_cm ? x.rows_in.data() : in) + rows.begin * kb, w,
+                   x.bias_op ? nullptr : b, x.out.data() + rows.begin * kc, t);
       } else if (op.kernel == KernelClass::eltwise) {
-        for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t i = rows.begin; i < rows.end(); ++i)
           for (std::int64_t o = 0; o < kc; ++o) x.out[std::size_t(i * kc + o)] += b[o];
       } else {
         CNNPAR_ASSERT(false, "unexpected fc forward op: " + op.label);
@@ -552,9 +689,13 @@ void Runtime::Impl::forward(LayerState& x, const Op& op, int it, const Tiling& t
       else
         avg_pool_forward(x.geo, in, x.out.data());
       return;
-    case LayerKind::relu:
-      relu_forward(std::int64_t(x.out.size()), in, x.out.data());
+    case LayerKind::relu: {
+      const std::int64_t row = x.n > 0 ? std::int64_t(x.out.size()) / x.n : 0;
+      const Range rows = op_rows(x, op);
+      CNNPAR_ASSERT(rows.count == x.n || !x.out_cm, "sub-batch ops need row-major tensors: " + op.label);
+      relu_forward(rows.count * row, in + rows.begin * row, x.out.data() + rows.begin * row);
       return;
+    }
     case LayerKind::lrn: {
       const LrnParams p{ly.spec.lrn_size, ly.spec.lrn_alpha, ly.spec.lrn_beta, ly.spec.lrn_k};
       const std::int64_t hw = ly.in.h * ly.in.w;
@@ -568,15 +709,26 @@ void Runtime::Impl::forward(LayerState& x, const Op& op, int it, const Tiling& t
       const std::int64_t hw = x.in_cm ? ly.in.h * ly.in.w : 1;
       const std::int64_t channels = x.in_cm ? units : units * ly.out.h * ly.out.w;
       const DropoutLayout dl{x.in_cm, channels, hw, x.held.units.begin * (x.in_cm ? 1 : ly.out.h * ly.out.w)};
-      dropout_forward(dl, n, x.held.batch.begin, seed, global_iteration(it), l, ly.spec.dropout_ratio, in,
-                      x.out.data(), x.aux.data());
+      const Range rows = op_rows(x, op);
+      CNNPAR_ASSERT(rows.count == n || !x.in_cm, "sub-batch ops need row-major tensors: " + op.label);
+      const std::int64_t row = n > 0 ? std::int64_t(x.out.size()) / n : 0;
+      dropout_forward(dl, rows.count, x.held.batch.begin + rows.begin, seed, global_iteration(it), l,
+                      ly.spec.dropout_ratio, in + rows.begin * row, x.out.data() + rows.begin * row,
+                      x.aux.data() + rows.begin * row);
       return;
     }
     case LayerKind::softmax: {
       const std::int64_t k = ly.in.elements();
-      loss_sum = softmax_forward(n, k, in, labels.data(), x.out.data(), &correct);
+      const Range rows = op_rows(x, op);
+      // Sub-batches of one iteration add up; the first (or the whole batch) starts the sums.
+      std::int64_t right = 0;
+      const double sum = softmax_forward(rows.count, k, in + rows.begin * k, labels.data() + rows.begin,
+                                         x.out.data() + rows.begin * k, &right);
+      loss_sum = rows.begin == 0 ? sum : loss_sum + sum;
+      correct = rows.begin == 0 ? right : correct + right;
       if (!x.softmax_bwd_op && l > 0) {
-        softmax_cross_entropy_backward(n, k, x.out.data(), labels.data(), double(N), err_in(l));
+        softmax_cross_entropy_backward(rows.count, k, x.out.data() + rows.begin * k, labels.data() + rows.begin,
+                                       double(N), err_in(l) + rows.begin * k);
         finish_errors(x);
       }
       return;
@@ -613,8 +765,14 @@ void Runtime::Impl::backward_data(LayerState& x, const Op& op, const Tiling& t) 
     }
     case LayerKind::fc: {
       const std::int64_t kb = ly.in.elements(), kc = units;
-      fc_backward_data(n, kb, kc, x.err.data(), x.w(weights), x.in_cm ? x.rows_dx.data() : din, t);
-      if (x.in_cm) rows_to_channel_major(ly.in.c, n, ly.in.h * ly.in.w, x.rows_dx.data(), din);
+      const Range rows = op_rows(x, op);
+      fc_backward_data(rows.count, kb, kc, x.err.data() + rows.begin * kc, x.w(weights),
+                       (x.in_cm ? x.rows_dx.data() : din) + rows.begin * kb, t);
+      if (x.in_cm && rows.count == n)
+        rows_to_channel_major(ly.in.c, n, ly.in.h * ly.in.w, x.rows_dx.data(), din);
+      else if (x.in_cm)
+        image_rows_channel_major(ly.in.c, n, ly.in.h * ly.in.w, rows.begin, rows.count,
+                                 x.rows_dx.data() + rows.begin * kb, din);
       finish_errors(x);
       return;
     }
@@ -624,9 +782,13 @@ void Runtime::Impl::backward_data(LayerState& x, const Op& op, const Tiling& t) 
       else
         avg_pool_backward(x.geo, x.err.data(), din);
       break;
-    case LayerKind::relu:
-      relu_backward(std::int64_t(x.out.size()), x.out.data(), x.err.data(), din);
+    case LayerKind::relu: {
+      const std::int64_t row = x.n > 0 ? std::int64_t(x.out.size()) / x.n : 0;
+      const Range rows = op_rows(x, op);
+      relu_backward(rows.count * row, x.out.data() + rows.begin * row, x.err.data() + rows.begin * row,
+                    din + rows.begin * row);
       break;
+    }
     case LayerKind::lrn: {
       const LrnParams p{ly.spec.lrn_size, ly.spec.lrn_alpha, ly.spec.lrn_beta, ly.spec.lrn_k};
       const std::int64_t hw = ly.in.h * ly.in.w;
@@ -637,12 +799,20 @@ void Runtime::Impl::backward_data(LayerState& x, const Op& op, const Tiling& t) 
                      x.err.data(), din);
       break;
     }
-    case LayerKind::dropout:
-      dropout_backward(std::int64_t(x.out.size()), x.aux.data(), x.err.data(), din);
+    case LayerKind::dropout: {
+      const std::int64_t row = x.n > 0 ? std::int64_t(x.out.size()) / x.n : 0;
+      const Range rows = op_rows(x, op);
+      dropout_backward(rows.count * row, x.aux.data() + rows.begin * row, x.err.data() + rows.begin * row,
+                       din + rows.begin * row);
       break;
-    case LayerKind::softmax:
-      softmax_cross_entropy_backward(n, ly.in.elements(), x.out.data(), labels.data(), double(N), din);
+    }
+    case LayerKind::softmax: {
+      const std::int64_t k = ly.in.elements();
+      const Range rows = op_rows(x, op);
+      softmax_cross_entropy_backward(rows.count, k, x.out.data() + rows.begin * k, labels.data() + rows.begin,
+                                     double(N), din + rows.begin * k);
       break;
+    }
   }
   finish_errors(x);
 }
@@ -660,15 +830,20 @@ void Runtime::Impl::backward_weight(LayerState& x, const Op& op, const Tiling& t
     CNNPAR_ASSERT(op.kernel == KernelClass::gemm, "unexpected conv backward_weight op: " + op.label);
     // The shared buffer holds another layer's columns unless an im2col_w op just refilled it.
     if (!keep_columns && !x.im2col_w_op) im2col(x.geo, in_of(x.index), columns(x));
+    const bool add = begin_gradient(x);
     conv_backward_weight_gemm(x.geo, units, x.err.data(), columns(x), gw, gb, t);
+    if (add) end_gradient(x);
     return;
   }
   CNNPAR_ASSERT(ly.spec.kind == LayerKind::fc && op.kernel == KernelClass::gemm,
                 "backward_weight op on a layer without parameters: " + op.label);
   const std::int64_t kb = ly.in.elements(), kc = units;
   if (!x.replicated) {
-    const float* xin = x.in_cm ? x.rows_in.data() : in_of(x.index);
-    fc_backward_weight(x.n, kb, kc, x.err.data(), xin, gw, gb, t);
+    const Range rows = op_rows(x, op);
+    const float* xin = (x.in_cm ? x.rows_in.data() : in_of(x.index)) + rows.begin * kb;
+    const bool add = begin_gradient(x);
+    fc_backward_weight(rows.count, kb, kc, x.err.data() + rows.begin * kc, xin, gw, gb, t);
+    if (add) end_gradient(x);
     return;
   }
   // Lee's replicated layer: the full-batch gradient from the oldest complete gathered pair.
@@ -683,95 +858,194 @@ void Runtime::Impl::backward_weight(LayerState& x, const Op& op, const Tiling& t
   x.in_ready[slot] = x.err_ready[slot] = -1;
 }
 
-void Runtime::Impl::update(LayerState& x) {
+void Runtime::Impl::update(LayerState& x, bool all_rows) {
   CNNPAR_ASSERT(x.weights > 0, "update of a layer without parameters");
-  const std::int64_t units = x.held.units.count;
-  sgd_update(units * x.row_floats, sgd.learning_rate, sgd.momentum, sgd.weight_decay, x.w(grads), x.w(weights),
-             x.w(momentum));
-  sgd_update(units, sgd.learning_rate, sgd.momentum, 0.0f, x.b(grads), x.b(weights), x.b(momentum));
+  // A master that owns a split layer's weights updates every row (conv_split).
+  const std::int64_t first = all_rows ? 0 : x.held.units.begin;
+  const std::int64_t units = all_rows ? x.biases : x.held.units.count;
+  const auto at = [&](std::vector<float>& a) { return a.data() + x.offset + first * x.row_floats; };
+  const auto bias_at = [&](std::vector<float>& a) { return a.data() + x.offset + x.weights + first; };
+  sgd_update(units * x.row_floats, sgd.learning_rate, sgd.momentum, sgd.weight_decay, at(grads), at(weights),
+             at(momentum));
+  sgd_update(units, sgd.learning_rate, sgd.momentum, 0.0f, bias_at(grads), bias_at(weights), bias_at(momentum));
+  x.gradient_pending = false;
 }
 
-// Transitions between partitions (model/strategies/per_layer.cpp): member r's block is its
-// region of the tensor, packed in the tensor's layout and padded to the largest block.
+// Transitions between partitions. A collective of layer t moves a tensor: `activations` the
+// input of t (the output of t − 1, or the network input when t = 0), `errors` the errors of
+// t's output. Each rank's source is what it holds of that tensor (the previous layer's output;
+// the consumer's input errors, partial sums after a model-parallel layer), its destination
+// what it needs (t's input; t's output errors). Blocks are those regions restricted to the
+// collective's images, packed in the tensor's layout and padded to the largest member's:
+//   allgather       member q's block = its source; everyone unpacks every block it needs;
+//   reduce_scatter  block q = q's destination, cut from each member's partial sums;
+//   allreduce, reduce  the (common) source region, summed; written back into the source (so
+//                   the sums can be sent on) and into the destination;
+//   bcast           the root's source; send: the source's part of the destination's need.
+Region Runtime::Impl::source_region(int r, const Collective& c) const {
+  const int t = c.layers.front();
+  if (c.payload == Payload::activations) return t == 0 ? input_region(r, 0) : held_region(r, t - 1);
+  CNNPAR_ASSERT(t + 1 < int(layers.size()), "errors transition of the last layer: " + c.label);
+  if (partitions[std::size_t(r)][std::size_t(t + 1)].kind == PartitionKind::none) return {};
+  return input_region(r, t + 1);
+}
+
+Region Runtime::Impl::destination_region(int r, const Collective& c) const {
+  const int t = c.layers.front();
+  if (partitions[std::size_t(r)][std::size_t(t)].kind == PartitionKind::none) return {};
+  if (c.payload == Payload::activations) return input_region(r, t);
+  return held_region(r, t);
+}
+
+float* Runtime::Impl::source_data(const Collective& c) {
+  const int t = c.layers.front();
+  if (c.payload == Payload::activations) return t == 0 ? input.data() : layers[std::size_t(t - 1)].out.data();
+  LayerState& consumer = layers[std::size_t(t + 1)];
+  return consumer.errors != Errors::previous ? consumer.din.data() : layers[std::size_t(t)].err.data();
+}
+
+// Null when the rank holds its destination already (a sender, a root that needs no input).
+float* Runtime::Impl::destination_data(const Collective& c) {
+  const int t = c.layers.front();
+  if (c.payload == Payload::errors) return layers[std::size_t(t)].err.data();
+  if (t == 0) return input.data();
+  LayerState& x = layers[std::size_t(t)];
+  return x.input == Input::previous ? nullptr : x.xin.data();  // held already: nothing to deliver
+}
+
 CollectiveBuffers Runtime::Impl::prepare_exchange(const Collective& c) {
-  CNNPAR_ASSERT(int(c.group.size()) == ranks, "partition transitions span every rank: " + c.label);
-  const int target = c.layers.front();
-  const auto capacity_of = [&](auto region_of) {
-    std::int64_t capacity = 0;
-    for (int r = 0; r < ranks; ++r) capacity = std::max(capacity, region_of(r).elements());
-    return capacity;
-  };
+  const int P = int(c.group.size());
+  const auto index_of = [&](int r) { return int(std::find(c.group.begin(), c.group.end(), r) - c.group.begin()); };
+  const int me = index_of(rank);
+  CNNPAR_ASSERT(me < P, "rank prepares a collective it is not in: " + c.label);
   std::vector<float>& send = staging[c.id];
   std::vector<float>& recv = staging_recv[c.id];
-  CollectiveBuffers b;
-  if (c.payload == Payload::activations) {
-    // The input of `target`: the previous layer's output, gathered.
-    CNNPAR_ASSERT(c.kind == CollectiveKind::allgather && target > 0, "activations transitions are allgathers: " + c.label);
-    const LayerState& before = layers[std::size_t(target - 1)];
-    const std::int64_t capacity = capacity_of([&](int r) { return held_region(r, target - 1); });
-    send.assign(std::size_t(capacity), 0.0f);
-    std::copy(before.out.begin(), before.out.end(), send.begin());
-    recv.assign(std::size_t(capacity * ranks), 0.0f);
-    b = {send.data(), recv.data(), capacity, capacity * ranks};
-  } else {
-    // The errors of `target`, from the input errors of the layer after it.
-    CNNPAR_ASSERT(target + 1 < int(layers.size()), "errors transition of the last layer: " + c.label);
-    const LayerState& consumer = layers[std::size_t(target + 1)];
-    switch (c.kind) {
-      case CollectiveKind::allgather: {
-        const std::int64_t capacity = capacity_of([&](int r) { return input_region(r, target + 1); });
-        send.assign(std::size_t(capacity), 0.0f);
-        std::copy(consumer.din.begin(), consumer.din.end(), send.begin());
-        recv.assign(std::size_t(capacity * ranks), 0.0f);
-        b = {send.data(), recv.data(), capacity, capacity * ranks};
-        break;
-      }
-      case CollectiveKind::reduce_scatter: {
-        const std::int64_t capacity = capacity_of([&](int r) { return held_region(r, target); });
-        send.assign(std::size_t(capacity * ranks), 0.0f);
-        for (int r = 0; r < ranks; ++r) {
-          Region block = held_region(r, target);
-          copy_region(consumer.in_region, consumer.din.data(), block, send.data() + r * capacity);
-        }
-        recv.assign(std::size_t(capacity), 0.0f);
-        b = {send.data(), recv.data(), capacity * ranks, capacity};
-        break;
-      }
-      case CollectiveKind::allreduce:
-        send = consumer.din;
-        b = {send.data(), send.data(), std::int64_t(send.size()), std::int64_t(send.size())};
-        break;
-      default:
-        CNNPAR_ASSERT(false, "errors transitions are allgather, reduce_scatter or allreduce: " + c.label);
+  const Region mine = restrict_images(source_region(rank, c), c.images);
+  const auto capacity_of = [&](auto block_of) {
+    std::int64_t capacity = 0;
+    for (int q : c.group) capacity = std::max(capacity, block_of(q).elements());
+    return capacity;
+  };
+  // The region summed by allreduce/reduce: the members with partial sums agree on it.
+  const auto summed_region = [&] {
+    for (int q : c.group) {
+      const Region region = restrict_images(source_region(q, c), c.images);
+      if (region.elements() > 0) return region;
     }
+    return Region{};
+  };
+  CollectiveBuffers b;
+  std::int64_t stated = 0;  // elements Collective::bytes must state
+  switch (c.kind) {
+    case CollectiveKind::allgather: {
+      const std::int64_t cap = capacity_of([&](int q) { return restrict_images(source_region(q, c), c.images); });
+      send.assign(std::size_t(cap), 0.0f);
+      copy_region(source_region(rank, c), source_data(c), mine, send.data());
+      recv.assign(std::size_t(cap * P), 0.0f);
+      b = {send.data(), recv.data(), cap, cap * P};
+      stated = cap;
+      break;
+    }
+    case CollectiveKind::reduce_scatter: {
+      const auto block_of = [&](int q) { return restrict_images(destination_region(q, c), c.images); };
+      const std::int64_t cap = capacity_of(block_of);
+      send.assign(std::size_t(cap * P), 0.0f);
+      for (int i = 0; i < P; ++i)
+        copy_region(source_region(rank, c), source_data(c), block_of(c.group[std::size_t(i)]), send.data() + i * cap);
+      recv.assign(std::size_t(cap), 0.0f);
+      b = {send.data(), recv.data(), cap * P, cap};
+      stated = cap * P;
+      break;
+    }
+    case CollectiveKind::allreduce:
+    case CollectiveKind::reduce: {
+      const Region block = summed_region();
+      send.assign(std::size_t(block.elements()), 0.0f);
+      copy_region(source_region(rank, c), source_data(c), block, send.data());
+      if (c.kind == CollectiveKind::allreduce) {
+        b = {send.data(), send.data(), block.elements(), block.elements()};
+      } else {
+        recv.assign(std::size_t(rank == c.root ? block.elements() : 0), 0.0f);
+        b = {send.data(), recv.data(), block.elements(), std::int64_t(recv.size())};
+      }
+      stated = block.elements();
+      break;
+    }
+    case CollectiveKind::bcast: {
+      const Region block = restrict_images(source_region(c.root, c), c.images);
+      send.assign(std::size_t(block.elements()), 0.0f);
+      if (rank == c.root) copy_region(source_region(rank, c), source_data(c), block, send.data());
+      b = {send.data(), send.data(), block.elements(), block.elements()};
+      stated = block.elements();
+      break;
+    }
+    case CollectiveKind::send: {
+      const int destination = c.group[0] == c.root ? c.group[1] : c.group[0];
+      const Region block =
+          restrict_images(intersect(source_region(c.root, c), destination_region(destination, c)), c.images);
+      if (rank == c.root) {
+        send.assign(std::size_t(block.elements()), 0.0f);
+        copy_region(source_region(rank, c), source_data(c), block, send.data());
+        b = {send.data(), nullptr, block.elements(), 0};
+      } else {
+        recv.assign(std::size_t(block.elements()), 0.0f);
+        b = {nullptr, recv.data(), 0, block.elements()};
+      }
+      stated = block.elements();
+      break;
+    }
+    default:
+      CNNPAR_ASSERT(false, "activations/errors move by allgather, reduce_scatter, allreduce, reduce, bcast or send: " +
+                               c.label);
   }
-  const double stated = c.kind == CollectiveKind::allgather ? 4.0 * double(b.send_count) : 4.0 * double(std::max(b.send_count, b.recv_count));
-  CNNPAR_ASSERT(std::abs(stated - c.bytes) < 0.5,
-                fmt::format("collective {} states {} bytes, the partitions give {}", c.label, c.bytes, stated));
+  CNNPAR_ASSERT(std::abs(4.0 * double(stated) - c.bytes) < 0.5,
+                fmt::format("collective {} states {} bytes, the partitions give {}", c.label, c.bytes, 4 * stated));
   return b;
 }
 
 void Runtime::Impl::complete_exchange(const Collective& c) {
-  const int target = c.layers.front();
   const std::vector<float>& send = staging[c.id];
   const std::vector<float>& recv = staging_recv[c.id];
-  if (c.payload == Payload::activations) {
-    LayerState& x = layers[std::size_t(target)];
-    const std::int64_t capacity = std::int64_t(send.size());
-    for (int r = 0; r < ranks; ++r)
-      copy_region(held_region(r, target - 1), recv.data() + r * capacity, x.in_region, x.xin.data());
-  } else {
-    LayerState& x = layers[std::size_t(target)];
-    const LayerState& consumer = layers[std::size_t(target + 1)];
-    if (c.kind == CollectiveKind::allgather) {
-      const std::int64_t capacity = std::int64_t(send.size());
-      for (int r = 0; r < ranks; ++r)
-        copy_region(input_region(r, target + 1), recv.data() + r * capacity, x.out_region, x.err.data());
-    } else if (c.kind == CollectiveKind::reduce_scatter) {
-      copy_region(held_region(rank, target), recv.data(), x.out_region, x.err.data());
-    } else {
-      copy_region(consumer.in_region, send.data(), x.out_region, x.err.data());
+  const Region destination = destination_region(rank, c);
+  float* to = destination.elements() > 0 ? destination_data(c) : nullptr;
+  const auto unpack = [&](const Region& block, const float* data) {
+    if (to != nullptr) copy_region(block, data, destination, to);
+  };
+  switch (c.kind) {
+    case CollectiveKind::allgather: {
+      const std::int64_t cap = std::int64_t(send.size());
+      for (std::size_t i = 0; i < c.group.size(); ++i)
+        unpack(restrict_images(source_region(c.group[i], c), c.images), recv.data() + std::int64_t(i) * cap);
+      break;
     }
+    case CollectiveKind::reduce_scatter:
+      unpack(restrict_images(destination, c.images), recv.data());
+      break;
+    case CollectiveKind::allreduce:
+    case CollectiveKind::reduce: {
+      if (c.kind == CollectiveKind::reduce && rank != c.root) break;
+      const std::vector<float>& sums = c.kind == CollectiveKind::allreduce ? send : recv;
+      Region block;
+      for (int q : c.group) {
+        block = restrict_images(source_region(q, c), c.images);
+        if (block.elements() > 0) break;
+      }
+      const Region source = source_region(rank, c);
+      if (source.elements() > 0) copy_region(block, sums.data(), source, source_data(c));
+      unpack(block, sums.data());
+      break;
+    }
+    case CollectiveKind::bcast:
+      unpack(restrict_images(source_region(c.root, c), c.images), send.data());
+      break;
+    case CollectiveKind::send:
+      if (rank != c.root) {
+        const Region block = restrict_images(intersect(source_region(c.root, c), destination), c.images);
+        unpack(block, recv.data());
+      }
+      break;
+    default:
+      break;
   }
   staging.erase(c.id);
   staging_recv.erase(c.id);
@@ -805,11 +1079,12 @@ bool Runtime::keep_columns() const { return impl_->keep_columns; }
 void Runtime::load_batch(int iteration, const Dataset& data) {
   Impl& s = *impl_;
   data.check_matches(s.net);
+  for (auto& x : s.layers) x.gradient_pending = false;  // gradients accumulate within one iteration only
   const Shape sh = s.net.input;
   const std::int64_t hw = sh.h * sh.w, e = sh.elements();
   std::vector<float> img(static_cast<std::size_t>(e));
   const std::int64_t batch_start = s.global_iteration(iteration) * s.N;
-  for (std::int64_t i = 0; i < s.n; ++i) {
+  for (std::int64_t i = 0; i < (s.reads_dataset ? s.n : 0); ++i) {
     const std::int64_t index = (batch_start + s.first_image + i) % data.size();
     data.image(index, img.data());
     if (s.input_cm) {
@@ -831,9 +1106,10 @@ void Runtime::run_compute(const Op& op, int iteration, const std::function<void(
   if (op.phase == Phase::update || op.kernel == KernelClass::update) {
     if (op.layer < 0) {
       for (auto& x : s.layers)
-        if (x.weights > 0 && !x.replicated) s.update(x);
+        if (x.weights > 0 && !x.replicated) s.update(x, false);
     } else {
-      s.update(s.layers.at(std::size_t(op.layer)));
+      auto& x = s.layers.at(std::size_t(op.layer));
+      s.update(x, op.units == 0);
     }
     return;
   }
@@ -853,10 +1129,10 @@ CollectiveBuffers Runtime::prepare(const Collective& c) {
   CollectiveBuffers b;
   if (c.payload == Payload::gradients || c.payload == Payload::weights) {
     CNNPAR_ASSERT(c.kind == CollectiveKind::allreduce || c.kind == CollectiveKind::reduce ||
-                      c.kind == CollectiveKind::bcast,
-                  "gradient/weight collectives must be allreduce, reduce or bcast: " + c.label);
+                      c.kind == CollectiveKind::bcast || c.kind == CollectiveKind::send,
+                  "gradient/weight collectives must be allreduce, reduce, bcast or send: " + c.label);
     std::vector<float>& arr = c.payload == Payload::gradients ? s.grads : s.weights;
-    const auto sp = s.spans(c.layers);
+    const auto sp = s.spans(c.layers, c.units);
     std::int64_t total = 0;
     bool contiguous = true;
     for (std::size_t i = 0; i < sp.size(); ++i) {
@@ -886,7 +1162,7 @@ CollectiveBuffers Runtime::prepare(const Collective& c) {
                 "collective without a payload the runtime knows: " + c.label);
   CNNPAR_ASSERT(c.layers.size() == 1, "activations/errors collectives name one layer: " + c.label);
   auto& x = s.layers.at(std::size_t(c.layers.front()));
-  if (!x.replicated) return s.prepare_exchange(c);
+  if (!x.replicated || c.kind != CollectiveKind::allgather) return s.prepare_exchange(c);
   // Lee's gathers of a replicated layer's input activations and output errors.
   CNNPAR_ASSERT(c.kind == CollectiveKind::allgather, "expected an allgather: " + c.label);
   const int p = c.iteration & 1;
@@ -925,7 +1201,7 @@ void Runtime::complete(const Collective& c) {
     if (it == s.staging.end()) return;  // was in place
     std::vector<float>& arr = c.payload == Payload::gradients ? s.grads : s.weights;
     std::int64_t o = 0;
-    for (auto [off, cnt] : s.spans(c.layers)) {
+    for (auto [off, cnt] : s.spans(c.layers, c.units)) {
       std::memcpy(arr.data() + off, it->second.data() + o, sizeof(float) * std::size_t(cnt));
       o += cnt;
     }
@@ -933,7 +1209,7 @@ void Runtime::complete(const Collective& c) {
     return;
   }
   auto& x = s.layers.at(std::size_t(c.layers.front()));
-  if (!x.replicated) {
+  if (!x.replicated || c.kind != CollectiveKind::allgather) {
     s.complete_exchange(c);
     return;
   }
@@ -967,12 +1243,8 @@ void Runtime::finish_schedule() {
 double Runtime::last_loss() const { return impl_->loss_sum / double(impl_->label_range.count); }
 // A loss computed over the whole batch on every rank counts 1/P on each, so that the sum
 // over ranks is the loss over the global batch as with data parallelism.
-double Runtime::last_loss_sum() const {
-  return impl_->loss_replicated ? impl_->loss_sum / double(impl_->ranks) : impl_->loss_sum;
-}
-std::int64_t Runtime::last_correct() const {
-  return impl_->loss_replicated && impl_->rank != 0 ? 0 : impl_->correct;
-}
+double Runtime::last_loss_sum() const { return impl_->loss_sum / double(impl_->loss_holders); }
+std::int64_t Runtime::last_correct() const { return impl_->counts_correct ? impl_->correct : 0; }
 std::int64_t Runtime::parameter_count() const { return impl_->params; }
 
 std::vector<float> Runtime::flat_weights() const {
@@ -1003,7 +1275,7 @@ RuntimeState Runtime::state() const {
 
 bool Runtime::model_parallel() const {
   for (const auto& x : impl_->layers)
-    if (x.model()) return true;
+    if (x.model() || x.none()) return true;
   return false;
 }
 
@@ -1014,12 +1286,9 @@ RuntimeState Runtime::owned_state() const {
     const std::int64_t cnt = x.weights + x.biases;
     if (cnt == 0) continue;
     for (std::int64_t i = 0; i < cnt; ++i) {
-      bool owned = impl_->rank == 0;
-      if (x.model()) {
-        const std::int64_t unit = i < x.weights ? i / x.row_floats : i - x.weights;
-        owned = x.held.units.begin <= unit && unit < x.held.units.end();
-      }
-      if (!owned) st.weights[std::size_t(o + i)] = st.momentum[std::size_t(o + i)] = 0.0f;
+      const std::int64_t unit = i < x.weights ? i / x.row_floats : i - x.weights;
+      if (x.owned_rows.count == 0 || unit < x.owned_rows.begin || unit >= x.owned_rows.end())
+        st.weights[std::size_t(o + i)] = st.momentum[std::size_t(o + i)] = 0.0f;
     }
     o += cnt;
   }

@@ -12,6 +12,8 @@ StrategySpec dp_buckets_strategy();
 StrategySpec lee_strategy();
 StrategySpec per_layer_strategy();
 StrategySpec hybrid_strategy();
+StrategySpec veeriah_strategy();
+StrategySpec conv_split_strategy();
 
 /** Lee et al.'s `k` (counted layers in the first gradient chunk), shared by lee, per_layer and
  *  hybrid; its range depends on the network, checked by check_chunk_k. */
@@ -37,6 +39,16 @@ Schedule build_dp_buckets(const Network& network, const Platform& platform, cons
 Schedule build_lee(const Network& network, const Platform& platform, const StrategyOptions& options);
 /** Any layer -> data | model | replicated assignment (options.assign), transitions inserted. */
 Schedule build_per_layer(const Network& network, const Platform& platform, const StrategyOptions& options);
+/** Veeriah & Modi: K conv workers (data parallel) and K fc workers (model parallel), schemes a/b/c. */
+Schedule build_veeriah(const Network& network, const Platform& platform, const StrategyOptions& options);
+/** Marques et al.: conv layers split by kernels over a master and workers. */
+Schedule build_conv_split(const Network& network, const Platform& platform, const StrategyOptions& options);
+/** conv_split's shares per rank (master first): uniform, Eq. 1 of the engines' probe, or the
+ *  option's list. @throws InputError (options.origin, "/shares/I") for a bad list. */
+std::vector<double> conv_split_shares(const Network& network, const Platform& platform, const StrategyOptions& options);
+/** Probe seconds per rank: one forward pass of every conv layer at `batch` images (op_time_s). */
+std::vector<double> engine_probe_times_s(const Network& network, const Platform& platform, std::int64_t batch, int ranks);
+
 /** Data-parallel conv, model-parallel fc layers (Krizhevsky; Intel note): a per_layer preset. */
 Schedule build_hybrid(const Network& network, const Platform& platform, const StrategyOptions& options);
 

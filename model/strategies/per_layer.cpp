@@ -48,6 +48,8 @@ void add_entry(const Network& network, const std::string& origin, const std::str
   } catch (const std::invalid_argument& error) {
     throw InputError(origin, path, kind_text, error.what());
   }
+  if (kind == PartitionKind::none)
+    throw InputError(origin, path, kind_text, "expected data, model or replicated (every layer needs a holder)");
   bool matched = false;
   for (std::size_t l = 0; l < network.layers.size(); ++l) {
     const Layer& layer = network.layers[l];
@@ -186,6 +188,8 @@ std::vector<LayerPlan> make_plan(const Network& network, const LayerAssignment& 
           p.held = p.lee ? Holding::batch_slice : Holding::whole;
           need = p.held;
           break;
+        case PartitionKind::none:
+          CNNPAR_ASSERT(false, "parse_assignment refuses none");
       }
       if (!first && in != need && in != Holding::whole) {
         p.gather_input = true;

@@ -21,6 +21,8 @@ const std::vector<StrategySpec>& strategy_registry() {
       strategies::lee_strategy(),
       strategies::per_layer_strategy(),
       strategies::hybrid_strategy(),
+      strategies::veeriah_strategy(),
+      strategies::conv_split_strategy(),
   };
   return registry;
 }
