@@ -105,7 +105,7 @@ std::vector<SweepRow> predict_sweep(const Network& network, const Platform& plat
   std::vector<std::exception_ptr> errors(counts.size());
   auto run_one = [&](Engine& engine, std::size_t i) {
     try {
-      StrategyOptions strategy = base;
+      StrategyOptions strategy = counts[i] == 1 ? single_rank_baseline(base) : base;
       strategy.ranks = counts[i];
       const Schedule schedule = build_schedule(network, platform, strategy);
       metrics[i] = compute_metrics(engine.run(schedule, platform), MetricsDetail{false, false});

@@ -50,7 +50,7 @@ std::vector<SweepRow> simgrid_sweep(const LoadedScenario& s, const std::vector<i
   std::vector<Schedule> schedules;
   schedules.reserve(counts.size());
   for (int p : counts) {
-    StrategyOptions options = s.strategy;
+    StrategyOptions options = p == 1 ? single_rank_baseline(s.strategy) : s.strategy;
     options.ranks = p;
     schedules.push_back(build_schedule(s.network, s.platform, options));
   }

@@ -388,7 +388,8 @@ int run_sweep(SweepCliOptions o) {
     progress.update(count, total);
   };
   const auto schedule_of = [&](const Job& job) {
-    StrategyOptions strategy = prepared[job.point].strategy;
+    StrategyOptions strategy =
+        job.nodes == 1 ? single_rank_baseline(prepared[job.point].strategy) : prepared[job.point].strategy;
     strategy.ranks = job.nodes;
     return build_schedule(*prepared[job.point].network, prepared[job.point].platform, strategy);
   };

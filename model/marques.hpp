@@ -9,6 +9,11 @@
 
 namespace cnnpar {
 
+/** Images of the timing probe's convolutions (at most the batch): the ratios of Eq. 1 do not
+ *  depend on it, and a full batch of a large net would not fit (500:1500 at 1024 images needs
+ *  5 GB of im2col columns). */
+inline constexpr std::int64_t kProbeImages = 8;
+
 /** Eq. 1: w_i = (max(t) / t_i) / Σ_j (max(t) / t_j) for probe times t_i (seconds, > 0).
  *  The shares sum to 1 and are inversely proportional to the times.
  *  @throws InputError(origin, "/shares/I", t_i) for an empty list or a time that is not > 0. */

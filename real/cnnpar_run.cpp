@@ -47,6 +47,8 @@
 #include "real/clock_sync.hpp"
 #include "real/dataset.hpp"
 #include "real/interpreter.hpp"
+#include "real/probe.hpp"
+#include "model/marques.hpp"
 #include "real/kernels.hpp"
 #include "real/mpi_wrap.hpp"
 #include "real/runtime.hpp"
@@ -428,7 +430,28 @@ struct Setup {
   InterpreterOptions interpreter;
   std::int64_t tile_columns = 0;
   CheckpointRun checkpoint_run;  // what a checkpoint of this run records
+  std::vector<double> probe_s;   // conv_split's probe seconds per rank (empty without a probe)
 };
+
+/** conv_split's `--shares probe`: every rank times the probe convolutions (real/probe.hpp),
+ *  one rank at a time so that ranks sharing a machine do not slow each other's probe, and the
+ *  times give every rank the same Eq. 1 shares, which replace `probe` in the options (so the
+ *  trace and its prediction record the shares the run used). */
+void resolve_probe_shares(Setup& s, const Options& o, int rank, int size) {
+  const auto slowed = o.slowdown.find(rank);
+  std::vector<double> mine(std::size_t(size), 0.0), times(std::size_t(size), 0.0);
+  for (int turn = 0; turn < size; ++turn) {
+    if (turn == rank)
+      mine[std::size_t(rank)] = conv_probe_s(s.network, s.strategy.global_batch, o.compute == "real", s.platform, rank,
+                                             slowed == o.slowdown.end() ? 1.0 : slowed->second);
+    mpi::barrier(MPI_COMM_WORLD, o.timeout_s, "conv_split probe");
+  }
+  mpi::allreduce(mine.data(), times.data(), size, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, o.timeout_s, "conv_split probe");
+  std::string text;
+  for (double w : probe_shares(times, "<probe>")) text += (text.empty() ? "" : ",") + fmt::format("{:.17g}", w);
+  s.strategy.values["shares"] = text;
+  s.probe_s = times;
+}
 
 /** Fills `s` in place: the Runtime keeps references to s.network and s.schedule. */
 void prepare(Setup& s, const Options& o, int rank, int size) {
@@ -492,6 +515,7 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
   s.strategy.values = o.spec_strategy_values;
   const nlohmann::json flag_values = o.strategy.values();
   for (const auto& [key, value] : flag_values.items()) s.strategy.values[key] = value;
+  if (s.strategy.name == "conv_split" && s.strategy.text("shares") == "probe") resolve_probe_shares(s, o, rank, size);
   s.schedule = build_schedule(s.network, s.platform, s.strategy);
   verify_or_throw(s.schedule, "<schedule " + s.strategy.name + ">", &s.network);
   if (s.schedule.ranks() != size)
@@ -745,6 +769,7 @@ int run_training(const Options& o, int rank, int size) {
     m["comm_progress"] = to_string(s.progress);
     m["compute"] = backend->mode();
     if (!o.slowdown.empty()) m["slowdown"] = slowdowns_to_json(o.slowdown);
+    if (!s.probe_s.empty()) m["probe_s"] = s.probe_s;
     m["poll_interval_us"] = o.poll_interval_us;
     m["gemm_tile_columns"] = s.tile_columns;
     m["collective_concurrency"] = s.interpreter.collective_concurrency;

@@ -88,7 +88,8 @@ std::vector<double> conv_split_shares(const Network& network, const Platform& pl
   const int P = options.ranks;
   if (text == "uniform") return std::vector<double>(static_cast<std::size_t>(P), 1.0 / double(P));
   if (text == "probe")
-    return probe_shares(engine_probe_times_s(network, platform, options.global_batch, P), options.origin);
+    return probe_shares(engine_probe_times_s(network, platform, std::min(options.global_batch, kProbeImages), P),
+                        options.origin);
   return parse_share_list(text, P, options.origin);
 }
 
@@ -288,7 +289,7 @@ StrategySpec conv_split_strategy() {
           {{"shares", OptionType::text, "probe", 0, 0, {}, "",
             "each rank's share of every conv layer's kernels, the master first: probe (Eq. 1 from a timing probe: "
             "node speeds in the engines, a real convolution in cnnpar-run), uniform, or w0,w1,... summing to 1"}},
-          validate_conv_split, build_conv_split};
+          validate_conv_split, build_conv_split, /*min_ranks=*/1, /*splits_batch_over_ranks=*/false};
 }
 
 }  // namespace cnnpar::strategies

@@ -52,6 +52,13 @@ struct StrategySpec {
    *  @throws InputError (file = options.origin, path "/KEY"). May be null. */
   void (*validate)(const Network& network, const StrategyOptions& options) = nullptr;
   Schedule (*build)(const Network& network, const Platform& platform, const StrategyOptions& options) = nullptr;
+  /** Least rank count the strategy runs on; above 1 (separate worker groups), its speedup
+   *  baseline is one rank of plain dp (single_rank_baseline). */
+  int min_ranks = 1;
+  /** True when every rank takes N/P images (data parallelism): N must then be at least P and
+   *  divisible by it (or --uneven-batch). False for strategies that split the batch their own
+   *  way (veeriah over its K conv workers) or not at all (conv_split); their validate checks. */
+  bool splits_batch_over_ranks = true;
 
   const OptionSpec* option(const std::string& key) const;
 };

@@ -32,10 +32,10 @@ void validate_strategy_options(const Network& network, const StrategyOptions& op
     fail("/nodes", std::to_string(options.ranks), fmt::format("the number of ranks must be in [1, {}]", limits::kMaxRanks));
   if (options.global_batch < 1 || options.global_batch > limits::kMaxBatch)
     fail("/batch", std::to_string(options.global_batch), fmt::format("the batch must be in [1, {}]", limits::kMaxBatch));
-  if (options.global_batch < options.ranks)
+  if (spec.splits_batch_over_ranks && options.global_batch < options.ranks)
     fail("/batch", fmt::format("{} over {} ranks", options.global_batch, options.ranks),
          "every rank needs at least one image: the batch must be at least the number of ranks");
-  if (options.global_batch % options.ranks != 0 && !options.uneven_batch)
+  if (spec.splits_batch_over_ranks && options.global_batch % options.ranks != 0 && !options.uneven_batch)
     fail("/batch", fmt::format("{} over {} ranks", options.global_batch, options.ranks),
          "the global batch must be divisible by the number of ranks (or allow an uneven split: --uneven-batch)");
   if (options.iterations < 1 || options.iterations > limits::kMaxIterations)
@@ -115,6 +115,16 @@ Schedule build_schedule(const Network& network, const Platform& platform, const 
   Schedule schedule = strategy_spec(options.name, options.origin).build(network, platform, options);
   if (options.recompute_columns) add_column_recompute(schedule);  // to_json(options) records it
   return schedule;
+}
+
+StrategyOptions single_rank_baseline(const StrategyOptions& options) {
+  StrategyOptions baseline = options;
+  baseline.ranks = 1;
+  if (strategy_spec(options.name, options.origin).min_ranks > 1) {
+    baseline.name = "dp";
+    baseline.values = nlohmann::json::object();
+  }
+  return baseline;
 }
 
 }  // namespace cnnpar

@@ -66,6 +66,11 @@ void add_column_recompute(Schedule& schedule);
  *  add_column_recompute when options.recompute_columns). */
 Schedule build_schedule(const Network& network, const Platform& platform, const StrategyOptions& options);
 
+/** The options of the P = 1 run that a speedup S(P) = T(1) / T(P) divides by: the same
+ *  strategy on one rank, or one rank of plain dp (the same network and global batch on one
+ *  device) for a strategy that needs several ranks (veeriah's separate worker groups). */
+StrategyOptions single_rank_baseline(const StrategyOptions& options);
+
 /** JSON form of the options with every schema default filled in (Schedule::options, Trace
  *  metadata, run-specs). */
 nlohmann::json to_json(const StrategyOptions& options);

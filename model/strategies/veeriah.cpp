@@ -292,7 +292,7 @@ StrategySpec veeriah_strategy() {
             "one update summed over all K"},
            {"conv_workers", OptionType::integer, "0", 0, 0, {}, "ranks",
             "K, the conv workers (and fc workers); 0 = half the ranks. The run needs exactly 2K ranks"}},
-          validate_veeriah, build_veeriah};
+          validate_veeriah, build_veeriah, /*min_ranks=*/2, /*splits_batch_over_ranks=*/false};
 }
 
 }  // namespace cnnpar::strategies

@@ -142,6 +142,35 @@ foreach(case ${mp_cases})
                    ${run_out}/mp_${case}_np4.json 4 --loss-drop 0.05 --weights-identical --compute real)
 endforeach()
 
+# Separate worker groups (issue 12): Veeriah & Modi's schemes (a) and (c) on 2 and 4 ranks
+# (K = 1, 2 conv workers + K fc workers) and Marques et al.'s conv_split on 2 and 3 ranks
+# (master + workers, uniform and probed shares) are synchronous SGD on the global batch: the
+# same weights as one process of plain dp. Scheme (b) updates the fc layers per sub-batch
+# (not SGD on K·M images, as the paper says): its loss must fall.
+set(wg_cases veeriah_a_np2 veeriah_a_np4 veeriah_c_np2 veeriah_c_np4 conv_split_uniform_np2 conv_split_uniform_np3
+    conv_split_probe_np3)
+set(wg_args_veeriah_a_np2 2 --strategy veeriah --scheme a)
+set(wg_args_veeriah_a_np4 4 --strategy veeriah --scheme a)
+set(wg_args_veeriah_c_np2 2 --strategy veeriah --scheme c)
+set(wg_args_veeriah_c_np4 4 --strategy veeriah --scheme c)
+set(wg_args_conv_split_uniform_np2 2 --strategy conv_split --shares uniform)
+set(wg_args_conv_split_uniform_np3 3 --strategy conv_split --shares uniform)
+set(wg_args_conv_split_probe_np3 3 --strategy conv_split --shares probe)
+set(wg_files)
+foreach(case ${wg_cases})
+  list(GET wg_args_${case} 0 np)
+  list(SUBLIST wg_args_${case} 1 -1 args)
+  cnnpar_mpi_run(real_run_wg_${case} ${np} real_wg_runs ${mp_common} ${args}
+                 --trace ${run_out}/wg_${case}.json --weights-out ${run_out}/wg_${case}.bin)
+  list(APPEND wg_files ${run_out}/wg_${case}.bin)
+endforeach()
+cnnpar_mpi_check(real_weights_worker_groups "real_wg_runs;real_mp_runs" $<TARGET_FILE:cnnpar_weights_compare> 1e-4
+                 ${run_out}/mp_dp_np1.bin ${wg_files})
+cnnpar_mpi_run(real_run_wg_veeriah_b_np4 4 real_wg_b_runs ${mp_common} --strategy veeriah --scheme b
+               --trace ${run_out}/wg_veeriah_b_np4.json)
+cnnpar_mpi_check(real_trace_wg_veeriah_b_np4 real_wg_b_runs $<TARGET_FILE:cnnpar_trace_check>
+                 ${run_out}/wg_veeriah_b_np4.json 4 --loss-drop 0.05 --compute real)
+
 # Checkpoint + resume: 2 iterations, then --resume up to 4 in total, equal 4 straight ones bit
 # for bit (same data order, dropout masks, momentum).
 set(ckpt_common --network ${tiny} --batch 16 --warmup 0 --seed 5 --strategy dp)
