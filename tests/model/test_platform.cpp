@@ -163,20 +163,21 @@ TEST_CASE("Gaussian node speeds are clipped to [speed_min, speed_max]") {
   for (int r = 0; r < 200; ++r) CHECK(again.speed_factor(r) == clipped.speed_factor(r));
 }
 
+/** `document` with the value at JSON pointer `path` replaced by `value` must be refused, naming
+ *  `path` and `value_text`. */
+static void expect_value_error(nlohmann::json document, const std::string& path, const nlohmann::json& value,
+                               const std::string& value_text) {
+  document[nlohmann::json::json_pointer(path)] = value;
+  expect_error(document, path, value_text);
+}
+
 TEST_CASE("bad Gaussian speeds: negative deviation, bounds <= 0 or crossed") {
-  nlohmann::json negative = minimal_platform();
-  negative["nodes"]["speed_stddev"] = -0.1;
-  expect_error(negative, "/nodes/speed_stddev", "-0.1");
-  nlohmann::json zero_min = minimal_platform();
-  zero_min["nodes"]["speed_min"] = 0;
-  expect_error(zero_min, "/nodes/speed_min", "0");
-  nlohmann::json negative_min = minimal_platform();
-  negative_min["nodes"]["speed_min"] = -1;
-  expect_error(negative_min, "/nodes/speed_min", "-1");
+  expect_value_error(minimal_platform(), "/nodes/speed_stddev", -0.1, "-0.1");
+  expect_value_error(minimal_platform(), "/nodes/speed_min", 0, "0");
+  expect_value_error(minimal_platform(), "/nodes/speed_min", -1, "-1");
   nlohmann::json crossed = minimal_platform();
   crossed["nodes"]["speed_min"] = 0.8;
-  crossed["nodes"]["speed_max"] = 0.5;
-  expect_error(crossed, "/nodes/speed_max", "0.5");
+  expect_value_error(crossed, "/nodes/speed_max", 0.5, "0.5");
   // Equal bounds are a fixed speed, not an error.
   nlohmann::json equal = minimal_platform();
   equal["nodes"]["speed_stddev"] = 0.3;
@@ -306,43 +307,21 @@ TEST_CASE("node kinds round-trip through JSON and take --set overrides by list i
 }
 
 TEST_CASE("bad node kinds name the kind's path") {
-  nlohmann::json too_many = kinds_platform();
-  too_many["nodes"]["kinds"][1]["count"] = 4;  // 1 + 4 = 5 > 4 nodes
-  expect_error(too_many, "/nodes/kinds/1/count", "4");
-  nlohmann::json too_few = kinds_platform();
-  too_few["nodes"]["kinds"][1]["count"] = 2;  // 1 + 2 = 3 < 4 nodes
-  expect_error(too_few, "/nodes/kinds/1/count", "2");
-  nlohmann::json first_too_many = kinds_platform();
-  first_too_many["nodes"]["kinds"][0]["count"] = 5;
-  expect_error(first_too_many, "/nodes/kinds/0/count", "5");
-  nlohmann::json zero = kinds_platform();
-  zero["nodes"]["kinds"][0]["count"] = 0;
-  expect_error(zero, "/nodes/kinds/0/count", "0");
-  nlohmann::json empty = kinds_platform();
-  empty["nodes"]["kinds"] = nlohmann::json::array();
-  expect_error(empty, "/nodes/kinds", "[]");
-  nlohmann::json same_name = kinds_platform();
-  same_name["nodes"]["kinds"][1]["name"] = "cpu";
-  expect_error(same_name, "/nodes/kinds/1/name", "cpu");
-  nlohmann::json kernel = kinds_platform();
-  kernel["nodes"]["kinds"][1]["device"]["kernels"][1] = "fft";
-  expect_error(kernel, "/nodes/kinds/1/device/kernels/1", "fft");
-  nlohmann::json twice = kinds_platform();
-  twice["nodes"]["kinds"][1]["device"]["kernels"] = {"gemm", "gemm"};
-  expect_error(twice, "/nodes/kinds/1/device/kernels/1", "gemm");
-  nlohmann::json no_link = kinds_platform();
-  no_link["nodes"]["kinds"][1]["device"].erase("host_link");
-  expect_error(no_link, "/nodes/kinds/1/device/host_link", "(missing)");
-  nlohmann::json link_unit = kinds_platform();
-  link_unit["nodes"]["kinds"][1]["device"]["host_link"] = "4GHz";
-  expect_error(link_unit, "/nodes/kinds/1/device/host_link", "4GHz");
-  nlohmann::json no_device_peak = kinds_platform();
-  no_device_peak["nodes"]["kinds"][1]["device"].erase("peak");
-  expect_error(no_device_peak, "/nodes/kinds/1/device/peak", "(missing)");
-  nlohmann::json typo = kinds_platform();
-  typo["nodes"]["kinds"][0]["peek"] = "1Tf";
-  expect_error(typo, "/nodes/kinds/0/peek", "1Tf");
-  nlohmann::json efficiency = kinds_platform();
-  efficiency["nodes"]["kinds"][1]["efficiency"]["gemm"] = 1.5;
-  expect_error(efficiency, "/nodes/kinds/1/efficiency/gemm", "1.5");
+  const nlohmann::json kinds = kinds_platform();
+  expect_value_error(kinds, "/nodes/kinds/1/count", 4, "4");  // 1 + 4 = 5 > 4 nodes
+  expect_value_error(kinds, "/nodes/kinds/1/count", 2, "2");  // 1 + 2 = 3 < 4 nodes
+  expect_value_error(kinds, "/nodes/kinds/0/count", 5, "5");  // more than the nodes alone
+  expect_value_error(kinds, "/nodes/kinds/0/count", 0, "0");
+  expect_value_error(kinds, "/nodes/kinds", nlohmann::json::array(), "[]");
+  expect_value_error(kinds, "/nodes/kinds/1/name", "cpu", "cpu");  // the name of kind 0
+  expect_value_error(kinds, "/nodes/kinds/1/device/kernels/1", "fft", "fft");
+  expect_value_error(kinds, "/nodes/kinds/1/device/kernels/1", "gemm", "gemm");  // listed twice
+  expect_value_error(kinds, "/nodes/kinds/1/device/host_link", "4GHz", "4GHz");
+  expect_value_error(kinds, "/nodes/kinds/0/peek", "1Tf", "1Tf");  // a typo
+  expect_value_error(kinds, "/nodes/kinds/1/efficiency/gemm", 1.5, "1.5");
+  for (const char* key : {"host_link", "peak"}) {
+    nlohmann::json missing = kinds;
+    missing["nodes"]["kinds"][1]["device"].erase(key);
+    expect_error(missing, std::string("/nodes/kinds/1/device/") + key, "(missing)");
+  }
 }
