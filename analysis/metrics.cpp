@@ -187,6 +187,15 @@ TraceMetrics compute_metrics(const Trace& trace, const MetricsDetail& detail) {
     m.compute_mean_s = median(means);
     m.load_balance = median(balances);
   }
+  for (std::size_t r = 0; r < n_ranks; ++r) {
+    std::vector<double> per_iteration;
+    for (const auto& row : compute) per_iteration.push_back(row[r]);
+    m.busy_s.push_back(median(per_iteration));
+  }
+  {
+    const auto [least, most] = std::minmax_element(m.busy_s.begin(), m.busy_s.end());
+    m.busy_min_max = *most > 0 ? *least / *most : 1.0;
+  }
   m.comm_s = median_of_max(comm);
   m.exposed_comm_s = median_of_max(exposed);
   m.wait_s = median_of_max(waits);
@@ -239,6 +248,8 @@ nlohmann::json to_json(const TraceMetrics& m) {
           {"comm_bytes", m.comm_bytes},
           {"load_balance", m.load_balance},
           {"sync_wait_s", m.sync_wait_s},
+          {"busy_s", m.busy_s},
+          {"busy_min_max", m.busy_min_max},
           {"layers", std::move(layers)},
           {"collectives", std::move(collectives)}};
 }

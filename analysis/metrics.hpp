@@ -21,6 +21,8 @@
 //  * per-iteration sums (compute, Σ T_c, Σ T_b, wait) are taken per rank; "max" and "mean"
 //    are over ranks, then the median over measured iterations;
 //  * load balance = mean / max compute over ranks (1 = perfectly balanced);
+//    busy time of a rank = its compute per iteration, median over measured iterations, and
+//    busy_min_max = min / max busy time over ranks (issue 12's load balance, 1 = balanced);
 //    synchronisation waiting = BPT-CNN Eq. 8: Σ_i Σ_j (max_j' t_j'(i) − t_j(i)) with t the
 //    compute time, summed over measured iterations;
 //  * communication volume: bytes a rank hands to its collectives per iteration (size
@@ -77,6 +79,8 @@ struct TraceMetrics {
   double comm_bytes = 0;                  ///< bytes per iteration, max over ranks
   double load_balance = 1;                ///< mean / max compute over ranks (median over iterations)
   double sync_wait_s = 0;                 ///< BPT-CNN Eq. 8 over measured iterations (seconds)
+  std::vector<double> busy_s;             ///< per rank: compute seconds per iteration (median over iterations)
+  double busy_min_max = 1;                ///< min / max of busy_s (1 = balanced)
   std::vector<CollectiveTiming> collectives;  ///< measured iterations only
   std::vector<LayerPhaseTime> layers;         ///< sorted by layer, then phase
 };

@@ -59,6 +59,24 @@ Platform platform_with_overrides(const nlohmann::json& document, const std::stri
       const std::size_t dot = o.path.find('.', begin);
       const std::string key = o.path.substr(begin, dot == std::string::npos ? std::string::npos : dot - begin);
       if (key.empty()) throw InputError(origin, flag, o.text(), "a path is keys joined by '.', e.g. network.bandwidth");
+      if (node->is_array()) {
+        // A list element by its index (nodes.kinds.0.peak); an override never adds one.
+        const bool digits = key.size() <= 9 && key.find_first_not_of("0123456789") == std::string::npos;
+        const std::size_t index = digits ? std::size_t(std::stoul(key)) : node->size();
+        if (index >= node->size())
+          throw InputError(origin, flag, o.text(),
+                           fmt::format("{} of the platform is a list of {}, so it has no element {}", pointer,
+                                       node->size(), key));
+        pointer += "/" + key;
+        nlohmann::json& element = (*node)[index];
+        if (dot == std::string::npos) {
+          element = typed_value(o.value, &element);
+          break;
+        }
+        node = &element;
+        begin = dot + 1;
+        continue;
+      }
       if (!node->is_object())
         throw InputError(origin, flag, o.text(),
                          fmt::format("{} of the platform is not an object, so it has no {}", pointer.empty() ? "/" : pointer, key));

@@ -1,7 +1,8 @@
 #pragma once
 // Command-line overrides of a platform and a strategy: `--set PATH=VALUE` and the axes of
 // `cnnpar sweep`. PATH is either a platform JSON path in the file's own spelling and unit
-// strings ("network.bandwidth" = "1Gbps", "nodes.efficiency.gemm" = 0.45) or the key of a
+// strings ("network.bandwidth" = "1Gbps", "nodes.efficiency.gemm" = 0.45; a list element by
+// its index, "nodes.kinds.0.peak" = "2Tf") or the key of a
 // strategy option ("k", "bucket_bytes"). The platform parser checks the values, so a value
 // means the same on the command line as in a platform file.
 #include <string>

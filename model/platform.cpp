@@ -71,9 +71,39 @@ KernelClass kernel_class_from_string(const std::string& text) {
       "unknown kernel class (expected gemm, im2col, col2im, pool, eltwise, lrn, softmax, update or other)");
 }
 
+double Processor::efficiency_for(KernelClass kernel) const {
+  const auto it = efficiency.find(kernel);
+  return it != efficiency.end() ? it->second : default_efficiency;
+}
+
+double Processor::roofline_s(KernelClass kernel, double flops, double bytes, double speed) const {
+  const double compute_s = flops / (peak_flops * efficiency_for(kernel) * speed);
+  const double memory_s = bytes / (memory_bandwidth_Bps * speed);
+  return std::max(compute_s, memory_s);
+}
+
+bool DeviceSpec::runs(KernelClass kernel) const { return std::binary_search(kernels.begin(), kernels.end(), kernel); }
+
 double Platform::speed_factor(int rank) const {
   if (rank >= 0 && std::size_t(rank) < resolved_speed_factors_.size()) return resolved_speed_factors_[std::size_t(rank)];
   return 1.0;
+}
+
+int Platform::kind_of(int rank) const {
+  if (rank < 0) return -1;
+  int first = 0;  // first rank of kind k
+  for (std::size_t k = 0; k < nodes.kinds.size(); ++k) {
+    first += nodes.kinds[k].count;
+    if (rank < first) return int(k);
+  }
+  return -1;
+}
+
+bool Platform::runs_on_device(KernelClass kernel, int rank) const {
+  const int kind = kind_of(rank);
+  if (kind < 0) return false;
+  const auto& device = nodes.kinds[std::size_t(kind)].device;
+  return device && device->runs(kernel);
 }
 
 void Platform::resolve_speed_factors() {
@@ -85,7 +115,7 @@ void Platform::resolve_speed_factors() {
     std::mt19937_64 generator(nodes.speed_seed);
     std::normal_distribution<double> speed(1.0, nodes.speed_stddev);
     resolved_speed_factors_.resize(std::size_t(std::max(nodes.count, 0)));
-    for (double& factor : resolved_speed_factors_) factor = std::max(0.05, speed(generator));
+    for (double& factor : resolved_speed_factors_) factor = std::clamp(speed(generator), nodes.speed_min, nodes.speed_max);
   }
 }
 
@@ -100,12 +130,18 @@ void Platform::slow_down(int rank, double factor) {
 }
 
 double Platform::kernel_time_s(KernelClass kernel, double flops, double bytes, int rank) const {
-  auto it = nodes.efficiency.find(kernel);
-  const double efficiency = it != nodes.efficiency.end() ? it->second : nodes.default_efficiency;
+  return kernel_time_s(kernel, flops, bytes, rank, bytes);
+}
+
+double Platform::kernel_time_s(KernelClass kernel, double flops, double bytes, int rank, double host_link_bytes) const {
   const double speed = speed_factor(rank);
-  const double compute_s = flops / (nodes.peak_flops * efficiency * speed);
-  const double memory_s = bytes / (nodes.memory_bandwidth_Bps * speed);
-  return std::max(compute_s, memory_s);
+  const int kind = kind_of(rank);
+  if (kind < 0) return nodes.roofline_s(kernel, flops, bytes, speed);
+  const NodeKind& node = nodes.kinds[std::size_t(kind)];
+  if (!node.device || !node.device->runs(kernel)) return node.host.roofline_s(kernel, flops, bytes, speed);
+  // The whole op, operand transfer included, is the node's work: the speed factor scales both.
+  const DeviceSpec& device = *node.device;
+  return device.processor.roofline_s(kernel, flops, bytes, speed) + host_link_bytes / (device.host_link_Bps * speed);
 }
 
 Algorithm Platform::algorithm_for(const std::string& collective_kind) const {
@@ -131,19 +167,15 @@ double speed_factor(const JsonNode& value) {
   return factor;
 }
 
-void parse_nodes(const JsonNode& node, NodeSpec& nodes) {
-  node.check_keys({"count", "cores", "peak", "memory_bandwidth", "efficiency", "default_efficiency",
-                   "speed_factors", "speed_stddev", "speed_seed"});
-  nodes.count = int(node.at("count").as_int_in(1, limits::kMaxPlatformNodes));
-  nodes.cores = int(node.has("cores") ? node.at("cores").as_int_in(1, limits::kMaxDimension) : 1);
-  nodes.peak_flops = node.at("peak").as_quantity(Unit::flop_rate);
-  nodes.memory_bandwidth_Bps = node.quantity_or("memory_bandwidth", Unit::bandwidth_Bps, 1e11);
-  if (node.has("default_efficiency")) {
-    const JsonNode value = node.at("default_efficiency");
-    nodes.default_efficiency = efficiency_fraction(value);
-  }
+// The roofline fields of a processor; those `node` leaves out keep the values `processor` has
+// (defaults, or the nodes' own for a kind). An efficiency table replaces the one before.
+void parse_processor(const JsonNode& node, Processor& processor, bool peak_required) {
+  if (peak_required || node.has("peak")) processor.peak_flops = node.at("peak").as_quantity(Unit::flop_rate);
+  processor.memory_bandwidth_Bps = node.quantity_or("memory_bandwidth", Unit::bandwidth_Bps, processor.memory_bandwidth_Bps);
+  if (node.has("default_efficiency")) processor.default_efficiency = efficiency_fraction(node.at("default_efficiency"));
   if (node.has("efficiency")) {
     const JsonNode table = node.at("efficiency");
+    processor.efficiency.clear();
     for (const std::string& key : table.keys()) {
       const JsonNode value = table.at(key);
       KernelClass kernel;
@@ -152,9 +184,71 @@ void parse_nodes(const JsonNode& node, NodeSpec& nodes) {
       } catch (const std::invalid_argument& error) {
         value.fail(error.what());
       }
-      nodes.efficiency[kernel] = efficiency_fraction(value);
+      processor.efficiency[kernel] = efficiency_fraction(value);
     }
   }
+}
+
+DeviceSpec parse_device(const JsonNode& node) {
+  node.check_keys({"peak", "memory_bandwidth", "efficiency", "default_efficiency", "host_link", "kernels"});
+  DeviceSpec device;
+  parse_processor(node, device.processor, true);
+  device.host_link_Bps = node.at("host_link").as_quantity(Unit::bandwidth_Bps);
+  const JsonNode kernels = node.at("kernels");
+  for (const JsonNode& item : kernels.items()) {
+    KernelClass kernel;
+    try {
+      kernel = kernel_class_from_string(item.as_string());
+    } catch (const std::invalid_argument& error) {
+      item.fail(error.what());
+    }
+    if (std::find(device.kernels.begin(), device.kernels.end(), kernel) != device.kernels.end())
+      item.fail("a kernel class is listed twice");
+    device.kernels.push_back(kernel);
+  }
+  if (device.kernels.empty()) kernels.fail("a device runs at least one kernel class (or leave the device out)");
+  std::sort(device.kernels.begin(), device.kernels.end());
+  return device;
+}
+
+void parse_kinds(const JsonNode& list, NodeSpec& nodes) {
+  const std::vector<JsonNode> items = list.items();
+  if (items.empty()) list.fail("needs at least one kind (or leave kinds out)");
+  int ranks = 0;  // ranks the kinds so far hold
+  for (const JsonNode& item : items) {
+    item.check_keys({"name", "count", "peak", "memory_bandwidth", "efficiency", "default_efficiency", "device"});
+    NodeKind kind;
+    kind.name = item.at("name").as_string();
+    if (kind.name.empty()) item.at("name").fail("a kind needs a name");
+    for (const NodeKind& other : nodes.kinds)
+      if (other.name == kind.name) item.at("name").fail("two kinds have this name");
+    const JsonNode count = item.at("count");
+    kind.count = int(count.as_int_in(1, limits::kMaxPlatformNodes));
+    ranks += kind.count;
+    if (ranks > nodes.count)
+      count.fail(fmt::format("the kinds up to this one hold {} nodes, more than nodes.count ({})", ranks, nodes.count));
+    if (&item == &items.back() && ranks < nodes.count)
+      count.fail(fmt::format("the kinds hold {} nodes, fewer than nodes.count ({})", ranks, nodes.count));
+    kind.host = nodes;  // the nominal node's roofline, for the fields the kind leaves out
+    parse_processor(item, kind.host, false);
+    if (item.has("device")) kind.device = parse_device(item.at("device"));
+    nodes.kinds.push_back(std::move(kind));
+  }
+}
+
+// A speed factor's bound: the range the factors themselves may take.
+double speed_bound(const JsonNode& value) {
+  const double bound = value.as_number();
+  if (!(bound >= 1e-3 && bound <= 1e3)) value.fail("a bound of the node speeds must be in [0.001, 1000]");
+  return bound;
+}
+
+void parse_nodes(const JsonNode& node, NodeSpec& nodes) {
+  node.check_keys({"count", "cores", "peak", "memory_bandwidth", "efficiency", "default_efficiency",
+                   "speed_factors", "speed_stddev", "speed_seed", "speed_min", "speed_max", "kinds"});
+  nodes.count = int(node.at("count").as_int_in(1, limits::kMaxPlatformNodes));
+  nodes.cores = int(node.has("cores") ? node.at("cores").as_int_in(1, limits::kMaxDimension) : 1);
+  parse_processor(node, nodes, true);
   if (node.has("speed_factors")) {
     const JsonNode factors = node.at("speed_factors");
     if (factors.raw().is_array() && factors.raw().size() != std::size_t(nodes.count))
@@ -168,6 +262,14 @@ void parse_nodes(const JsonNode& node, NodeSpec& nodes) {
     if (nodes.speed_stddev > 10) node.at("speed_stddev").fail("speed_stddev must be in [0, 10] (a fraction of the mean speed)");
   }
   if (node.has("speed_seed")) nodes.speed_seed = std::uint64_t(node.at("speed_seed").as_nonnegative_int());
+  if (node.has("speed_min")) nodes.speed_min = speed_bound(node.at("speed_min"));
+  if (node.has("speed_max")) {
+    const JsonNode value = node.at("speed_max");
+    nodes.speed_max = speed_bound(value);
+    if (nodes.speed_max < nodes.speed_min)
+      value.fail(fmt::format("speed_max must be >= speed_min ({})", nodes.speed_min));
+  }
+  if (node.has("kinds")) parse_kinds(node.at("kinds"), nodes);
 }
 
 void parse_network(const JsonNode& node, NetworkSpec& network) {
@@ -242,19 +344,47 @@ Platform parse_platform(const nlohmann::json& document, const std::string& file)
   return platform;
 }
 
-nlohmann::json to_json(const Platform& platform) {
-  nlohmann::json nodes = {{"count", platform.nodes.count},
-                          {"cores", platform.nodes.cores},
-                          {"peak", fmt::format("{}f", platform.nodes.peak_flops)},
-                          {"memory_bandwidth", fmt::format("{}Bps", platform.nodes.memory_bandwidth_Bps)},
-                          {"default_efficiency", platform.nodes.default_efficiency}};
+namespace {
+
+nlohmann::json processor_to_json(const Processor& processor) {
   nlohmann::json efficiency = nlohmann::json::object();
-  for (const auto& [kernel, value] : platform.nodes.efficiency) efficiency[to_string(kernel)] = value;
-  nodes["efficiency"] = efficiency;
+  for (const auto& [kernel, value] : processor.efficiency) efficiency[to_string(kernel)] = value;
+  return {{"peak", fmt::format("{}f", processor.peak_flops)},
+          {"memory_bandwidth", fmt::format("{}Bps", processor.memory_bandwidth_Bps)},
+          {"default_efficiency", processor.default_efficiency},
+          {"efficiency", efficiency}};
+}
+
+nlohmann::json kind_to_json(const NodeKind& kind) {
+  nlohmann::json out = processor_to_json(kind.host);
+  out["name"] = kind.name;
+  out["count"] = kind.count;
+  if (kind.device) {
+    nlohmann::json device = processor_to_json(kind.device->processor);
+    device["host_link"] = fmt::format("{}Bps", kind.device->host_link_Bps);
+    device["kernels"] = nlohmann::json::array();
+    for (KernelClass kernel : kind.device->kernels) device["kernels"].push_back(to_string(kernel));
+    out["device"] = device;
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const Platform& platform) {
+  nlohmann::json nodes = processor_to_json(platform.nodes);
+  nodes["count"] = platform.nodes.count;
+  nodes["cores"] = platform.nodes.cores;
   if (!platform.nodes.speed_factors.empty()) nodes["speed_factors"] = platform.nodes.speed_factors;
   if (platform.nodes.speed_stddev > 0) {
     nodes["speed_stddev"] = platform.nodes.speed_stddev;
     nodes["speed_seed"] = platform.nodes.speed_seed;
+  }
+  if (platform.nodes.speed_min != NodeSpec{}.speed_min) nodes["speed_min"] = platform.nodes.speed_min;
+  if (std::isfinite(platform.nodes.speed_max)) nodes["speed_max"] = platform.nodes.speed_max;
+  if (!platform.nodes.kinds.empty()) {
+    nodes["kinds"] = nlohmann::json::array();
+    for (const NodeKind& kind : platform.nodes.kinds) nodes["kinds"].push_back(kind_to_json(kind));
   }
   nlohmann::json network = {{"topology", to_string(platform.network.topology)},
                             {"bandwidth", fmt::format("{}Bps", platform.network.bandwidth_Bps)},

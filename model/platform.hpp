@@ -2,7 +2,9 @@
 // Platform description: nodes, network and compute model.
 // Quantities are read from unit strings in SimGrid's spelling; stored in SI units.
 #include <cstdint>
+#include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,19 +26,52 @@ enum class KernelClass { gemm, im2col, col2im, pool, eltwise, lrn, softmax, upda
 const char* to_string(KernelClass kernel);
 KernelClass kernel_class_from_string(const std::string& text);  ///< @throws std::invalid_argument
 
-struct NodeSpec {
-  int count = 1;                      ///< nodes available
-  int cores = 1;                      ///< cores per node
-  double peak_flops = 1e12;           ///< peak FP32 FLOP/s of one node
-  double memory_bandwidth_Bps = 1e11; ///< bytes per second of one node
+/** One processor in the roofline model: a node's CPU or a device attached to it. */
+struct Processor {
+  double peak_flops = 1e12;           ///< peak FP32 FLOP/s of one node or device
+  double memory_bandwidth_Bps = 1e11; ///< bytes per second of one node or device
   /** fraction of peak per kernel class (roofline); missing classes use default_efficiency */
   std::map<KernelClass, double> efficiency;
   double default_efficiency = 0.5;
+
+  double efficiency_for(KernelClass kernel) const;
+  /** Roofline seconds on a node of relative speed `speed`:
+   *  max(flops / (peak · efficiency · speed), bytes / (memory_bandwidth · speed)). */
+  double roofline_s(KernelClass kernel, double flops, double bytes, double speed = 1) const;
+};
+
+/** An accelerator of a node kind (Marques et al.'s GPUs): the kernel classes in `kernels` run
+ *  on it, and each such op also moves its operands over the host link. */
+struct DeviceSpec {
+  Processor processor;
+  double host_link_Bps = 1e10;        ///< host <-> device bytes per second (PCIe)
+  std::vector<KernelClass> kernels;   ///< classes that run on the device, sorted, no repeats
+  bool runs(KernelClass kernel) const;
+};
+
+/** Some of the nodes with their own processor (Marques et al. mix CPU and GPU laptops). Ranks
+ *  map to kinds in list order: the first `count` ranks are kind 0, the next kind 1, ... */
+struct NodeKind {
+  std::string name;
+  int count = 1;
+  Processor host;                     ///< fields a kind leaves out are the nodes.* ones
+  std::optional<DeviceSpec> device;
+};
+
+/** The nodes; the Processor part is the nominal node (peak, memory bandwidth, efficiencies). */
+struct NodeSpec : Processor {
+  int count = 1;                      ///< nodes available
+  int cores = 1;                      ///< cores per node
   /** relative speed of each node (1 = nominal); empty = all 1 */
   std::vector<double> speed_factors;
-  /** Marques et al.: per-node speeds drawn from N(1, speed_stddev) with this seed, clipped to >= 0.05 */
+  /** Marques et al.: per-node speeds drawn from N(1, speed_stddev) with this seed, clipped to
+   *  [speed_min, speed_max] */
   double speed_stddev = 0;
   std::uint64_t speed_seed = 1;
+  double speed_min = 0.05;
+  double speed_max = std::numeric_limits<double>::infinity();
+  /** empty = every node is the one above; else their counts sum to `count` */
+  std::vector<NodeKind> kinds;
 };
 
 struct NetworkSpec {
@@ -69,8 +104,15 @@ struct Platform {
 
   /** Speed factor of `rank`'s node (heterogeneity); 1 when none is given. */
   double speed_factor(int rank) const;
-  /** Roofline time (seconds) of `flops` FLOPs touching `bytes` bytes of memory. */
+  /** Index into nodes.kinds of `rank`'s node; -1 without kinds (or past the last node). */
+  int kind_of(int rank) const;
+  /** True when `kernel` runs on a device on `rank`'s node. */
+  bool runs_on_device(KernelClass kernel, int rank) const;
+  /** Roofline time (seconds) of `flops` FLOPs touching `bytes` bytes of memory on `rank`'s
+   *  node, divided by its speed factor. On a device, `host_link_bytes` more cross the host
+   *  link (the 4-argument form moves `bytes`). */
   double kernel_time_s(KernelClass kernel, double flops, double bytes, int rank) const;
+  double kernel_time_s(KernelClass kernel, double flops, double bytes, int rank, double host_link_bytes) const;
   /** Algorithm configured for a collective kind ("allreduce", ...). */
   Algorithm algorithm_for(const std::string& collective_kind) const;
 

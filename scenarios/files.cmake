@@ -26,6 +26,7 @@ set(CNNPAR_SCENARIO_FILES
   platforms/intel-xeon-fdr.json
   platforms/intel-xeon-phi-opa.json
   platforms/local.json
+  platforms/marques-gpu.json
   platforms/marques-lab.json
   platforms/marques-sim.json
   studies/hybrid-cori.json

@@ -158,7 +158,7 @@ class Replay {
            a.batch == b.batch && a.gemm == b.gemm && a.label == b.label;
   }
 
-  // Ranks with the same program (the same op list, or equal ops) and the same speed form a
+  // Ranks with the same program (the same op list, or equal ops), speed and node kind form a
   // class. When every collective spans all ranks, every rank of a class joins each collective
   // when its class representative does, so replaying one rank per class and copying its
   // timeline is exact (dp and lee: one class, or two with an uneven batch split). Fills
@@ -176,9 +176,10 @@ class Replay {
     for (int r = 0; r < ranks; ++r) {
       const auto& ops = schedule_.programs[std::size_t(r)].ops;
       const double speed = platform_.speed_factor(r);
+      const int kind = platform_.kind_of(r);
       for (int candidate : reps) {
         const auto& other = schedule_.programs[std::size_t(candidate)].ops;
-        if (platform_.speed_factor(candidate) != speed) continue;
+        if (platform_.speed_factor(candidate) != speed || platform_.kind_of(candidate) != kind) continue;
         if (ops.same_storage(other) || same_ops(ops, other)) {
           of[std::size_t(r)] = candidate;
           break;

@@ -99,6 +99,36 @@ TEST_CASE("metrics of a hand-built trace", "[metrics]") {
   CHECK(j.at("overlap_ratio_percent").get<double>() == Approx(100.0 * 0.3 / 1.1).epsilon(kTol));
 }
 
+TEST_CASE("busy time per rank and its min/max balance", "[metrics]") {
+  // sample_trace compute: rank 0 (0.6, 0.5), rank 1 (0.8, 0.3) in iterations 1, 2.
+  // Busy (median over iterations): rank 0 0.55, rank 1 0.55 -> min/max 1, though each
+  // iteration alone is unbalanced (load_balance 0.8375 above).
+  const TraceMetrics m = compute_metrics(sample_trace());
+  REQUIRE(m.busy_s.size() == 2);
+  CHECK(m.busy_s[0] == Approx(0.55).epsilon(kTol));
+  CHECK(m.busy_s[1] == Approx(0.55).epsilon(kTol));
+  CHECK(m.busy_min_max == Approx(1.0).epsilon(kTol));
+  // Rank 1's iteration-2 op lengthened to [2.5, 2.9]: rank 1 (0.8, 0.4) -> 0.6; rank 0 still
+  // 0.55 -> min/max 0.55 / 0.6 = 0.91666...
+  Trace t = sample_trace();
+  t.ranks[1].compute[2].end_s = 2.9;
+  const TraceMetrics uneven = compute_metrics(t);
+  CHECK(uneven.busy_s[0] == Approx(0.55).epsilon(kTol));
+  CHECK(uneven.busy_s[1] == Approx(0.6).epsilon(kTol));
+  CHECK(uneven.busy_min_max == Approx(0.55 / 0.6).epsilon(kTol));
+  const nlohmann::json j = to_json(uneven);
+  CHECK(j.at("busy_s").size() == 2);
+  CHECK(j.at("busy_min_max").get<double>() == Approx(0.55 / 0.6).epsilon(kTol));
+  // The existing balance metrics keep their meaning: it 1 (0.6, 0.8) mean/max 0.875, it 2
+  // (0.5, 0.4) 0.45/0.5 = 0.9 -> median 0.8875; Eq. 8: 0.2 + 0.1 = 0.3.
+  CHECK(uneven.load_balance == Approx(0.8875).epsilon(kTol));
+  CHECK(uneven.sync_wait_s == Approx(0.3).epsilon(kTol));
+  // No compute at all: balanced by definition, not 0/0.
+  Trace idle = sample_trace();
+  for (RankTrace& rank : idle.ranks) rank.compute.clear();
+  CHECK(compute_metrics(idle).busy_min_max == 1.0);
+}
+
 TEST_CASE("non-GEMM compute: the ops of other kernels, per iteration, max over ranks", "[metrics]") {
   Trace t = sample_trace();
   for (RankTrace& rank : t.ranks)

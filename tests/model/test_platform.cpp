@@ -1,7 +1,12 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "model/error.hpp"
+#include "model/op_time.hpp"
+#include "model/overrides.hpp"
 #include "model/platform.hpp"
+#include "model/schedule.hpp"
 
 using namespace cnnpar;
 
@@ -79,17 +84,19 @@ TEST_CASE("Gaussian node speeds (Marques et al.) are repeatable for a seed and c
   CHECK(sum / 2000 == Approx(1.0).margin(0.011));
 }
 
+/** Parsing `document` must throw an InputError naming bad.json, `path` and `value`. */
+static void expect_error(const nlohmann::json& document, const std::string& path, const std::string& value) {
+  try {
+    parse_platform(document, "bad.json");
+    FAIL("no error for " << path);
+  } catch (const InputError& error) {
+    CHECK(error.file() == "bad.json");
+    CHECK(error.json_path() == path);
+    CHECK(error.value() == value);
+  }
+}
+
 TEST_CASE("bad platform input names the file, the JSON path and the value") {
-  const auto expect_error = [](nlohmann::json document, const std::string& path, const std::string& value) {
-    try {
-      parse_platform(document, "bad.json");
-      FAIL("no error for " << path);
-    } catch (const InputError& error) {
-      CHECK(error.file() == "bad.json");
-      CHECK(error.json_path() == path);
-      CHECK(error.value() == value);
-    }
-  };
   nlohmann::json bad_unit = minimal_platform();
   bad_unit["network"]["bandwidth"] = "10Gbpx";
   expect_error(bad_unit, "/network/bandwidth", "10Gbpx");
@@ -121,4 +128,200 @@ TEST_CASE("a platform round-trips through JSON") {
   CHECK(again.network.alpha_s() == Approx(platform.network.alpha_s()));
   CHECK(again.algorithm_for("allreduce") == Algorithm::ring);
   CHECK(again.nodes.efficiency.at(KernelClass::gemm) == Approx(0.8));
+}
+
+TEST_CASE("Gaussian node speeds are clipped to [speed_min, speed_max]") {
+  nlohmann::json document = minimal_platform();
+  document["nodes"]["count"] = 200;
+  document["nodes"]["speed_stddev"] = 2.0;  // wide: about 40 % of N(1, 2) falls below 0.5, 40 % above 1.5
+  const Platform unclipped_low = parse_platform(document, "p.json");
+  // Default bounds: [0.05, no upper bound].
+  double least = 1e300, most = 0;
+  for (int r = 0; r < 200; ++r) {
+    least = std::min(least, unclipped_low.speed_factor(r));
+    most = std::max(most, unclipped_low.speed_factor(r));
+  }
+  CHECK(least == 0.05);  // P(N(1, 2) < 0.05) = P(z < -0.475) ≈ 0.32: 200 draws hit the bound
+  CHECK(most > 1.5);     // nothing clips from above
+  document["nodes"]["speed_min"] = 0.5;
+  document["nodes"]["speed_max"] = 1.5;
+  const Platform clipped = parse_platform(document, "p.json");
+  int at_min = 0, at_max = 0;
+  for (int r = 0; r < 200; ++r) {
+    // Same seed, same draws: each factor is the default-bounded draw pushed into [0.5, 1.5].
+    const double drawn = unclipped_low.speed_factor(r);
+    CHECK(clipped.speed_factor(r) == std::clamp(drawn, 0.5, 1.5));
+    at_min += clipped.speed_factor(r) == 0.5;
+    at_max += clipped.speed_factor(r) == 1.5;
+  }
+  CHECK(at_min > 0);
+  CHECK(at_max > 0);
+  // The bounds survive a round trip.
+  const Platform again = parse_platform(to_json(clipped), "again.json");
+  CHECK(again.nodes.speed_min == 0.5);
+  CHECK(again.nodes.speed_max == 1.5);
+  for (int r = 0; r < 200; ++r) CHECK(again.speed_factor(r) == clipped.speed_factor(r));
+}
+
+/** `document` with the value at JSON pointer `path` replaced by `value` must be refused, naming
+ *  `path` and `value_text`. */
+static void expect_value_error(nlohmann::json document, const std::string& path, const nlohmann::json& value,
+                               const std::string& value_text) {
+  document[nlohmann::json::json_pointer(path)] = value;
+  expect_error(document, path, value_text);
+}
+
+TEST_CASE("bad Gaussian speeds: negative deviation, bounds <= 0 or crossed") {
+  expect_value_error(minimal_platform(), "/nodes/speed_stddev", -0.1, "-0.1");
+  expect_value_error(minimal_platform(), "/nodes/speed_min", 0, "0");
+  expect_value_error(minimal_platform(), "/nodes/speed_min", -1, "-1");
+  nlohmann::json crossed = minimal_platform();
+  crossed["nodes"]["speed_min"] = 0.8;
+  expect_value_error(crossed, "/nodes/speed_max", 0.5, "0.5");
+  // Equal bounds are a fixed speed, not an error.
+  nlohmann::json equal = minimal_platform();
+  equal["nodes"]["speed_stddev"] = 0.3;
+  equal["nodes"]["speed_min"] = 0.7;
+  equal["nodes"]["speed_max"] = 0.7;
+  const Platform fixed = parse_platform(equal, "p.json");
+  for (int r = 0; r < 4; ++r) CHECK(fixed.speed_factor(r) == 0.7);
+}
+
+namespace {
+
+// minimal_platform (4 nodes: 1 Tf, 100 GB/s, gemm 0.8, default 0.5) with two kinds:
+//  rank 0 "cpu": 100 Gf, everything else inherited (100 GB/s, gemm 0.8, default 0.5);
+//  ranks 1-3 "gpu": host 200 Gf, 20 GB/s, efficiency {gemm 0.5} (replaces the table; default
+//  0.5 inherited); device 2 Tf, 80 GB/s, gemm 0.5, default 0.25, 4 GB/s host link, runs gemm
+//  and im2col.
+nlohmann::json kinds_platform() {
+  nlohmann::json document = minimal_platform();
+  document["nodes"]["kinds"] = nlohmann::json::parse(R"([
+    {"name": "cpu", "count": 1, "peak": "100Gf"},
+    {"name": "gpu", "count": 3, "peak": "200Gf", "memory_bandwidth": "20GBps", "efficiency": {"gemm": 0.5},
+     "device": {"peak": "2Tf", "memory_bandwidth": "80GBps", "efficiency": {"gemm": 0.5}, "default_efficiency": 0.25,
+                "host_link": "4GBps", "kernels": ["gemm", "im2col"]}}
+  ])");
+  return document;
+}
+
+// C (1000×2000) = A (1000×500) · B (500×2000): 2·1000·2000·500 = 2e9 FLOP; operands
+// 4·(1000·500 + 500·2000 + 1000·2000) = 4·3.5e6 = 1.4e7 bytes.
+Op gemm_op() {
+  return Op::compute_op("c.fwd", 0, Phase::forward, KernelClass::gemm, 2e9, 1.6e7, 16, GemmShape{1000, 2000, 500});
+}
+
+}  // namespace
+
+TEST_CASE("node kinds: ranks map to kinds in list order and inherit what they leave out") {
+  const Platform platform = parse_platform(kinds_platform(), "p.json");
+  REQUIRE(platform.nodes.kinds.size() == 2);
+  CHECK(platform.kind_of(0) == 0);
+  CHECK(platform.kind_of(1) == 1);
+  CHECK(platform.kind_of(3) == 1);
+  CHECK(platform.kind_of(4) == -1);
+  const NodeKind& cpu = platform.nodes.kinds[0];
+  CHECK(cpu.host.peak_flops == 1e11);
+  CHECK(cpu.host.memory_bandwidth_Bps == 1e11);        // inherited
+  CHECK(cpu.host.efficiency_for(KernelClass::gemm) == 0.8);  // inherited
+  CHECK_FALSE(cpu.device);
+  const NodeKind& gpu = platform.nodes.kinds[1];
+  CHECK(gpu.host.efficiency.size() == 1);  // its table replaces the nodes' one
+  CHECK(gpu.host.default_efficiency == 0.5);
+  REQUIRE(gpu.device);
+  CHECK(gpu.device->host_link_Bps == 4e9);
+  CHECK(gpu.device->runs(KernelClass::gemm));
+  CHECK(gpu.device->runs(KernelClass::im2col));
+  CHECK_FALSE(gpu.device->runs(KernelClass::col2im));
+  CHECK_FALSE(platform.runs_on_device(KernelClass::gemm, 0));
+  CHECK(platform.runs_on_device(KernelClass::gemm, 2));
+  // Without kinds nothing changes: every rank is the nominal node.
+  CHECK(parse_platform(minimal_platform(), "p.json").kind_of(0) == -1);
+}
+
+TEST_CASE("node kinds: op times on the host, on the device and over the host link") {
+  constexpr double kTol = 1e-12;
+  const Platform platform = parse_platform(kinds_platform(), "p.json");
+  // Rank 0 (cpu kind, no device): gemm 2e9 / (1e11 · 0.8) = 0.025 s; memory 1.6e7 / 1e11 = 1.6e-4 s.
+  CHECK(op_time_s(platform, gemm_op(), 0) == Approx(0.025).epsilon(kTol));
+  // Rank 1 (gpu kind), gemm on the device: 2e9 / (2e12 · 0.5) = 2e-3 s (memory 1.6e7 / 8e10 =
+  // 2e-4 s is less) + operands 1.4e7 B / 4e9 B/s = 3.5e-3 s -> 5.5e-3 s.
+  CHECK(op_time_s(platform, gemm_op(), 1) == Approx(5.5e-3).epsilon(kTol));
+  // Rank 2, im2col on the device: 1e6 / (2e12 · 0.25) = 2e-6 s; memory 4e8 / 8e10 = 5e-3 s;
+  // link: op.bytes 4e8 / 4e9 = 0.1 s -> 0.105 s.
+  const Op im2col = Op::compute_op("c.im2col", 0, Phase::forward, KernelClass::im2col, 1e6, 4e8, 16);
+  CHECK(op_time_s(platform, im2col, 2) == Approx(0.105).epsilon(kTol));
+  // Rank 3, eltwise stays on the gpu kind's host: 1e9 / (2e11 · 0.5) = 0.01 s; memory
+  // 1e9 / 2e10 = 0.05 s -> 0.05 s, no link.
+  const Op eltwise = Op::compute_op("relu.fwd", 1, Phase::forward, KernelClass::eltwise, 1e9, 1e9, 16);
+  CHECK(op_time_s(platform, eltwise, 3) == Approx(0.05).epsilon(kTol));
+  CHECK(platform.kernel_time_s(KernelClass::eltwise, 1e9, 1e9, 3) == Approx(0.05).epsilon(kTol));
+  // kernel_time_s alone moves `bytes` over the link: gemm 2e-3 s + 1.6e7 / 4e9 = 4e-3 s -> 6e-3 s.
+  CHECK(platform.kernel_time_s(KernelClass::gemm, 2e9, 1.6e7, 1) == Approx(6e-3).epsilon(kTol));
+  // Speed factors apply on top, to the whole op: rank 2 at half speed takes 0.21 s.
+  nlohmann::json slow = kinds_platform();
+  slow["nodes"]["speed_factors"] = {1.0, 1.0, 0.5, 1.0};
+  CHECK(op_time_s(parse_platform(slow, "p.json"), im2col, 2) == Approx(0.21).epsilon(kTol));
+  // Calibration describes the CPUs: it wins on rank 0, a device op ignores it.
+  nlohmann::json calibrated = kinds_platform();
+  calibrated["calibration"] = {{"op_seconds", {{"c.fwd", "1s"}}}};
+  const Platform measured = parse_platform(calibrated, "p.json");
+  CHECK(op_time_s(measured, gemm_op(), 0) == Approx(1.0).epsilon(kTol));
+  CHECK(op_time_s(measured, gemm_op(), 1) == Approx(5.5e-3).epsilon(kTol));
+}
+
+TEST_CASE("node kinds round-trip through JSON and take --set overrides by list index") {
+  constexpr double kTol = 1e-12;
+  const Platform platform = parse_platform(kinds_platform(), "p.json");
+  const Platform again = parse_platform(to_json(platform), "again.json");
+  REQUIRE(again.nodes.kinds.size() == 2);
+  CHECK(again.nodes.kinds[1].name == "gpu");
+  CHECK(again.nodes.kinds[1].count == 3);
+  REQUIRE(again.nodes.kinds[1].device);
+  CHECK(again.nodes.kinds[1].device->kernels == platform.nodes.kinds[1].device->kernels);
+  for (int r = 0; r < 4; ++r) CHECK(op_time_s(again, gemm_op(), r) == Approx(op_time_s(platform, gemm_op(), r)).epsilon(kTol));
+  // The device at 4 Tf: 2e9 / (4e12 · 0.5) = 1e-3 s + link 3.5e-3 s = 4.5e-3 s; rank 0 unchanged.
+  const Platform faster = platform_with_overrides(kinds_platform(), "p.json", {{"nodes.kinds.1.device.peak", "4Tf"}},
+                                                  "command line", "--set");
+  CHECK(op_time_s(faster, gemm_op(), 1) == Approx(4.5e-3).epsilon(kTol));
+  CHECK(op_time_s(faster, gemm_op(), 0) == Approx(0.025).epsilon(kTol));
+  const auto set_error = [](const std::string& path, const std::string& value) {
+    try {
+      platform_with_overrides(kinds_platform(), "p.json", {{path, value}}, "command line", "--set");
+    } catch (const InputError& error) {
+      return error;
+    }
+    FAIL("no error for " << path);
+    return InputError("", "", "", "");
+  };
+  // No kind 5; a bad unit inside a kind is told as the --set that caused it.
+  const InputError missing = set_error("nodes.kinds.5.peak", "1Tf");
+  CHECK(missing.file() == "command line");
+  CHECK(missing.json_path() == "--set");
+  CHECK(missing.value() == "nodes.kinds.5.peak=1Tf");
+  const InputError unit = set_error("nodes.kinds.0.peak", "1Tbps");
+  CHECK(unit.json_path() == "--set");
+  CHECK(unit.value() == "nodes.kinds.0.peak=1Tbps");
+  // A count that breaks the sum names the override too.
+  CHECK(set_error("nodes.kinds.1.count", "4").value() == "nodes.kinds.1.count=4");
+}
+
+TEST_CASE("bad node kinds name the kind's path") {
+  const nlohmann::json kinds = kinds_platform();
+  expect_value_error(kinds, "/nodes/kinds/1/count", 4, "4");  // 1 + 4 = 5 > 4 nodes
+  expect_value_error(kinds, "/nodes/kinds/1/count", 2, "2");  // 1 + 2 = 3 < 4 nodes
+  expect_value_error(kinds, "/nodes/kinds/0/count", 5, "5");  // more than the nodes alone
+  expect_value_error(kinds, "/nodes/kinds/0/count", 0, "0");
+  expect_value_error(kinds, "/nodes/kinds", nlohmann::json::array(), "[]");
+  expect_value_error(kinds, "/nodes/kinds/1/name", "cpu", "cpu");  // the name of kind 0
+  expect_value_error(kinds, "/nodes/kinds/1/device/kernels/1", "fft", "fft");
+  expect_value_error(kinds, "/nodes/kinds/1/device/kernels/1", "gemm", "gemm");  // listed twice
+  expect_value_error(kinds, "/nodes/kinds/1/device/host_link", "4GHz", "4GHz");
+  expect_value_error(kinds, "/nodes/kinds/0/peek", "1Tf", "1Tf");  // a typo
+  expect_value_error(kinds, "/nodes/kinds/1/efficiency/gemm", 1.5, "1.5");
+  for (const char* key : {"host_link", "peak"}) {
+    nlohmann::json missing = kinds;
+    missing["nodes"]["kinds"][1]["device"].erase(key);
+    expect_error(missing, std::string("/nodes/kinds/1/device/") + key, "(missing)");
+  }
 }

@@ -248,7 +248,7 @@ TEST_CASE("vgg-a-32: VGG-A convs on 32x32 CIFAR-10 inputs with fc 512/512/10", "
 
 TEST_CASE("every platform file parses and is embedded", "[zoo][platform]") {
   const auto names = names_in("platforms");
-  REQUIRE(names.size() == 8);
+  REQUIRE(names.size() == 9);
   const auto embedded = scenario_names("platforms");
   for (const std::string& name : names) {
     INFO(name);
@@ -298,6 +298,18 @@ TEST_CASE("platform numbers reproduce the papers' figures", "[zoo][platform]") {
   CHECK(lab.network.bandwidth_Bps == Approx(5e6 / 8).epsilon(1e-9));
   // PC4 (4 cores × 2.6 GHz × 32) over PC1 (2 × 2.5 GHz × 16): 332.8 / 80 = 4.16
   CHECK(lab.speed_factor(3) == Approx(4.16).epsilon(1e-6));
+  // The GPU cluster: PC2 (master), PC3, PC4, each its CPU and its GeForce.
+  const Platform gpu = load_platform("marques-gpu");
+  REQUIRE(gpu.nodes.kinds.size() == 3);
+  CHECK(gpu.nodes.kinds[0].name == "pc2-840m");
+  CHECK(gpu.network.bandwidth_Bps == Approx(5e6 / 8).epsilon(1e-9));
+  // 950M: 640 cores × 914 MHz × 2 = 1169.92 GFLOP/s at efficiency 0.3 = 350.976 GFLOP/s; a GEMM
+  // of 3.50976e11 FLOP takes 1 s there, plus 3.2e9 operand bytes over the 3.2 GB/s link: 2 s.
+  CHECK(gpu.kernel_time_s(KernelClass::gemm, 3.50976e11, 0, 2, 3.2e9) == Approx(2.0).epsilon(1e-12));
+  // 840M: 384 × 1029 MHz × 2 = 790.272 GFLOP/s × 0.3 = 237.0816 GFLOP/s -> 1 s, + 1 s link.
+  CHECK(gpu.kernel_time_s(KernelClass::im2col, 2.370816e11, 0, 0, 3.2e9) == Approx(2.0).epsilon(1e-12));
+  // Pooling stays on PC3's CPU: 2 cores × 2.4 GHz × 32 = 153.6 GFLOP/s × 0.3 = 46.08 GFLOP/s.
+  CHECK(gpu.kernel_time_s(KernelClass::pool, 4.608e10, 0, 1) == Approx(1.0).epsilon(1e-12));
   const Platform sim = load_platform("marques-sim");
   CHECK(sim.nodes.count >= 128);  // the paper simulates up to 128 nodes
   CHECK(sim.nodes.speed_stddev > 0);

@@ -162,6 +162,36 @@ TEST_CASE("collective concurrency runs posted collectives side by side", "[analy
   CHECK(analytic_replay(s, p).ranks[0].marks[0].time_s == Approx(0.004003).epsilon(kTol));
 }
 
+TEST_CASE("ranks of different node kinds are never replayed as one", "[analytic]") {
+  // 4 ranks with one program: 1e9 FLOP, then an allreduce of 8e6 B. Ranks 0-1 are a 100 Gf kind
+  // (default efficiency 0.5: 1e9 / 5e10 = 0.02 s), ranks 2-3 the nominal 1 Tf (2e-3 s). The
+  // allreduce starts when the slow kind joins, at 0.02 s, and takes 0.012009 s (as above), so
+  // every rank ends at 0.032009 s; compute is 0.02 s on ranks 0-1 and 2e-3 s on ranks 2-3.
+  Schedule s = empty_schedule(4);
+  const int c = add_allreduce(s, 8e6);
+  for (auto& program : s.programs) program.ops = {compute(1e9), Op::post_op(c), Op::wait_op(c), Op::mark_op(0)};
+  Platform p = test_platform(4);
+  NodeKind slow;
+  slow.name = "slow";
+  slow.count = 2;
+  slow.host = p.nodes;
+  slow.host.peak_flops = 1e11;
+  NodeKind nominal;
+  nominal.name = "nominal";
+  nominal.count = 2;
+  nominal.host = p.nodes;
+  p.nodes.kinds = {slow, nominal};
+  for (ReplayMode mode : {ReplayMode::automatic, ReplayMode::time_ordered}) {
+    const Trace t = analytic_replay(s, p, mode);
+    for (int r = 0; r < 4; ++r) {
+      const RankTrace& rank = t.ranks[std::size_t(r)];
+      CAPTURE(r);
+      CHECK(rank.compute.at(0).end_s == Approx(r < 2 ? 0.02 : 2e-3).epsilon(kTol));
+      CHECK(rank.marks.at(0).time_s == Approx(0.032009).epsilon(kTol));
+    }
+  }
+}
+
 TEST_CASE("calibrated op times override the roofline", "[analytic]") {
   // measured_op_s["conv1.fwd"] = 0.5 s wins over the roofline 2e-3 s; a gemm rate of 1e11 FLOP/s gives
   // 1e9 / 1e11 = 0.01 s for an op without its own entry.
