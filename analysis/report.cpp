@@ -1,5 +1,7 @@
 #include "analysis/report.hpp"
 
+#include "analysis/components.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -7,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -55,7 +59,16 @@ StudyResult run_study(const Study& study, const EngineFactory& make_engine, cons
     SeriesResult out;
     out.label = series.label;
     out.file_stem = file_stem(series.label);
-    out.rows = predict_sweep(network, platform, series.strategy, study.nodes, make_engine, options);
+    SweepOptions sweep = options;
+    std::mutex components_mutex;
+    if (has_components(series.strategy.name))
+      sweep.on_trace = [&](int nodes, const Trace& trace) {
+        std::optional<nlohmann::json> components = components_json(trace, &network, platform.network.element_bytes);
+        std::lock_guard lock(components_mutex);
+        if (components && std::find(study.nodes.begin(), study.nodes.end(), nodes) != study.nodes.end())
+          out.components[nodes] = std::move(*components);
+      };
+    out.rows = predict_sweep(network, platform, series.strategy, study.nodes, make_engine, sweep);
     out.config = config_columns(to_json(series.strategy), network.name, platform.name, make_engine()->name());
     result.series.push_back(std::move(out));
   }
@@ -84,6 +97,71 @@ const SweepRow* row_at(const SeriesResult& series, int nodes) {
   return nullptr;
 }
 
+// veeriah and conv_split series: one table per series, a row per node count, a column per
+// component (analysis/components.hpp), cells formatted with their units.
+struct ComponentTable {
+  std::string series;
+  std::vector<std::string> keys;
+  std::vector<std::pair<int, std::vector<std::string>>> rows;  // (nodes, cells)
+};
+std::vector<ComponentTable> component_tables(const StudyResult& result) {
+  std::vector<ComponentTable> tables;
+  for (const SeriesResult& series : result.series) {
+    if (series.components.empty()) continue;
+    ComponentTable table;
+    table.series = series.label;
+    std::vector<const nlohmann::json*> objects;
+    for (const auto& [nodes, components] : series.components) objects.push_back(&components);
+    table.keys = component_keys(objects);
+    for (const auto& [nodes, components] : series.components) {
+      std::vector<std::string> cells;
+      for (const std::string& key : table.keys)
+        cells.push_back(components.contains(key) && components.at(key).is_number()
+                            ? format_component_value(key, components.at(key).get<double>())
+                            : "");
+      table.rows.emplace_back(nodes, std::move(cells));
+    }
+    tables.push_back(std::move(table));
+  }
+  return tables;
+}
+constexpr const char* kComponentsNote = "Per iteration, median over the measured iterations (definitions in "
+                                        "analysis/components.hpp).";
+
+std::string components_markdown(const StudyResult& result) {
+  std::string md;
+  for (const ComponentTable& table : component_tables(result)) {
+    md += fmt::format("\n### Components: {}\n\n{}\n\n| nodes |", table.series, kComponentsNote);
+    for (const std::string& key : table.keys) md += fmt::format(" {} |", key);
+    md += "\n|---:|";
+    for (std::size_t i = 0; i < table.keys.size(); ++i) md += "---:|";
+    md += "\n";
+    for (const auto& [nodes, cells] : table.rows) {
+      md += fmt::format("| {} |", nodes);
+      for (const std::string& cell : cells) md += fmt::format(" {} |", cell);
+      md += "\n";
+    }
+  }
+  return md.empty() ? md : "\n## Components\n" + md;
+}
+
+std::string components_html(const StudyResult& result) {
+  std::string h;
+  for (const ComponentTable& table : component_tables(result)) {
+    h += fmt::format("<h2>Components: {}</h2>\n<p class=\"note\">{}</p>\n<table>\n<tr><th>nodes</th>",
+                     html_escaped(table.series), kComponentsNote);
+    for (const std::string& key : table.keys) h += fmt::format("<th>{}</th>", html_escaped(key));
+    h += "</tr>\n";
+    for (const auto& [nodes, cells] : table.rows) {
+      h += fmt::format("<tr><td>{}</td>", nodes);
+      for (const std::string& cell : cells) h += fmt::format("<td>{}</td>", html_escaped(cell));
+      h += "</tr>\n";
+    }
+    h += "</table>\n";
+  }
+  return h;
+}
+
 }  // namespace
 
 std::vector<PaperComparison> paper_comparisons(const Study& study, const StudyResult& result) {
@@ -96,6 +174,12 @@ std::vector<PaperComparison> paper_comparisons(const Study& study, const StudyRe
       if (!row) continue;
       out.push_back({series.label, fmt::format("speedup at {} nodes", nodes), paper, row->speedup, nodes,
                      100.0 * (row->speedup - paper) / paper});
+    }
+    for (const auto& [nodes, paper] : series.paper_iteration_s_at) {
+      const SweepRow* row = row_at(predicted, nodes);
+      if (!row) continue;
+      out.push_back({series.label, fmt::format("iteration time at {} nodes", nodes), paper, row->iteration_s, nodes,
+                     100.0 * (row->iteration_s - paper) / paper, true});
     }
     if (series.paper_max_speedup > 0 && !predicted.rows.empty()) {
       const auto best = std::max_element(predicted.rows.begin(), predicted.rows.end(),
@@ -140,7 +224,9 @@ std::string study_markdown(const Study& study, const StudyResult& result) {
 
   std::string comparison;
   for (const PaperComparison& c : paper_comparisons(study, result))
-    comparison += c.quantity == "maximum speedup"
+    comparison += c.seconds ? fmt::format("| {} | {} | {} | {} | {:+.1f} % |\n", c.series, c.quantity,
+                                          format_seconds(c.paper), format_seconds(c.predicted), c.difference_percent)
+                  : c.quantity == "maximum speedup"
                       ? fmt::format("| {} | maximum speedup | {:.2f} | {:.2f} (at {} nodes) | {:+.1f} % |\n", c.series,
                                     c.paper, c.predicted, c.predicted_nodes, c.difference_percent)
                       : fmt::format("| {} | {} | {:.2f} | {:.2f} | {:+.1f} % |\n", c.series, c.quantity, c.paper,
@@ -148,6 +234,11 @@ std::string study_markdown(const Study& study, const StudyResult& result) {
   if (!comparison.empty())
     md += "\n## Prediction against the paper\n\n| series | quantity | paper | predicted | difference |\n"
           "|---|---|---:|---:|---:|\n" + comparison;
+  if (!study.findings.empty()) {
+    md += "\n## What the prediction reproduces\n";
+    for (const std::string& paragraph : study.findings) md += "\n" + paragraph + "\n";
+  }
+  md += components_markdown(result);
   md += "\nPer-series rows (iteration, compute, communication, exposed communication, R, speedup, "
         "efficiency) are in the CSV files beside this report.\n";
   return md;
@@ -404,6 +495,10 @@ std::string study_headline(const Study& study, const StudyResult& result) {
   const PaperComparison* best = nullptr;
   for (const PaperComparison& c : comparisons)
     if (!best || c.predicted_nodes > best->predicted_nodes) best = &c;
+  if (best && best->seconds)
+    return fmt::format("{}: {} predicted against {} published ({}, {:+.0f} %)", best->series,
+                       format_seconds(best->predicted), format_seconds(best->paper), best->quantity,
+                       best->difference_percent);
   if (best)
     return fmt::format("{}: {:.1f}× predicted against {:.1f}× published ({}, {:+.0f} %)", best->series, best->predicted,
                        best->paper, best->quantity, best->difference_percent);
@@ -448,14 +543,21 @@ std::string study_html(const Study& study, const StudyResult& result,
     h += "<h2>Prediction against the paper</h2>\n<table>\n<tr><th class=\"text\">series</th><th class=\"text\">quantity"
          "</th><th>paper</th><th>predicted</th><th>difference</th></tr>\n";
     for (const PaperComparison& c : comparisons)
-      h += fmt::format("<tr><td class=\"text\">{}</td><td class=\"text\">{}</td><td>{:.2f}</td><td>{:.2f}{}</td>"
+      h += fmt::format("<tr><td class=\"text\">{}</td><td class=\"text\">{}</td><td>{}</td><td>{}{}</td>"
                        "<td>{:+.1f} %</td></tr>\n",
-                       html_escaped(c.series), html_escaped(c.quantity), c.paper, c.predicted,
+                       html_escaped(c.series), html_escaped(c.quantity),
+                       c.seconds ? format_seconds(c.paper) : fmt::format("{:.2f}", c.paper),
+                       c.seconds ? format_seconds(c.predicted) : fmt::format("{:.2f}", c.predicted),
                        c.quantity == "maximum speedup" ? fmt::format(" (at {} nodes)", c.predicted_nodes) : "",
                        c.difference_percent);
     h += "</table>\n";
   }
 
+  if (!study.findings.empty()) {
+    h += "<h2>What the prediction reproduces</h2>\n";
+    for (const std::string& paragraph : study.findings) h += fmt::format("<p>{}</p>\n", html_escaped(paragraph));
+  }
+  h += components_html(result);
   for (const LargestConfiguration& largest : result.largest) {
     h += fmt::format("<h2>Per layer: {} at {} nodes</h2>\n<p class=\"note\">Per iteration, each column the maximum "
                      "over ranks (so a row's columns may come from different ranks); a bucket's communication is "

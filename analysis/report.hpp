@@ -5,6 +5,7 @@
 // self-contained index.html with the plots inlined, the comparison with the paper, the
 // per-layer breakdown and the timeline of the largest configuration.
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ struct SeriesResult {
   std::string file_stem;  ///< label turned into a file name ("lee-k-9-f-2")
   std::vector<SweepRow> rows;
   ConfigColumns config;   ///< network, platform, engine, strategy and options of the rows (CSV)
+  /** veeriah and conv_split: the component split per node count (analysis/components.hpp;
+   *  empty for other strategies). */
+  std::map<int, nlohmann::json> components;
 };
 
 /** The first series at the study's largest node count, replayed with every record kept. */
@@ -43,6 +47,7 @@ struct PaperComparison {
   double predicted = 0;
   int predicted_nodes = 0;   ///< where the predicted value is (the maximum's node count)
   double difference_percent = 0;  ///< 100·(predicted − paper) / paper
+  bool seconds = false;      ///< an iteration time (seconds), else a speedup
 };
 std::vector<PaperComparison> paper_comparisons(const Study& study, const StudyResult& result);
 

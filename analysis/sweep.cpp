@@ -108,7 +108,9 @@ std::vector<SweepRow> predict_sweep(const Network& network, const Platform& plat
       StrategyOptions strategy = counts[i] == 1 ? single_rank_baseline(base) : base;
       strategy.ranks = counts[i];
       const Schedule schedule = build_schedule(network, platform, strategy);
-      metrics[i] = compute_metrics(engine.run(schedule, platform), MetricsDetail{false, false});
+      const Trace trace = engine.run(schedule, platform);
+      metrics[i] = compute_metrics(trace, MetricsDetail{false, false});
+      if (options.on_trace) options.on_trace(counts[i], trace);
     } catch (...) {
       errors[i] = std::current_exception();
     }

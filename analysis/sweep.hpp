@@ -44,6 +44,9 @@ using SweepProgress = std::function<void(int done, int total)>;
 struct SweepOptions {
   bool parallel = true;  ///< TBB over node counts (each worker gets its own engine)
   SweepProgress progress;
+  /** Called with every replayed trace (the P = 1 baseline too), from worker threads and
+   *  possibly concurrently: the callee synchronises. For metrics beyond the rows. */
+  std::function<void(int nodes, const Trace& trace)> on_trace;
 };
 
 /** Builds the schedule of `base` with ranks = P for every P in `nodes`, replays it on an engine

@@ -2,9 +2,11 @@
 // deviate most.
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "analysis/compare.hpp"
+#include "analysis/components.hpp"
 #include "analysis/layer_breakdown.hpp"
 #include "analysis/metrics.hpp"
 #include "analysis/sweep.hpp"
@@ -46,10 +48,18 @@ int run_compare(const CompareOptions& o) {
     measured_layers = layer_breakdown(measured, compute_metrics(measured), network.get());
   }
   const std::vector<LayerPair> layer_pairs = pair_layers(predicted_layers, measured_layers);
+  // veeriah and conv_split: their papers' component split, side by side (nothing otherwise).
+  const std::optional<nlohmann::json> predicted_components = trace_components(predicted);
+  const std::optional<nlohmann::json> measured_components = trace_components(measured);
+  const bool with_components = predicted_components || measured_components;
+  const nlohmann::json none = nlohmann::json::object();
   OutputTransaction outputs;
   if (!o.json_out.empty()) {
     nlohmann::json document = to_json(report);
     if (o.per_layer) document["layers"] = to_json(layer_pairs);
+    if (with_components)
+      document["components"] = {{"predicted", predicted_components.value_or(none)},
+                                {"measured", measured_components.value_or(none)}};
     outputs.file(o.json_out, document.dump(2) + "\n");
   }
   if (!o.csv_out.empty()) outputs.file(o.csv_out, compare_csv(predicted, measured));
@@ -60,6 +70,10 @@ int run_compare(const CompareOptions& o) {
   outputs.commit();
   if (!o.quiet && o.json_out != "-" && o.csv_out != "-" && o.layers_csv != "-") {
     std::fputs(format_compare_table(report).c_str(), stdout);
+    if (with_components)
+      std::printf("\ncomponents (median over measured iterations):\n%s",
+                  format_components_comparison(predicted_components.value_or(none), measured_components.value_or(none))
+                      .c_str());
     if (o.per_layer)
       std::printf("\nper layer, per iteration (max over ranks):\n%s", format_layer_comparison(layer_pairs).c_str());
   }

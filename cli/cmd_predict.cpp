@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/components.hpp"
 #include "analysis/layer_breakdown.hpp"
 #include "analysis/metrics.hpp"
 #include "analysis/sweep.hpp"
@@ -110,14 +111,21 @@ int run_predict(const PredictOptions& o, bool simulate_command) {
   }
   // The per-layer breakdown needs every record of one trace: the largest node count is replayed
   // once more with full detail.
+  // So does the per-component split of the worker-group strategies (JSON only).
   std::vector<LayerPhaseBreakdown> layers;
+  std::optional<nlohmann::json> components;
   const bool want_layers = o.per_layer || !o.layers_csv.empty();
-  if (want_layers) {
+  const bool want_components = !o.json_out.empty() && has_components(s.strategy.name);
+  if (want_layers || want_components) {
     StrategyOptions at_largest = s.strategy;
     at_largest.ranks = nodes.back();
     const Trace trace = replay_once(build_schedule(s.network, s.platform, at_largest), s.platform, o.engine,
                                     o.network_model, o.platform_xml);
-    layers = layer_breakdown(trace, compute_metrics(trace), &s.network);
+    if (want_layers) layers = layer_breakdown(trace, compute_metrics(trace), &s.network);
+    if (want_components) {
+      components = components_json(trace, &s.network, s.platform.network.element_bytes);
+      if (components) (*components)["nodes"] = nodes.back();
+    }
   }
   progress.finish();
 
@@ -137,6 +145,7 @@ int run_predict(const PredictOptions& o, bool simulate_command) {
   if (!o.json_out.empty()) {
     nlohmann::json document = sweep_json(rows, metadata);
     if (o.per_layer) document["layers"] = {{"nodes", nodes.back()}, {"rows", to_json(layers)}};
+    if (components) document["components"] = *components;
     outputs.file(o.json_out, document.dump(2) + "\n");
   }
   if (!o.csv_out.empty()) outputs.file(o.csv_out, sweep_csv(config, rows));

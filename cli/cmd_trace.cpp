@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "analysis/chrome_trace.hpp"
+#include "analysis/components.hpp"
 #include "analysis/layer_breakdown.hpp"
 #include "analysis/sweep.hpp"
 #include "analysis/metrics.hpp"
@@ -41,6 +42,7 @@ struct TraceOptions {
   std::string platform_xml;
   std::string out = "trace.json";
   std::string chrome_out;
+  std::string json_out;  ///< metrics and, for veeriah and conv_split, the component split
   std::string like;  ///< a trace whose configuration is replayed (flags given win)
   std::string from;  ///< a trace exported as it is (no replay)
   bool per_layer = false;
@@ -92,13 +94,18 @@ void apply_like(const std::string& path, const CLI::App& command, ScenarioOption
 /** Writes the outputs of one trace: the per-layer CSV, the Chrome trace and (when `out` is
  *  set) the trace itself, all or none. Returns the per-layer rows (empty unless asked for). */
 std::vector<LayerPhaseBreakdown> write_trace_outputs(const TraceOptions& o, const Trace& trace, const TraceMetrics& m, const Network* network,
-                         const std::string& out) {
+                         const std::string& out, int element_bytes) {
   const bool want_layers = o.per_layer || !o.layers_csv.empty();
   const std::vector<LayerPhaseBreakdown> layers =
       want_layers ? layer_breakdown(trace, m, network) : std::vector<LayerPhaseBreakdown>{};
   OutputTransaction outputs;
   if (!out.empty()) outputs.file(out, to_json(trace).dump() + "\n");
   if (!o.chrome_out.empty()) outputs.file(o.chrome_out, to_chrome_trace(trace).dump() + "\n");
+  if (!o.json_out.empty()) {
+    nlohmann::json document = {{"metrics", to_json(m)}};
+    if (auto components = components_json(trace, network, element_bytes)) document["components"] = *components;
+    outputs.file(o.json_out, document.dump(2) + "\n");
+  }
   if (!o.layers_csv.empty())
     outputs.file(o.layers_csv, std::string(kLayerCsvHeader) + "\n" + layer_csv_lines(config_columns(trace), m.ranks, layers));
   outputs.commit();
@@ -114,7 +121,7 @@ void print_layer_table(const TraceOptions& o, const std::vector<LayerPhaseBreakd
 int export_trace(const TraceOptions& o) {
   for (const CLI::Option* option : o.command->get_options()) {
     const std::string name = option->get_name();
-    if (option->count() == 0 || name == "--from" || name == "--chrome" || name == "--out" || name == "--per-layer" ||
+    if (option->count() == 0 || name == "--from" || name == "--chrome" || name == "--out" || name == "--json" || name == "--per-layer" ||
         name == "--layers-csv" || name == "--quiet" || name == "--help")
       continue;
     throw InputError("command line", name, option->as<std::string>(),
@@ -126,8 +133,8 @@ int export_trace(const TraceOptions& o) {
   // --out is written only when given: the trace is already on disk.
   const bool out_given = o.command->get_option("--out")->count() > 0;
   const std::string out = out_given ? o.out : std::string();
-  const std::vector<LayerPhaseBreakdown> layers = write_trace_outputs(o, trace, m, network.get(), out);
-  if (!o.quiet && o.chrome_out != "-" && o.layers_csv != "-" && !(out_given && o.out == "-"))
+  const std::vector<LayerPhaseBreakdown> layers = write_trace_outputs(o, trace, m, network.get(), out, trace_element_bytes(trace));
+  if (!o.quiet && o.chrome_out != "-" && o.layers_csv != "-" && o.json_out != "-" && !(out_given && o.out == "-"))
     std::printf("%s (%s, %d ranks): iteration %s, R %.1f%%%s%s\n", o.from.c_str(), trace.engine.c_str(), m.ranks,
                 format_seconds(m.iteration_s).c_str(), m.overlap_ratio_percent,
                 o.chrome_out.empty() ? "" : ", chrome trace: ", o.chrome_out.c_str());
@@ -138,6 +145,7 @@ int export_trace(const TraceOptions& o) {
 int run_trace(const TraceOptions& o) {
   check_output_path(o.out, "--out");
   check_output_path(o.chrome_out, "--chrome");
+  check_output_path(o.json_out, "--json");
   check_output_path(o.layers_csv, "--layers-csv");
   if (!o.from.empty()) return export_trace(o);
   if (o.engine != "analytic" && o.engine != "simgrid")
@@ -161,8 +169,8 @@ int run_trace(const TraceOptions& o) {
   trace.metadata["platform_argument"] = scenario.platform;
   if (!s.sets.empty()) trace.metadata["set"] = to_json(s.sets);
   const TraceMetrics m = compute_metrics(trace);
-  const std::vector<LayerPhaseBreakdown> layers = write_trace_outputs(o, trace, m, &s.network, o.out);
-  if (!o.quiet && o.out != "-" && o.chrome_out != "-" && o.layers_csv != "-")  // not into JSON on standard output
+  const std::vector<LayerPhaseBreakdown> layers = write_trace_outputs(o, trace, m, &s.network, o.out, s.platform.network.element_bytes);
+  if (!o.quiet && o.out != "-" && o.chrome_out != "-" && o.layers_csv != "-" && o.json_out != "-")  // not into JSON on standard output
     std::printf("%s on %s, %s, %d nodes (%s): iteration %s, compute %s, comm %s, exposed %s, R %.1f%%\ntrace: %s%s%s\n",
                 s.network.name.c_str(), platform_label(s.platform, o.platform_xml).c_str(), s.strategy.name.c_str(),
                 nodes, trace.engine.c_str(), format_seconds(m.iteration_s).c_str(),
@@ -185,6 +193,7 @@ Runner add_trace_command(CLI::App& app) {
   flags::platform_xml(*sub, o->platform_xml);
   sub->add_option("--out,-o", o->out, "write the Trace JSON here (- = standard output)")->capture_default_str();
   sub->add_option("--chrome", o->chrome_out, "also write a Chrome trace-event JSON here");
+  flags::json_out(*sub, o->json_out, "the metrics and, for veeriah and conv_split, the per-component split");
   sub->add_option("--like", o->like,
                   "replay the configuration of this Trace JSON (e.g. one measured by cnnpar-run): its network, "
                   "platform, strategy and options, batch, nodes, iterations, warm-up and im2col columns; flags given "

@@ -1,5 +1,7 @@
 #include "cli/common.hpp"
 
+#include "analysis/components.hpp"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -129,6 +131,23 @@ std::unique_ptr<Network> trace_network(const Trace& trace) {
     }
   }
   return nullptr;
+}
+
+int trace_element_bytes(const Trace& trace) {
+  for (const char* key : {"platform_argument", "platform"}) {
+    const auto found = trace.metadata.is_object() ? trace.metadata.find(key) : trace.metadata.end();
+    if (!trace.metadata.is_object() || found == trace.metadata.end() || !found->is_string()) continue;
+    try {
+      return load_platform(found->get<std::string>()).network.element_bytes;
+    } catch (const InputError&) {
+    }
+  }
+  return NetworkSpec{}.element_bytes;
+}
+
+std::optional<nlohmann::json> trace_components(const Trace& trace) {
+  const std::unique_ptr<Network> network = trace_network(trace);
+  return components_json(trace, network.get(), trace_element_bytes(trace));
 }
 
 }  // namespace cnnpar::cli

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,5 +91,11 @@ Trace replay_once(const Schedule& schedule, const Platform& platform, const std:
 /** The network a trace ran, for naming layers and weighing buckets: its metadata's argument
  *  (a name or a file) or name. Null when neither loads here (a file from another machine). */
 std::unique_ptr<Network> trace_network(const Trace& trace);
+/** The element size (network.element_bytes) of the platform a trace names, loaded as
+ *  trace_network loads its network; 4 (the default) when it does not load. */
+int trace_element_bytes(const Trace& trace);
+/** The trace's per-component metrics (analysis/components.hpp) with the network and element
+ *  size it names; nothing for other strategies. */
+std::optional<nlohmann::json> trace_components(const Trace& trace);
 
 }  // namespace cnnpar::cli

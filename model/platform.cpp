@@ -274,7 +274,7 @@ void parse_nodes(const JsonNode& node, NodeSpec& nodes) {
 
 void parse_network(const JsonNode& node, NetworkSpec& network) {
   node.check_keys({"topology", "bandwidth", "latency", "overhead", "algorithms", "collective_concurrency",
-                   "fat_tree", "torus", "dragonfly"});
+                   "fat_tree", "torus", "dragonfly", "element_bytes"});
   if (node.has("topology")) {
     const JsonNode value = node.at("topology");
     try {
@@ -303,6 +303,7 @@ void parse_network(const JsonNode& node, NetworkSpec& network) {
   }
   if (node.has("collective_concurrency"))
     network.collective_concurrency = int(node.at("collective_concurrency").as_int_in(1, limits::kMaxIndex));
+  if (node.has("element_bytes")) network.element_bytes = int(node.at("element_bytes").as_int_in(1, 64));
   network.fat_tree = node.string_or("fat_tree", "");
   network.torus = node.string_or("torus", "");
   network.dragonfly = node.string_or("dragonfly", "");
@@ -394,6 +395,8 @@ nlohmann::json to_json(const Platform& platform) {
   nlohmann::json algorithms = nlohmann::json::object();
   for (const auto& [kind, algorithm] : platform.network.algorithms) algorithms[kind] = to_string(algorithm);
   network["algorithms"] = algorithms;
+  if (platform.network.element_bytes != NetworkSpec{}.element_bytes)
+    network["element_bytes"] = platform.network.element_bytes;
   if (!platform.network.fat_tree.empty()) network["fat_tree"] = platform.network.fat_tree;
   if (!platform.network.torus.empty()) network["torus"] = platform.network.torus;
   if (!platform.network.dragonfly.empty()) network["dragonfly"] = platform.network.dragonfly;

@@ -82,6 +82,9 @@ struct NetworkSpec {
   /** collective algorithm per kind name ("allreduce", "allgather", ...); missing = automatic */
   std::map<std::string, Algorithm> algorithms;
   int collective_concurrency = 1;  ///< collectives a rank's communication engine runs at once
+  /** bytes of one element as the platform's software sends it (the Marques et al. code sends
+   *  doubles: 8); prices volumes stated in elements, e.g. Eq. 2's upload */
+  int element_bytes = 4;
   // Topology parameters (SimGrid spellings); unused for crossbar/star.
   std::string fat_tree;    ///< e.g. "2;16,8;1,4;1,1" (levels;down;up;parallel links)
   std::string torus;       ///< e.g. "4,4,8"

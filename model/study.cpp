@@ -16,20 +16,25 @@
 namespace cnnpar {
 namespace {
 
-void parse_paper(const JsonNode& node, StudySeries& series) {
-  node.check_keys({"speedup_at", "max_speedup"});
-  if (node.has("speedup_at")) {
-    const JsonNode table = node.at("speedup_at");
-    for (const std::string& key : table.keys()) {
-      const JsonNode value = table.at(key);
-      int nodes = 0;
-      const auto [end, error] = std::from_chars(key.data(), key.data() + key.size(), nodes);
-      if (error != std::errc() || end != key.data() + key.size() || nodes < 1 || nodes > limits::kMaxRanks)
-        throw InputError(value.file(), value.path(), key,
-                         fmt::format("keys of speedup_at are node counts in [1, {}]", limits::kMaxRanks));
-      series.paper_speedup_at[nodes] = value.as_positive_number();
-    }
+// {"<nodes>": value, ...} with positive values.
+std::map<int, double> parse_per_nodes(const JsonNode& table, const char* name) {
+  std::map<int, double> out;
+  for (const std::string& key : table.keys()) {
+    const JsonNode value = table.at(key);
+    int nodes = 0;
+    const auto [end, error] = std::from_chars(key.data(), key.data() + key.size(), nodes);
+    if (error != std::errc() || end != key.data() + key.size() || nodes < 1 || nodes > limits::kMaxRanks)
+      throw InputError(value.file(), value.path(), key,
+                       fmt::format("keys of {} are node counts in [1, {}]", name, limits::kMaxRanks));
+    out[nodes] = value.as_positive_number();
   }
+  return out;
+}
+
+void parse_paper(const JsonNode& node, StudySeries& series) {
+  node.check_keys({"speedup_at", "iteration_s_at", "max_speedup"});
+  if (node.has("speedup_at")) series.paper_speedup_at = parse_per_nodes(node.at("speedup_at"), "speedup_at");
+  if (node.has("iteration_s_at")) series.paper_iteration_s_at = parse_per_nodes(node.at("iteration_s_at"), "iteration_s_at");
   if (node.has("max_speedup")) series.paper_max_speedup = node.at("max_speedup").as_positive_number();
 }
 
@@ -37,7 +42,8 @@ void parse_paper(const JsonNode& node, StudySeries& series) {
 
 Study parse_study(const nlohmann::json& document, const std::string& file) {
   const JsonNode root(document, file);
-  root.check_keys({"name", "title", "source", "network", "platform", "batch", "nodes", "iterations", "warmup", "series"});
+  root.check_keys({"name", "title", "source", "network", "platform", "batch", "nodes", "iterations", "warmup", "series",
+                   "findings"});
   Study study;
   study.name = root.at("name").as_string();
   // The name becomes a folder under report --out: nothing that could leave it ("..", "/").
@@ -58,6 +64,13 @@ Study parse_study(const nlohmann::json& document, const std::string& file) {
   if (!std::is_sorted(study.nodes.begin(), study.nodes.end()) ||
       std::adjacent_find(study.nodes.begin(), study.nodes.end()) != study.nodes.end())
     root.at("nodes").fail("node counts must be ascending without repeats");
+
+  if (root.has("findings")) {
+    const JsonNode findings = root.at("findings");
+    if (findings.raw().is_string()) study.findings.push_back(findings.as_string());
+    else
+      for (const JsonNode& paragraph : findings.items()) study.findings.push_back(paragraph.as_string());
+  }
 
   const std::vector<JsonNode> series_nodes = root.at("series").items();
   if (series_nodes.empty()) root.at("series").fail("a study needs at least one series");

@@ -18,6 +18,7 @@ struct StudySeries {
   std::string network;                    ///< network name or path (study's unless overridden)
   StrategyOptions strategy;               ///< strategy, k, f, bucket, batch, iterations
   std::map<int, double> paper_speedup_at; ///< published speedup at a node count
+  std::map<int, double> paper_iteration_s_at; ///< published iteration time (seconds) at a node count
   double paper_max_speedup = 0;           ///< published maximum speedup over the nodes (0: none)
 };
 
@@ -28,6 +29,9 @@ struct Study {
   std::string platform;   ///< platform name or path
   std::vector<int> nodes; ///< node counts, ascending
   std::vector<StudySeries> series;
+  /** What the prediction reproduces of the paper and what not, and why (Markdown paragraphs,
+   *  written by the study's author; shown as they are). */
+  std::vector<std::string> findings;
 };
 
 /** @throws InputError naming file, JSON path and value. */

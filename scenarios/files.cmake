@@ -29,6 +29,7 @@ set(CNNPAR_SCENARIO_FILES
   platforms/marques-gpu.json
   platforms/marques-lab.json
   platforms/marques-sim.json
+  platforms/veeriah-node.json
   studies/hybrid-cori.json
   studies/hybrid-xeon-10gbe.json
   studies/hybrid-xeon-fdr.json
@@ -37,4 +38,8 @@ set(CNNPAR_SCENARIO_FILES
   studies/lee2017-fig6-vgg-a.json
   studies/lee2017-fig8-batch.json
   studies/lee2017-fig9-parameters.json
+  studies/marques2018-fig5.json
+  studies/marques2018-table2-cpu.json
+  studies/marques2018-table2-gpu.json
+  studies/veeriah2017-table1.json
 )

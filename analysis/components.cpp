@@ -1,0 +1,325 @@
+#include "analysis/components.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <limits>
+#include <map>
+#include <set>
+#include <string_view>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "analysis/metrics.hpp"
+#include "model/error.hpp"
+#include "model/marques.hpp"
+#include "model/units.hpp"
+
+namespace cnnpar {
+namespace {
+
+// A rank's measured iterations as windows [previous mark, mark): slot of a time, −1 outside.
+class IterationWindows {
+ public:
+  IterationWindows(const RankTrace& rank, const std::vector<int>& measured) {
+    std::map<int, double> marks;
+    for (const MarkRecord& mark : rank.marks) marks[mark.iteration] = mark.time_s;
+    for (std::size_t i = 0; i < measured.size(); ++i) {
+      const auto end = marks.find(measured[i]);
+      const auto begin = marks.find(measured[i] - 1);
+      if (end == marks.end()) continue;  // compute_metrics checked every rank has it
+      windows_.push_back({begin == marks.end() ? 0.0 : begin->second, end->second, i});
+    }
+  }
+  std::ptrdiff_t slot(double t_s) const {
+    for (const Window& w : windows_)
+      if (t_s >= w.begin_s && t_s < w.end_s) return std::ptrdiff_t(w.slot);
+    return -1;
+  }
+  double span_s(std::size_t slot) const {
+    for (const Window& w : windows_)
+      if (w.slot == slot) return w.end_s - w.begin_s;
+    return 0;
+  }
+
+ private:
+  struct Window {
+    double begin_s, end_s;
+    std::size_t slot;
+  };
+  std::vector<Window> windows_;
+};
+
+// What each collective id carries (metadata.collective_layers); input, so checked.
+struct Carried {
+  Payload payload = Payload::none;
+  std::vector<int> layers;
+};
+std::vector<Carried> carried(const Trace& trace) {
+  std::vector<Carried> out;
+  const auto found = trace.metadata.is_object() ? trace.metadata.find("collective_layers") : trace.metadata.end();
+  if (!trace.metadata.is_object() || found == trace.metadata.end()) return out;
+  const auto fail = [](const std::string& path, const nlohmann::json& value, const std::string& reason) {
+    throw InputError("<trace>", "/metadata/collective_layers" + path, value.dump(), reason);
+  };
+  if (!found->is_array()) fail("", *found, "expected an array, one entry per collective id");
+  for (std::size_t id = 0; id < found->size(); ++id) {
+    const nlohmann::json& entry = (*found)[id];
+    const std::string at = "/" + std::to_string(id);
+    Carried c;
+    try {
+      c.payload = payload_from_string(entry.at("payload").get<std::string>());
+      for (const nlohmann::json& layer : entry.at("layers")) c.layers.push_back(layer.get<int>());
+    } catch (const std::exception&) {
+      fail(at, entry, "expected {\"payload\": none|gradients|activations|errors|weights, \"layers\": [indices]}");
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// Per (slot, rank) sums, then the max over `ranks` per slot, then the median over slots.
+struct Grid {
+  Grid(std::size_t slots, std::size_t ranks) : cells(slots, std::vector<double>(ranks, 0.0)) {}
+  double median_of_max(int first_rank, int end_rank) const {
+    std::vector<double> per_slot;
+    for (const std::vector<double>& row : cells) {
+      double most = 0;
+      for (int r = first_rank; r < end_rank && r < int(row.size()); ++r) most = std::max(most, row[std::size_t(r)]);
+      per_slot.push_back(most);
+    }
+    return median(per_slot);
+  }
+  double median_at(int rank) const { return median_of_max(rank, rank + 1); }
+  std::vector<std::vector<double>> cells;
+};
+
+std::vector<IterationWindows> windows_of(const Trace& trace, const std::vector<int>& measured) {
+  std::vector<IterationWindows> windows;
+  for (const RankTrace& rank : trace.ranks) windows.emplace_back(rank, measured);
+  return windows;
+}
+
+const nlohmann::json& options_of(const Trace& trace) {
+  static const nlohmann::json kNone = nlohmann::json::object();
+  if (!trace.metadata.is_object()) return kNone;
+  const auto found = trace.metadata.find("options");
+  return found != trace.metadata.end() && found->is_object() ? *found : kNone;
+}
+
+bool carries(const std::vector<Carried>& table, int id, Payload payload) {
+  return id >= 0 && std::size_t(id) < table.size() && table[std::size_t(id)].payload == payload &&
+         !table[std::size_t(id)].layers.empty();
+}
+int first_layer(const std::vector<Carried>& table, int id) { return table[std::size_t(id)].layers.front(); }
+
+bool is_conv_phase(Phase phase) { return phase != Phase::update; }
+
+std::string layer_name(const std::string& label) { return label.substr(0, label.find('.')); }
+
+}  // namespace
+
+VeeriahComponents veeriah_components(const Trace& trace) {
+  const TraceMetrics metrics = compute_metrics(trace, MetricsDetail{false, false});
+  const int P = int(trace.ranks.size());
+  VeeriahComponents out;
+  const nlohmann::json& options = options_of(trace);
+  const auto given = options.find("conv_workers");
+  out.conv_workers = P / 2;
+  if (given != options.end() && given->is_number_integer() && given->get<int>() > 0) out.conv_workers = given->get<int>();
+  if (out.conv_workers < 1 || 2 * out.conv_workers != P)
+    throw InputError("<trace>", "/metadata/options/conv_workers",
+                     given == options.end() ? std::string("(missing)") : given->dump(),
+                     fmt::format("veeriah runs K conv and K fc workers; the trace has {} ranks", P));
+  const int K = out.conv_workers;
+  const std::vector<Carried> table = carried(trace);
+
+  // The first fc layer: what the conv→fc activation sends carry. Then the layer whose gathered
+  // input is fc1's output (the first allgather above it) and the errors below it.
+  int fc1 = std::numeric_limits<int>::max();
+  int merge_layer = std::numeric_limits<int>::max();
+  for (int r = K; r < P; ++r)
+    for (const CollectiveRecord& c : trace.ranks[std::size_t(r)].collectives)
+      if (c.kind == CollectiveKind::send && carries(table, c.collective, Payload::activations))
+        fc1 = std::min(fc1, first_layer(table, c.collective));
+  for (int r = K; r < P; ++r)
+    for (const CollectiveRecord& c : trace.ranks[std::size_t(r)].collectives)
+      if (c.kind == CollectiveKind::allgather && carries(table, c.collective, Payload::activations) &&
+          first_layer(table, c.collective) > fc1)
+        merge_layer = std::min(merge_layer, first_layer(table, c.collective));
+
+  const std::size_t slots = metrics.measured_iterations.size();
+  const std::vector<IterationWindows> windows = windows_of(trace, metrics.measured_iterations);
+  Grid span(slots, std::size_t(P)), compute(slots, std::size_t(P)), act_wait(slots, std::size_t(P)),
+      merge(slots, std::size_t(P)), reduce(slots, std::size_t(P));
+  for (int r = 0; r < P; ++r) {
+    const RankTrace& rank = trace.ranks[std::size_t(r)];
+    const IterationWindows& w = windows[std::size_t(r)];
+    for (std::size_t s = 0; s < slots; ++s) span.cells[s][std::size_t(r)] = w.span_s(s);
+    for (const ComputeRecord& op : rank.compute) {
+      const std::ptrdiff_t s = w.slot(op.start_s);
+      if (s >= 0) compute.cells[std::size_t(s)][std::size_t(r)] += op.end_s - op.start_s;
+    }
+    for (const CollectiveRecord& c : rank.collectives) {
+      const std::ptrdiff_t s = w.slot(c.wait_start_s);
+      if (s < 0) continue;
+      const std::size_t at = std::size_t(s);
+      if (c.kind == CollectiveKind::send && carries(table, c.collective, Payload::activations) &&
+          first_layer(table, c.collective) == fc1)
+        act_wait.cells[at][std::size_t(r)] += c.wait_end_s - c.wait_start_s;
+      if (c.kind == CollectiveKind::allgather && carries(table, c.collective, Payload::activations) &&
+          first_layer(table, c.collective) == merge_layer)
+        merge.cells[at][std::size_t(r)] += c.comm_end_s - c.comm_start_s;
+      if (c.kind == CollectiveKind::allreduce && carries(table, c.collective, Payload::errors) &&
+          first_layer(table, c.collective) == fc1 - 1)
+        reduce.cells[at][std::size_t(r)] += c.comm_end_s - c.comm_start_s;
+    }
+  }
+  out.conv_iteration_s = span.median_of_max(0, K);
+  out.fc_pass_s = compute.median_of_max(K, P);
+  out.fc_activation_wait_s = act_wait.median_of_max(K, P);
+  out.fc1_merge_s = merge.median_of_max(K, P);
+  out.fc1_error_reduce_s = reduce.median_of_max(K, P);
+  return out;
+}
+
+ConvSplitComponents conv_split_components(const Trace& trace, const Network* network, int element_bytes) {
+  const TraceMetrics metrics = compute_metrics(trace, MetricsDetail{false, false});
+  const int P = int(trace.ranks.size());
+  std::set<std::string> conv_names;
+  const nlohmann::json& options = options_of(trace);
+  if (const auto counts = options.find("kernel_counts"); counts != options.end() && counts->is_object())
+    for (const auto& [name, value] : counts->items()) conv_names.insert(name);
+
+  // Conv layers by index (from the op labels), and each op's share of the grids.
+  std::map<int, std::size_t> conv_slot;  // layer index → position
+  for (const RankTrace& rank : trace.ranks)
+    for (const ComputeRecord& op : rank.compute)
+      if (conv_names.count(layer_name(op.label))) conv_slot.emplace(op.layer, 0);
+  std::size_t position = 0;
+  for (auto& [layer, slot] : conv_slot) slot = position++;
+
+  const std::size_t slots = metrics.measured_iterations.size();
+  const std::vector<IterationWindows> windows = windows_of(trace, metrics.measured_iterations);
+  Grid conv(slots, std::size_t(P)), other(slots, std::size_t(P)), exposed(slots, std::size_t(P));
+  // Per (slot, conv layer, rank) seconds for "the slowest node per layer".
+  std::vector<Grid> per_layer(slots, Grid(conv_slot.size(), std::size_t(P)));
+  for (int r = 0; r < P; ++r) {
+    const RankTrace& rank = trace.ranks[std::size_t(r)];
+    const IterationWindows& w = windows[std::size_t(r)];
+    for (const ComputeRecord& op : rank.compute) {
+      const std::ptrdiff_t s = w.slot(op.start_s);
+      if (s < 0) continue;
+      const double seconds = op.end_s - op.start_s;
+      const auto found = conv_slot.find(op.layer);
+      if (found != conv_slot.end() && is_conv_phase(op.phase)) {
+        conv.cells[std::size_t(s)][std::size_t(r)] += seconds;
+        per_layer[std::size_t(s)].cells[found->second][std::size_t(r)] += seconds;
+      } else {
+        other.cells[std::size_t(s)][std::size_t(r)] += seconds;
+      }
+    }
+    for (const CollectiveRecord& c : rank.collectives) {
+      const std::ptrdiff_t s = w.slot(c.wait_start_s);
+      if (s >= 0) exposed.cells[std::size_t(s)][std::size_t(r)] += exposed_comm_s(c);
+    }
+  }
+  ConvSplitComponents out;
+  out.comm_s = exposed.median_at(0);
+  out.comp_s = other.median_at(0);
+  std::vector<double> conv_per_slot;
+  for (const Grid& layers : per_layer) {
+    double sum = 0;
+    for (const std::vector<double>& row : layers.cells) sum += *std::max_element(row.begin(), row.end());
+    conv_per_slot.push_back(sum);
+  }
+  out.conv_s = median(conv_per_slot);
+  double least = 0, most = 0;
+  int holders = 0;
+  for (int r = 0; r < P; ++r) {
+    const double seconds = conv.median_at(r);
+    out.conv_per_rank_s.push_back(seconds);
+    if (seconds <= 0) continue;
+    least = holders == 0 ? seconds : std::min(least, seconds);
+    most = std::max(most, seconds);
+    ++holders;
+  }
+  out.conv_spread = holders >= 2 ? most / least - 1 : 0;
+  out.element_bytes = element_bytes;
+  if (network) {
+    const auto batch = trace.metadata.is_object() ? trace.metadata.find("global_batch") : trace.metadata.end();
+    if (trace.metadata.is_object() && batch != trace.metadata.end() && batch->is_number_integer()) {
+      out.has_upload = true;
+      out.upload_elements = upload_elements(*network, batch->get<std::int64_t>());
+      out.upload_bytes = out.upload_elements * double(element_bytes);
+    }
+  }
+  return out;
+}
+
+nlohmann::json to_json(const VeeriahComponents& c) {
+  return {{"conv_workers", c.conv_workers},
+          {"conv_iteration_s", c.conv_iteration_s},
+          {"fc_pass_s", c.fc_pass_s},
+          {"fc_activation_wait_s", c.fc_activation_wait_s},
+          {"fc1_merge_s", c.fc1_merge_s},
+          {"fc1_error_reduce_s", c.fc1_error_reduce_s}};
+}
+
+nlohmann::json to_json(const ConvSplitComponents& c) {
+  nlohmann::json j = {{"comm_s", c.comm_s},
+                      {"conv_s", c.conv_s},
+                      {"comp_s", c.comp_s},
+                      {"conv_per_rank_s", c.conv_per_rank_s},
+                      {"conv_spread", c.conv_spread}};
+  if (c.has_upload) {
+    j["upload_elements"] = c.upload_elements;
+    j["element_bytes"] = c.element_bytes;
+    j["upload_bytes"] = c.upload_bytes;
+  }
+  return j;
+}
+
+bool has_components(const std::string& strategy) { return strategy == "veeriah" || strategy == "conv_split"; }
+
+std::optional<nlohmann::json> components_json(const Trace& trace, const Network* network, int element_bytes) {
+  const auto found = trace.metadata.is_object() ? trace.metadata.find("strategy") : trace.metadata.end();
+  if (!trace.metadata.is_object() || found == trace.metadata.end() || !found->is_string()) return std::nullopt;
+  if (!has_components(found->get<std::string>())) return std::nullopt;
+  nlohmann::json j;
+  if (*found == "veeriah") j = to_json(veeriah_components(trace));
+  else j = to_json(conv_split_components(trace, network, element_bytes));
+  j["strategy"] = *found;
+  return j;
+}
+
+std::string format_component_value(const std::string& key, double value) {
+  const auto ends_with = [&](std::string_view tail) {
+    return key.size() > tail.size() && key.compare(key.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  if (ends_with("_s")) return format_seconds(value);
+  if (ends_with("_bytes") && key != "element_bytes") return format_bytes(value);
+  return fmt::format("{:.4g}", value);
+}
+
+std::vector<std::string> component_keys(const std::vector<const nlohmann::json*>& objects) {
+  std::vector<std::string> keys;
+  for (const nlohmann::json* object : objects)
+    if (object->is_object())
+      for (const auto& [key, value] : object->items())
+        if (value.is_number() && std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+  return keys;
+}
+
+std::string format_components_comparison(const nlohmann::json& predicted, const nlohmann::json& measured) {
+  const auto cell = [](const nlohmann::json& side, const std::string& key) -> std::string {
+    if (!side.is_object() || !side.contains(key) || !side.at(key).is_number()) return "-";
+    return format_component_value(key, side.at(key).get<double>());
+  };
+  std::string out = fmt::format("{:<24} {:>14} {:>14}\n", "component", "predicted", "measured");
+  for (const std::string& key : component_keys({&predicted, &measured}))
+    out += fmt::format("{:<24} {:>14} {:>14}\n", key, cell(predicted, key), cell(measured, key));
+  return out;
+}
+
+}  // namespace cnnpar
