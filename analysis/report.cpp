@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "model/child_process.hpp"
 #include "model/error.hpp"
@@ -43,11 +44,7 @@ void check_study(const Study& study) {
                      fmt::format("platform {} has {} nodes", platform.name, platform.nodes.count));
   for (const StudySeries& series : study.series) {
     const Network network = load_network(series.network);
-    for (int nodes : study.nodes) {
-      StrategyOptions at_nodes = series.strategy;
-      at_nodes.ranks = nodes;
-      validate_strategy_options(network, at_nodes);
-    }
+    for (int nodes : study.nodes) validate_strategy_options(network, series_options_at(study, series, nodes));
   }
 }
 
@@ -68,7 +65,16 @@ StudyResult run_study(const Study& study, const EngineFactory& make_engine, cons
         if (components && std::find(study.nodes.begin(), study.nodes.end(), nodes) != study.nodes.end())
           out.components[nodes] = std::move(*components);
       };
-    out.rows = predict_sweep(network, platform, series.strategy, study.nodes, make_engine, sweep);
+    if (series.weak_scaling) {
+      // One sweep per node count at its own batch (each with its one-rank baseline at that batch).
+      for (int nodes : study.nodes) {
+        const StrategyOptions at_nodes = series_options_at(study, series, nodes);
+        out.rows.push_back(predict_sweep(network, platform, at_nodes, {nodes}, make_engine, sweep).front());
+        out.row_batches.push_back(at_nodes.global_batch);
+      }
+    } else {
+      out.rows = predict_sweep(network, platform, series.strategy, study.nodes, make_engine, sweep);
+    }
     out.config = config_columns(to_json(series.strategy), network.name, platform.name, make_engine()->name());
     result.series.push_back(std::move(out));
   }
@@ -77,8 +83,7 @@ StudyResult run_study(const Study& study, const EngineFactory& make_engine, cons
     // breakdown and the timeline.
     const StudySeries& first = study.series.front();
     const Network network = load_network(first.network);
-    StrategyOptions options = first.strategy;
-    options.ranks = study.nodes.back();
+    const StrategyOptions options = series_options_at(study, first, study.nodes.back());
     LargestConfiguration largest;
     largest.series_label = first.label;
     largest.nodes = options.ranks;
@@ -162,6 +167,18 @@ std::string components_html(const StudyResult& result) {
   return h;
 }
 
+// A weak-scaling series states each row's own batch in the batch column.
+std::string series_csv(const SeriesResult& series) {
+  if (series.row_batches.size() != series.rows.size()) return sweep_csv(series.config, series.rows);
+  std::string out = std::string(kRowCsvHeader) + "\n";
+  for (std::size_t i = 0; i < series.rows.size(); ++i) {
+    ConfigColumns config = series.config;
+    config.batch = series.row_batches[i];
+    out += row_csv_line(config, series.rows[i]);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<PaperComparison> paper_comparisons(const Study& study, const StudyResult& result) {
@@ -217,6 +234,15 @@ std::string study_markdown(const Study& study, const StudyResult& result) {
     }
     md += "\n";
   }
+  // Weak-scaling series, grouped by their batches.
+  std::map<std::vector<std::int64_t>, std::vector<std::string>> weak;
+  for (std::size_t i = 0; i < study.series.size() && i < result.series.size(); ++i)
+    if (study.series[i].weak_scaling && !result.series[i].row_batches.empty())
+      weak[result.series[i].row_batches].push_back(study.series[i].label);
+  for (const auto& [batches, labels] : weak)
+    md += fmt::format("\nWeak scaling ({}): the global batch grows with the nodes, {} images at {} nodes to {} at {}; "
+                      "each speedup is against one rank at that node count's batch.\n",
+                      fmt::join(labels, ", "), batches.front(), study.nodes.front(), batches.back(), study.nodes.back());
   for (const Coincidence& c : coinciding_series(result))
     md += fmt::format("\n{} and {} lie on top of each other in the plot: their speedups differ by at most "
                       "{:.2f} % at every node count.\n",
@@ -599,7 +625,7 @@ std::string reports_index_html(const std::vector<ReportIndexEntry>& entries) {
 bool write_study_report(const Study& study, const StudyResult& result, const std::string& dir, bool plot) {
   namespace fs = std::filesystem;
   for (const SeriesResult& series : result.series)
-    write_file_atomic((fs::path(dir) / (series.file_stem + ".csv")).string(), sweep_csv(series.config, series.rows));
+    write_file_atomic((fs::path(dir) / (series.file_stem + ".csv")).string(), series_csv(series));
   write_file_atomic((fs::path(dir) / "report.md").string(), study_markdown(study, result));
   std::vector<std::pair<std::string, std::string>> scripts = {
       {"speedup", study_gnuplot(study, result, "speedup.svg")}, {"overlap", overlap_gnuplot(study, result, "overlap.svg")}};

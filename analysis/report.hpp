@@ -5,6 +5,7 @@
 // self-contained index.html with the plots inlined, the comparison with the paper, the
 // per-layer breakdown and the timeline of the largest configuration.
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -24,6 +25,8 @@ struct SeriesResult {
   /** veeriah and conv_split: the component split per node count (analysis/components.hpp;
    *  empty for other strategies). */
   std::map<int, nlohmann::json> components;
+  /** Weak scaling: each row's global batch (rows[i] ↔ row_batches[i]); empty otherwise. */
+  std::vector<std::int64_t> row_batches;
 };
 
 /** The first series at the study's largest node count, replayed with every record kept. */

@@ -76,7 +76,8 @@ Study parse_study(const nlohmann::json& document, const std::string& file) {
   if (series_nodes.empty()) root.at("series").fail("a study needs at least one series");
   for (const JsonNode& node : series_nodes) {
     // Besides these keys, a series takes its strategy's options by their schema keys.
-    static constexpr std::string_view kSeriesKeys[] = {"label", "strategy", "network", "batch", "paper"};
+    static constexpr std::string_view kSeriesKeys[] = {"label", "strategy", "network", "batch", "paper",
+                                                       "weak_scaling"};
     StudySeries series;
     series.label = node.at("label").as_string();
     series.network = node.string_or("network", network);
@@ -102,11 +103,26 @@ Study parse_study(const nlohmann::json& document, const std::string& file) {
       options.values[key] = option->parse_value(value.raw(), file, value.path());
     }
     if (node.has("paper")) parse_paper(node.at("paper"), series);
+    series.weak_scaling = node.bool_or("weak_scaling", false);
+    if (series.weak_scaling)
+      for (int nodes : study.nodes)
+        if ((options.global_batch * nodes) % study.nodes.front() != 0)
+          node.at("weak_scaling")
+              .fail(fmt::format("the batch {} scaled to {} nodes (× {}/{}) is not a whole number of images",
+                                options.global_batch, nodes, nodes, study.nodes.front()));
     for (const StudySeries& other : study.series)
       if (other.label == series.label) node.at("label").fail("two series with the same label");
     study.series.push_back(std::move(series));
   }
   return study;
+}
+
+StrategyOptions series_options_at(const Study& study, const StudySeries& series, int nodes) {
+  StrategyOptions options = series.strategy;
+  options.ranks = nodes;
+  if (series.weak_scaling && !study.nodes.empty())
+    options.global_batch = options.global_batch * nodes / study.nodes.front();
+  return options;
 }
 
 Study load_study(const std::string& name_or_path) {

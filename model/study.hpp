@@ -20,6 +20,11 @@ struct StudySeries {
   std::map<int, double> paper_speedup_at; ///< published speedup at a node count
   std::map<int, double> paper_iteration_s_at; ///< published iteration time (seconds) at a node count
   double paper_max_speedup = 0;           ///< published maximum speedup over the nodes (0: none)
+  /** Weak scaling: the global batch grows with the nodes, batch · P / (the study's first node
+   *  count), so each rank's share stays that of the first node count (Veeriah & Modi give every
+   *  conv worker its own M images). Each node count's speedup is then against one rank at
+   *  that node count's batch. */
+  bool weak_scaling = false;
 };
 
 struct Study {
@@ -33,6 +38,10 @@ struct Study {
    *  written by the study's author; shown as they are). */
   std::vector<std::string> findings;
 };
+
+/** The series' strategy options at `nodes` of `study`: ranks set, and the batch scaled for a
+ *  weak-scaling series. */
+StrategyOptions series_options_at(const Study& study, const StudySeries& series, int nodes);
 
 /** @throws InputError naming file, JSON path and value. */
 Study parse_study(const nlohmann::json& document, const std::string& file);

@@ -266,3 +266,30 @@ TEST_CASE("the timeline draws one measured iteration in ms from its start", "[re
   CHECK(script.find("$waits << EOD\n550 3 500 600 2.65 3.35\nEOD") != std::string::npos);
   CHECK(script.find("set xrange [0:1000]") != std::string::npos);
 }
+
+TEST_CASE("published iteration times are compared in seconds, components get a table", "[report]") {
+  const Study study = parse_study(nlohmann::json::parse(R"({
+    "name": "t", "platform": "cori-haswell", "network": "vgg-a", "nodes": [1, 2, 4, 8],
+    "findings": ["The ordering holds."],
+    "series": [{"label": "A", "strategy": "dp", "paper": {"iteration_s_at": {"4": 0.5, "16": 1.0}}}]
+  })"), "t.json");
+  StudyResult result{{series("A", {1, 1.9, 3.5, 6})}};
+  // Row at 4 nodes: iteration 1/3.5 s = 0.285714 s against 0.5 s published: −42.857 %.
+  // 16 nodes is not in the study: no line.
+  const std::vector<PaperComparison> comparisons = paper_comparisons(study, result);
+  REQUIRE(comparisons.size() == 1);
+  CHECK(comparisons[0].seconds);
+  CHECK(comparisons[0].quantity == "iteration time at 4 nodes");
+  CHECK(comparisons[0].predicted == Approx(1 / 3.5));
+  CHECK(comparisons[0].difference_percent == Approx(-42.857).epsilon(1e-4));
+  result.series[0].components[4] = {{"comm_s", 0.25}, {"upload_bytes", 2048.0}};
+  const std::string md = study_markdown(study, result);
+  CHECK(md.find("| A | iteration time at 4 nodes | 500.000 ms | 285.714 ms | -42.9 % |") != std::string::npos);
+  CHECK(md.find("## What the prediction reproduces\n\nThe ordering holds.") != std::string::npos);
+  CHECK(md.find("| nodes | comm_s | upload_bytes |") != std::string::npos);
+  CHECK(md.find("| 4 | 250.000 ms | 2.0 KiB |") != std::string::npos);
+  const std::string html = study_html(study, result, {});
+  CHECK(html.find("<td>500.000 ms</td>") != std::string::npos);
+  CHECK(html.find("<h2>Components: A</h2>") != std::string::npos);
+  CHECK(study_headline(study, result).find("285.714 ms predicted against 500.000 ms published") != std::string::npos);
+}

@@ -67,3 +67,46 @@ TEST_CASE("every embedded study loads and names known networks and platforms") {
     for (const StudySeries& series : study.series) CHECK_NOTHROW(load_network(series.network));
   }
 }
+
+TEST_CASE("published iteration times, weak scaling and findings of a study") {
+  nlohmann::json document = minimal_study();
+  document["nodes"] = {2, 4, 6};
+  document["series"][0]["paper"]["iteration_s_at"] = {{"4", 0.00184}, {"6", 0.00224}};
+  document["series"][0]["weak_scaling"] = true;
+  document["findings"] = {"first paragraph", "second"};
+  const Study study = parse_study(document, "s.json");
+  CHECK(study.series[0].paper_iteration_s_at.at(4) == 0.00184);
+  CHECK(study.series[0].paper_iteration_s_at.at(6) == 0.00224);
+  CHECK(study.series[0].paper_speedup_at.at(4) == 3.5);
+  CHECK(study.findings == std::vector<std::string>{"first paragraph", "second"});
+  // Batch 128 at the first node count (2): 128·4/2 = 256 at 4 and 128·6/2 = 384 at 6.
+  CHECK(series_options_at(study, study.series[0], 2).global_batch == 128);
+  CHECK(series_options_at(study, study.series[0], 6).global_batch == 384);
+  CHECK(series_options_at(study, study.series[0], 6).ranks == 6);
+  // Not weak: the batch stays.
+  CHECK(series_options_at(study, study.series[1], 6).global_batch == 64);
+  document["findings"] = "one paragraph";
+  CHECK(parse_study(document, "s.json").findings == std::vector<std::string>{"one paragraph"});
+}
+
+TEST_CASE("bad iteration times and weak scaling name the path") {
+  const auto path_of = [](const nlohmann::json& document) {
+    try {
+      parse_study(document, "bad.json");
+    } catch (const InputError& error) {
+      return error.json_path();
+    }
+    return std::string("(no error)");
+  };
+  nlohmann::json negative = minimal_study();
+  negative["series"][0]["paper"]["iteration_s_at"] = {{"4", -0.1}};
+  CHECK(path_of(negative) == "/series/0/paper/iteration_s_at/4");
+  nlohmann::json key = minimal_study();
+  key["series"][0]["paper"]["iteration_s_at"] = {{"0", 0.1}};
+  CHECK(path_of(key) == "/series/0/paper/iteration_s_at/0");
+  // Batch 64 at 3 nodes scaled to 4: 64·4/3 images is not whole.
+  nlohmann::json fraction = minimal_study();
+  fraction["nodes"] = {3, 4};
+  fraction["series"][1]["weak_scaling"] = true;
+  CHECK(path_of(fraction) == "/series/1/weak_scaling");
+}
