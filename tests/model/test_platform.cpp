@@ -6,6 +6,7 @@
 #include "model/op_time.hpp"
 #include "model/overrides.hpp"
 #include "model/platform.hpp"
+#include "model/scenarios.hpp"
 #include "model/schedule.hpp"
 
 using namespace cnnpar;
@@ -324,4 +325,23 @@ TEST_CASE("bad node kinds name the kind's path") {
     missing["nodes"]["kinds"][1]["device"].erase(key);
     expect_error(missing, std::string("/nodes/kinds/1/device/") + key, "(missing)");
   }
+}
+
+TEST_CASE("network.element_bytes: 4 by default, 8 for the Marques platforms, round-trips, bad values named") {
+  CHECK(parse_platform(minimal_platform(), "p.json").network.element_bytes == 4);
+  // The default is left out of the JSON, so platforms without the key print as before.
+  CHECK_FALSE(to_json(parse_platform(minimal_platform(), "p.json"))["network"].contains("element_bytes"));
+  nlohmann::json doubles = minimal_platform();
+  doubles["network"]["element_bytes"] = 8;
+  const Platform platform = parse_platform(doubles, "p.json");
+  CHECK(platform.network.element_bytes == 8);
+  CHECK(parse_platform(to_json(platform), "again.json").network.element_bytes == 8);
+  // Marques et al.: 'All values transmitted are of type double'.
+  for (const char* name : {"marques-lab", "marques-gpu", "marques-sim"}) CHECK(load_platform(name).network.element_bytes == 8);
+  nlohmann::json zero = minimal_platform();
+  zero["network"]["element_bytes"] = 0;
+  expect_error(zero, "/network/element_bytes", "0");
+  nlohmann::json text = minimal_platform();
+  text["network"]["element_bytes"] = "8B";
+  CHECK_THROWS_AS(parse_platform(text, "p.json"), InputError);
 }
