@@ -65,7 +65,7 @@ std::vector<double> parse_share_list(const std::string& text, int ranks, const s
                      fmt::format("expected {} shares, one per rank (the master first), got {}", ranks, shares.size()));
   check_shares(shares, origin, kSharesPath);
   if (shares.front() <= 0)
-    throw InputError(origin, kSharesPath + "/0", item.empty() ? text : fmt::format("{}", shares.front()),
+    throw InputError(origin, kSharesPath + "/0", fmt::format("{}", shares.front()),
                      "the master reads the input and must compute a share of every conv layer (share > 0)");
   return shares;
 }
