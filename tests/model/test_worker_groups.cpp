@@ -20,6 +20,7 @@ Schedule build(const std::string& network, const std::string& name, int ranks, s
   o.ranks = ranks;
   o.global_batch = batch;
   o.iterations = iterations;
+  o.warmup_iterations = 0;
   o.set(key, value);
   const Network net = load_network(network);
   Schedule s = build_schedule(net, load_platform("cori-haswell"), o);
