@@ -32,12 +32,12 @@ def conv_seconds(trace):
     per_rank = []
     warm = trace["warmup_iterations"]
     for rank in trace["ranks"]:
-        marks = [m["time_s"] for m in rank["marks"]]
+        marks = [m["time"] for m in rank["marks"]]
         per_iteration = []
         for i in range(warm, len(marks)):
             start = marks[i - 1] if i > 0 else 0.0
-            total = sum(r["end_s"] - r["start_s"] for r in rank["compute"]
-                        if r["layer"] in conv_layer_ids and start <= r["start_s"] < marks[i] and r["phase"] != "update")
+            total = sum(r["end"] - r["start"] for r in rank["compute"]
+                        if r["layer"] in conv_layer_ids and start <= r["start"] < marks[i] and r["phase"] != "update")
             per_iteration.append(total)
         per_rank.append(statistics.median(per_iteration))
     return per_rank
