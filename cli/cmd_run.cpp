@@ -181,9 +181,18 @@ int run(const RunOptions& o) {
     if (o.resume && !o.no_predict && !o.quiet) std::printf("cnnpar run: resumed run: measured only, no prediction\n");
     return finish_measured_only();
   }
+  // Options the executor resolved on its own (conv_split's probed shares) are predicted as
+  // measured, so the two schedules compute the same slices.
+  Schedule predicted_schedule = schedule;
+  const nlohmann::json& run_options = measured.metadata.value("options", nlohmann::json::object());
+  if (strategy.name == "conv_split" && strategy.text("shares") == "probe" && run_options.is_object() &&
+      run_options.contains("shares")) {
+    strategy.values["shares"] = run_options.at("shares");
+    predicted_schedule = build_schedule(network, platform, strategy);
+  }
   Trace predicted;
   try {
-    predicted = make_analytic_engine()->run(schedule, platform);
+    predicted = make_analytic_engine()->run(predicted_schedule, platform);
   } catch (const InputError& e) {
     // e.g. more ranks than the platform has nodes: the measurement still stands.
     if (!o.quiet) std::printf("cnnpar run: no analytic prediction: %s\n", e.what());

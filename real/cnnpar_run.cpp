@@ -433,19 +433,16 @@ struct Setup {
   std::vector<double> probe_s;   // conv_split's probe seconds per rank (empty without a probe)
 };
 
-/** conv_split's `--shares probe`: every rank times the probe convolutions (real/probe.hpp),
- *  one rank at a time so that ranks sharing a machine do not slow each other's probe, and the
- *  times give every rank the same Eq. 1 shares, which replace `probe` in the options (so the
- *  trace and its prediction record the shares the run used). */
+/** conv_split's `--shares probe`: every rank times the probe convolutions (real/probe.hpp) at
+ *  the same time, so ranks that share a machine probe under the contention they will train
+ *  under, and the times give every rank the same Eq. 1 shares, which replace `probe` in the
+ *  options (so the trace and its prediction record the shares the run used). */
 void resolve_probe_shares(Setup& s, const Options& o, int rank, int size) {
   const auto slowed = o.slowdown.find(rank);
   std::vector<double> mine(std::size_t(size), 0.0), times(std::size_t(size), 0.0);
-  for (int turn = 0; turn < size; ++turn) {
-    if (turn == rank)
-      mine[std::size_t(rank)] = conv_probe_s(s.network, s.strategy.global_batch, o.compute == "real", s.platform, rank,
-                                             slowed == o.slowdown.end() ? 1.0 : slowed->second);
-    mpi::barrier(MPI_COMM_WORLD, o.timeout_s, "conv_split probe");
-  }
+  mpi::barrier(MPI_COMM_WORLD, o.timeout_s, "conv_split probe");
+  mine[std::size_t(rank)] = conv_probe_s(s.network, s.strategy.global_batch, o.compute == "real", s.platform, rank,
+                                         slowed == o.slowdown.end() ? 1.0 : slowed->second, 5);
   mpi::allreduce(mine.data(), times.data(), size, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, o.timeout_s, "conv_split probe");
   std::string text;
   for (double w : probe_shares(times, "<probe>")) text += (text.empty() ? "" : ",") + fmt::format("{:.17g}", w);

@@ -65,7 +65,7 @@ std::vector<double> parse_share_list(const std::string& text, int ranks, const s
                      fmt::format("expected {} shares, one per rank (the master first), got {}", ranks, shares.size()));
   check_shares(shares, origin, kSharesPath);
   if (shares.front() <= 0)
-    throw InputError(origin, kSharesPath + "/0", item.empty() ? text : fmt::format("{}", shares.front()),
+    throw InputError(origin, kSharesPath + "/0", fmt::format("{}", shares.front()),
                      "the master reads the input and must compute a share of every conv layer (share > 0)");
   return shares;
 }
@@ -99,15 +99,8 @@ Schedule build_conv_split(const Network& network, const Platform& platform, cons
   const int L = int(network.layers.size());
   const std::vector<double> shares = conv_split_shares(network, platform, options);
 
-  Schedule schedule;
-  schedule.strategy = options.name;
-  schedule.options = to_json(options);
+  Schedule schedule = start_schedule(network, options, P);
   schedule.options["resolved_shares"] = shares;
-  schedule.network = network.name;
-  schedule.global_batch = N;
-  schedule.iterations = options.iterations;
-  schedule.warmup_iterations = options.warmup_iterations;
-  schedule.programs.resize(std::size_t(P));
 
   // Kernel slices per conv layer and rank: contiguous output maps in rank order.
   std::vector<std::vector<Range>> slices(static_cast<std::size_t>(L));
@@ -128,7 +121,6 @@ Schedule build_conv_split(const Network& network, const Platform& platform, cons
   std::vector<LayerOps> rank_ops;
   for (int r = 0; r < P; ++r) {
     Program& program = schedule.programs[std::size_t(r)];
-    program.rank = r;
     std::vector<LayerSlice> own(static_cast<std::size_t>(L));
     for (int l = 0; l < L; ++l) {
       const Layer& layer = network.layers[std::size_t(l)];
@@ -150,18 +142,8 @@ Schedule build_conv_split(const Network& network, const Platform& platform, cons
   const auto name = [&](int l) { return network.layers[std::size_t(l)].spec.name; };
   const auto add = [&](CollectiveKind kind, double bytes, std::vector<int> group, int root, Payload payload, int layer,
                        int m, std::string label, Range units = {}) {
-    Collective c;
-    c.kind = kind;
-    c.bytes = bytes;
-    c.group = std::move(group);
-    c.root = root;
-    c.algorithm = kind == CollectiveKind::send ? Algorithm::direct : platform.algorithm_for(to_string(kind));
-    c.label = std::move(label);
-    c.payload = payload;
-    c.layers = {layer};
-    c.iteration = m;
-    c.units = units;
-    return schedule.add_collective(std::move(c));
+    return add_layer_collective(schedule, platform, kind, bytes, std::move(group), root, {payload, layer, m, {}, units},
+                                std::move(label));
   };
   const auto send = [&](int from, int to, Payload payload, int layer, double bytes, int m, std::string label,
                         Range units = {}) {

@@ -23,25 +23,13 @@ Collective gradient_allreduce(const Network& network, const Platform& platform, 
 
 namespace {
 
-Schedule start_schedule(const Network& network, const StrategyOptions& options) {
-  Schedule schedule;
-  schedule.strategy = options.name;
-  schedule.options = to_json(options);
-  schedule.network = network.name;
-  schedule.global_batch = options.global_batch;
-  schedule.iterations = options.iterations;
-  schedule.warmup_iterations = options.warmup_iterations;
-  schedule.programs.resize(1);
-  return schedule;
-}
-
 std::int64_t local_batch(const StrategyOptions& options) { return rank_batch(options.global_batch, options.ranks, 0); }
 std::int64_t smaller_batch(const StrategyOptions& options) { return options.global_batch / options.ranks; }
 
 }  // namespace
 
 Schedule build_dp(const Network& network, const Platform& platform, const StrategyOptions& options) {
-  Schedule schedule = start_schedule(network, options);
+  Schedule schedule = start_schedule(network, options, 1);
   const LayerOps ops(network, local_batch(options), options.global_batch);
   const std::vector<int> parameter_layers = parameter_layers_backward(network);
   std::vector<Op>& program = schedule.programs[0].ops.mutable_vector();
@@ -69,7 +57,7 @@ Schedule build_dp(const Network& network, const Platform& platform, const Strate
 }
 
 Schedule build_dp_layerwise(const Network& network, const Platform& platform, const StrategyOptions& options) {
-  Schedule schedule = start_schedule(network, options);
+  Schedule schedule = start_schedule(network, options, 1);
   const LayerOps ops(network, local_batch(options), options.global_batch);
   std::vector<Op>& program = schedule.programs[0].ops.mutable_vector();
   const int layer_count = int(network.layers.size());
@@ -120,7 +108,7 @@ Schedule build_dp_layerwise(const Network& network, const Platform& platform, co
 }
 
 Schedule build_dp_buckets(const Network& network, const Platform& platform, const StrategyOptions& options) {
-  Schedule schedule = start_schedule(network, options);
+  Schedule schedule = start_schedule(network, options, 1);
   const double bucket_bytes = options.number("bucket_bytes");
   const LayerOps ops(network, local_batch(options), options.global_batch);
   std::vector<Op>& program = schedule.programs[0].ops.mutable_vector();

@@ -141,6 +141,37 @@ void append(std::vector<Op>& program, std::span<const Op> ops) {
   program.insert(program.end(), ops.begin(), ops.end());
 }
 
+Schedule start_schedule(const Network& network, const StrategyOptions& options, int programs) {
+  Schedule schedule;
+  schedule.strategy = options.name;
+  schedule.options = to_json(options);
+  schedule.network = network.name;
+  schedule.global_batch = options.global_batch;
+  schedule.iterations = options.iterations;
+  schedule.warmup_iterations = options.warmup_iterations;
+  schedule.programs.resize(std::size_t(programs));
+  for (int r = 0; r < programs; ++r) schedule.programs[std::size_t(r)].rank = r;
+  return schedule;
+}
+
+int add_layer_collective(Schedule& schedule, const Platform& platform, CollectiveKind kind, double bytes,
+                         std::vector<int> group, int root, const Carried& carried, std::string label) {
+  Collective c;
+  c.kind = kind;
+  c.bytes = bytes;
+  c.group = std::move(group);
+  c.root = root;
+  c.algorithm = kind == CollectiveKind::send ? Algorithm::direct : platform.algorithm_for(to_string(kind));
+  c.label = std::move(label);
+  c.payload = carried.payload;
+  c.layers = {carried.layer};
+  c.iteration = carried.iteration;
+  c.images = carried.images;
+  c.units = carried.units;
+  c.split = carried.split;
+  return schedule.add_collective(std::move(c));
+}
+
 double gradient_bytes(const Network& network, const std::vector<int>& layers) {
   double bytes = 0;
   for (int layer : layers) bytes += layer_cost(network.layers[std::size_t(layer)]).parameter_bytes();

@@ -60,6 +60,26 @@ class LayerOps {
 
 void append(std::vector<Op>& program, std::span<const Op> ops);
 
+/** A schedule with the options' header fields (strategy, options, network, batch, iterations)
+ *  and `programs` empty programs numbered 0.. (no programs: the builder adds them). */
+Schedule start_schedule(const Network& network, const StrategyOptions& options, int programs);
+
+/** The parts of a collective that name what it carries. */
+struct Carried {
+  Payload payload = Payload::none;
+  int layer = -1;
+  int iteration = 0;
+  Range images;  ///< activations/errors of one sub-batch (count 0 = all)
+  Range units;   ///< weights/gradients rows (count 0 = all)
+  Split split = Split::none;
+};
+
+/** Adds a collective of `kind` over `group` (root -1 = none) that carries `carried`, with the
+ *  algorithm the platform configures for its kind (direct for a point-to-point send), and
+ *  returns its id. */
+int add_layer_collective(Schedule& schedule, const Platform& platform, CollectiveKind kind, double bytes,
+                         std::vector<int> group, int root, const Carried& carried, std::string label);
+
 /** Parameter bytes (FP32 weights + biases) of the given layers. */
 double gradient_bytes(const Network& network, const std::vector<int>& layers);
 

@@ -24,14 +24,7 @@
 namespace cnnpar::strategies {
 
 Schedule build_lee(const Network& network, const Platform& platform, const StrategyOptions& options) {
-  Schedule schedule;
-  schedule.strategy = options.name;
-  schedule.options = to_json(options);
-  schedule.network = network.name;
-  schedule.global_batch = options.global_batch;
-  schedule.iterations = options.iterations;
-  schedule.warmup_iterations = options.warmup_iterations;
-  schedule.programs.resize(1);
+  Schedule schedule = start_schedule(network, options, 1);
 
   const int ranks = options.ranks;
   // Rank 0 has the larger share when N % P != 0; allgathers are sized for it.

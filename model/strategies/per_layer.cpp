@@ -262,14 +262,8 @@ Schedule build_per_layer_assignment(const Network& network, const Platform& plat
                        "iteration (Lee et al.): at least 2 iterations are needed");
   }
 
-  Schedule schedule;
-  schedule.strategy = options.name;
-  schedule.options = to_json(options);
+  Schedule schedule = start_schedule(network, options, 0);
   schedule.options["assignment"] = to_string(network, assignment);
-  schedule.network = network.name;
-  schedule.global_batch = N;
-  schedule.iterations = options.iterations;
-  schedule.warmup_iterations = options.warmup_iterations;
 
   const auto max_slice = [&](std::int64_t total) { return total / P + (total % P != 0 ? 1 : 0); };
   // Bytes of one member's block of layer `l`'s output cut along `split` (padded to the largest).
@@ -283,17 +277,8 @@ Schedule build_per_layer_assignment(const Network& network, const Platform& plat
   const auto whole_bytes = [&](int l) { return 4.0 * double(N) * double(network.layers[std::size_t(l)].out.elements()); };
   const auto add = [&](CollectiveKind kind, double bytes, Payload payload, int layer, Split split, int m,
                        std::string label) {
-    Collective c;
-    c.kind = kind;
-    c.bytes = bytes;
-    c.group = all_ranks(P);
-    c.algorithm = platform.algorithm_for(to_string(kind));
-    c.label = std::move(label);
-    c.payload = payload;
-    c.layers = {layer};
-    c.iteration = m;
-    c.split = split;
-    return schedule.add_collective(std::move(c));
+    return add_layer_collective(schedule, platform, kind, bytes, all_ranks(P), -1,
+                                {payload, layer, m, {}, {}, split}, std::move(label));
   };
   const auto name = [&](int l) { return network.layers[std::size_t(l)].spec.name; };
 

@@ -81,15 +81,8 @@ Schedule build_veeriah(const Network& network, const Platform& platform, const S
   const bool pipelined = scheme != "a";
   const std::vector<FcLayerPlan> plan = plan_fc_part(network, F, K);
 
-  Schedule schedule;
-  schedule.strategy = options.name;
-  schedule.options = to_json(options);
+  Schedule schedule = start_schedule(network, options, P);
   schedule.options["conv_workers"] = K;
-  schedule.network = network.name;
-  schedule.global_batch = N;
-  schedule.iterations = options.iterations;
-  schedule.warmup_iterations = options.warmup_iterations;
-  schedule.programs.resize(std::size_t(P));
 
   std::vector<int> conv_group, fc_group;
   for (int r = 0; r < K; ++r) conv_group.push_back(r);
@@ -100,7 +93,6 @@ Schedule build_veeriah(const Network& network, const Platform& platform, const S
   std::vector<LayerOps> rank_ops;
   for (int r = 0; r < P; ++r) {
     Program& program = schedule.programs[std::size_t(r)];
-    program.rank = r;
     const bool conv_worker = r < K;
     std::vector<LayerSlice> own(static_cast<std::size_t>(L));
     for (int l = 0; l < L; ++l) {
@@ -125,20 +117,9 @@ Schedule build_veeriah(const Network& network, const Platform& platform, const S
 
   const auto name = [&](int l) { return network.layers[std::size_t(l)].spec.name; };
   const auto add = [&](CollectiveKind kind, double bytes, std::vector<int> group, int root, Payload payload,
-                       std::vector<int> layers, int m, std::string label, Range images = {}, Split split = Split::none) {
-    Collective c;
-    c.kind = kind;
-    c.bytes = bytes;
-    c.group = std::move(group);
-    c.root = root;
-    c.algorithm = kind == CollectiveKind::send ? Algorithm::direct : platform.algorithm_for(to_string(kind));
-    c.label = std::move(label);
-    c.payload = payload;
-    c.layers = std::move(layers);
-    c.iteration = m;
-    c.images = images;
-    c.split = split;
-    return schedule.add_collective(std::move(c));
+                       int layer, int m, std::string label, Range images = {}, Split split = Split::none) {
+    return add_layer_collective(schedule, platform, kind, bytes, std::move(group), root,
+                                {payload, layer, m, images, {}, split}, std::move(label));
   };
   std::vector<std::vector<Op>*> out;
   for (int r = 0; r < P; ++r) out.push_back(&schedule.programs[std::size_t(r)].ops.mutable_vector());
@@ -164,9 +145,9 @@ Schedule build_veeriah(const Network& network, const Platform& platform, const S
     std::vector<int> errs;
     for (int i = 0; i < K; ++i) {
       for (int j = 0; j < K; ++j)
-        acts[std::size_t(i)].push_back(add(CollectiveKind::send, interface_bytes, {i, K + j}, i, Payload::activations, {F},
+        acts[std::size_t(i)].push_back(add(CollectiveKind::send, interface_bytes, {i, K + j}, i, Payload::activations, F,
                                            m, fmt::format("send {} input {}→{}", name(F), i, K + j), conv_slice(i)));
-      errs.push_back(add(CollectiveKind::send, interface_bytes, {i, K + i}, K + i, Payload::errors, {F - 1}, m,
+      errs.push_back(add(CollectiveKind::send, interface_bytes, {i, K + i}, K + i, Payload::errors, F - 1, m,
                          fmt::format("send {} errors {}→{}", name(F - 1), K + i, i), conv_slice(i)));
     }
 
@@ -220,7 +201,7 @@ Schedule build_veeriah(const Network& network, const Platform& platform, const S
           const Layer& before = network.layers[std::size_t(l - 1)];
           const int id = add(CollectiveKind::allgather,
                              4.0 * double(B) * double(max_slice(layer_units(before))) * double(layer_spatial(before)),
-                             fc_group, -1, Payload::activations, {l}, m,
+                             fc_group, -1, Payload::activations, l, m,
                              fmt::format("allgather {} input (fc workers)", name(l)), images, Split::units);
           for (int j = 0; j < K; ++j) {
             post(fc_rank(j), id);
@@ -235,7 +216,7 @@ Schedule build_veeriah(const Network& network, const Platform& platform, const S
         if (plan[std::size_t(l)].partial_errors) {
           const Layer& before = network.layers[std::size_t(l - 1)];
           errors_id = add(CollectiveKind::allreduce, 4.0 * double(B) * double(before.out.elements()), fc_group, -1,
-                          Payload::errors, {l - 1}, m, fmt::format("allreduce {} errors (fc workers)", name(l - 1)),
+                          Payload::errors, l - 1, m, fmt::format("allreduce {} errors (fc workers)", name(l - 1)),
                           images);
           for (int j = 0; j < K; ++j) post(fc_rank(j), errors_id);
         }

@@ -360,7 +360,7 @@ TEST_CASE("cnnpar --version and cnnpar list", "[cli]") {
   r = run(dir, "list strategies --json " + json.string());
   CHECK(r.status == 0);
   const nlohmann::json document = nlohmann::json::parse(slurp(json));
-  CHECK(document.at("strategies").size() == 6);
+  CHECK(document.at("strategies").size() == 8);
   CHECK(!document.contains("networks"));
   r = run(dir, "list galaxies");
   CHECK(r.status == 2);

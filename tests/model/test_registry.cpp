@@ -24,7 +24,7 @@ TEST_CASE("registry: every strategy is registered once with a builder and a docu
       CHECK_NOTHROW(o.default_value());  // the default parses and lies in its own range
     }
   }
-  CHECK(names == std::set<std::string>{"dp", "dp_layerwise", "dp_buckets", "lee", "per_layer", "hybrid"});
+  CHECK(names == std::set<std::string>{"dp", "dp_layerwise", "dp_buckets", "lee", "per_layer", "hybrid", "veeriah", "conv_split"});
   // A key means one thing everywhere: k is lee's chunk size in lee, per_layer and hybrid.
   for (const SharedOption& shared : all_strategy_options())
     if (shared.spec.key == "k") CHECK(shared.strategies == std::vector<std::string>{"lee", "per_layer", "hybrid"});

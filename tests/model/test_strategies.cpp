@@ -147,9 +147,13 @@ TEST_CASE("lee: the replicated fc gradient covers the full batch and is delayed 
   CHECK(std::none_of(ops.begin(), ops.end(), [](const Op& op) { return op.label == "fc6.bwd_w" || op.label == "fc7.bwd_w"; }));
 }
 
+// A layer's owners update it once per iteration; with separate worker groups (veeriah's conv
+// and fc workers, conv_split's master) the owner is not rank 0, so each layer counts the rank
+// that updates it most.
 TEST_CASE("every strategy updates every parameterised layer once per iteration and verifies") {
   for (const std::string& name : strategy_names()) {
     for (int ranks : {1, 2, 3, 4, 8}) {
+      if (name == "veeriah" && ranks % 2 != 0) continue;  // K conv + K fc workers
       StrategyOptions options = options_for(name, ranks, 48);
       options.iterations = 3;
       if (name == "lee") options.set("k", 6).set("f", 1);
@@ -159,8 +163,12 @@ TEST_CASE("every strategy updates every parameterised layer once per iteration a
       CHECK(verify(schedule).empty());
       CHECK(schedule.ranks() == ranks);
       std::map<int, int> updates;
-      for (const Op& op : schedule.programs[0].ops)
-        if (op.kind == OpKind::compute && op.phase == Phase::update) ++updates[op.layer];
+      for (const Program& program : schedule.programs) {
+        std::map<int, int> mine;
+        for (const Op& op : program.ops)
+          if (op.kind == OpKind::compute && op.phase == Phase::update) ++mine[op.layer];
+        for (const auto& [l, count] : mine) updates[l] = std::max(updates[l], count);
+      }
       CHECK(updates.size() == 11);
       for (const auto& [l, count] : updates) CHECK(count == 3);
     }
