@@ -40,9 +40,10 @@ for page in "$work"/reports/*/index.html; do
     echo "$body" | grep -q '<svg' || { echo "report_html: $study: no $plot in the page" >&2; exit 1; }
     [ "$(echo "$body" | grep -c '<path')" -gt 3 ] || { echo "report_html: $study: $plot is empty" >&2; exit 1; }
   done
-  # The paper's published points, where the study has some (its report.md then compares):
-  # a plot group titled "paper: ..." with markers in it.
-  if grep -q '^## Prediction against the paper' "$(dirname "$page")/report.md"; then
+  # The paper's published speedups, where the study has some (its report.md then compares
+  # them; published iteration times are compared in the table only): a plot group titled
+  # "paper: ..." with markers in it.
+  if grep -Eq '^\| .* \| (speedup at [0-9]+ nodes|maximum speedup) \|' "$(dirname "$page")/report.md"; then
     speedup=$(plot_markup "$dom" speedup.svg)
     echo "$speedup" | grep -q '<title>paper: ' || { echo "report_html: $study: no paper markers" >&2; exit 1; }
     echo "$speedup" | awk '/<title>paper: / {paper = 1} paper && /<use / {found = 1} END {exit !found}' ||
