@@ -303,11 +303,21 @@ std::string format_component_value(const std::string& key, double value) {
 }
 
 std::vector<std::string> component_keys(const std::vector<const nlohmann::json*>& objects) {
-  std::vector<std::string> keys;
+  // The papers' order (Veeriah Tables 1-5; Marques' Comm./Conv./Comp.) before any other key.
+  static const std::vector<std::string> kPaperOrder = {
+      "conv_workers", "conv_iteration_s", "fc_pass_s", "fc_activation_wait_s", "fc1_merge_s", "fc1_error_reduce_s",
+      "comm_s",       "conv_s",           "comp_s",    "conv_spread",          "upload_elements", "element_bytes",
+      "upload_bytes"};
+  std::vector<std::string> seen;
   for (const nlohmann::json* object : objects)
     if (object->is_object())
       for (const auto& [key, value] : object->items())
-        if (value.is_number() && std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+        if (value.is_number() && std::find(seen.begin(), seen.end(), key) == seen.end()) seen.push_back(key);
+  std::vector<std::string> keys;
+  for (const std::string& key : kPaperOrder)
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) keys.push_back(key);
+  for (const std::string& key : seen)
+    if (std::find(kPaperOrder.begin(), kPaperOrder.end(), key) == kPaperOrder.end()) keys.push_back(key);
   return keys;
 }
 

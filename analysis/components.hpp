@@ -83,7 +83,8 @@ std::optional<nlohmann::json> components_json(const Trace& trace, const Network*
 /** One component value for a table: seconds (a key ending in _s) and bytes (_bytes) with a
  *  unit, other numbers with 4 significant digits. */
 std::string format_component_value(const std::string& key, double value);
-/** The numeric keys of components objects, in first-seen order (arrays and text left out). */
+/** The numeric keys of components objects (arrays and text left out): the papers' order
+ *  (Veeriah's Tables 1-5, Marques' Comm./Conv./Comp. and Eq. 2), then any other key. */
 std::vector<std::string> component_keys(const std::vector<const nlohmann::json*>& objects);
 
 /** Two components objects (components_json) side by side, one line per quantity with a time

@@ -179,6 +179,10 @@ TEST_CASE("components_json only for the two worker-group strategies", "[componen
   const std::string table = format_components_comparison(*veeriah, nlohmann::json::object());
   CHECK(table.find("fc1_merge_s") != std::string::npos);
   CHECK(table.find(" -\n") != std::string::npos);
+  // Rows in the order of the paper's tables (1 to 5), not alphabetical.
+  CHECK(component_keys({&*veeriah}) == std::vector<std::string>{"conv_workers", "conv_iteration_s", "fc_pass_s",
+                                                                 "fc_activation_wait_s", "fc1_merge_s",
+                                                                 "fc1_error_reduce_s"});
 }
 
 }  // namespace
