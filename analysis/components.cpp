@@ -117,6 +117,19 @@ bool is_conv_phase(Phase phase) { return phase != Phase::update; }
 
 std::string layer_name(const std::string& label) { return label.substr(0, label.find('.')); }
 
+// max/min − 1 of the positive seconds from index `first` on; 0 with fewer than two.
+double spread(const std::vector<double>& seconds, std::size_t first) {
+  double least = 0, most = 0;
+  int counted = 0;
+  for (std::size_t r = first; r < seconds.size(); ++r) {
+    if (seconds[r] <= 0) continue;
+    least = counted == 0 ? seconds[r] : std::min(least, seconds[r]);
+    most = std::max(most, seconds[r]);
+    ++counted;
+  }
+  return counted >= 2 ? most / least - 1 : 0;
+}
+
 }  // namespace
 
 VeeriahComponents veeriah_components(const Trace& trace) {
@@ -234,17 +247,9 @@ ConvSplitComponents conv_split_components(const Trace& trace, const Network* net
     conv_per_slot.push_back(sum);
   }
   out.conv_s = median(conv_per_slot);
-  double least = 0, most = 0;
-  int holders = 0;
-  for (int r = 0; r < P; ++r) {
-    const double seconds = conv.median_at(r);
-    out.conv_per_rank_s.push_back(seconds);
-    if (seconds <= 0) continue;
-    least = holders == 0 ? seconds : std::min(least, seconds);
-    most = std::max(most, seconds);
-    ++holders;
-  }
-  out.conv_spread = holders >= 2 ? most / least - 1 : 0;
+  for (int r = 0; r < P; ++r) out.conv_per_rank_s.push_back(conv.median_at(r));
+  out.conv_spread = spread(out.conv_per_rank_s, 0);
+  out.workers_conv_spread = spread(out.conv_per_rank_s, 1);
   out.element_bytes = element_bytes;
   if (network) {
     const auto batch = trace.metadata.is_object() ? trace.metadata.find("global_batch") : trace.metadata.end();
@@ -271,7 +276,8 @@ nlohmann::json to_json(const ConvSplitComponents& c) {
                       {"conv_s", c.conv_s},
                       {"comp_s", c.comp_s},
                       {"conv_per_rank_s", c.conv_per_rank_s},
-                      {"conv_spread", c.conv_spread}};
+                      {"conv_spread", c.conv_spread},
+                      {"workers_conv_spread", c.workers_conv_spread}};
   if (c.has_upload) {
     j["upload_elements"] = c.upload_elements;
     j["element_bytes"] = c.element_bytes;
@@ -306,8 +312,8 @@ std::vector<std::string> component_keys(const std::vector<const nlohmann::json*>
   // The papers' order (Veeriah Tables 1-5; Marques' Comm./Conv./Comp.) before any other key.
   static const std::vector<std::string> kPaperOrder = {
       "conv_workers", "conv_iteration_s", "fc_pass_s", "fc_activation_wait_s", "fc1_merge_s", "fc1_error_reduce_s",
-      "comm_s",       "conv_s",           "comp_s",    "conv_spread",          "upload_elements", "element_bytes",
-      "upload_bytes"};
+      "comm_s",       "conv_s",           "comp_s",    "conv_spread",          "workers_conv_spread",
+      "upload_elements", "element_bytes", "upload_bytes"};
   std::vector<std::string> seen;
   for (const nlohmann::json* object : objects)
     if (object->is_object())

@@ -29,6 +29,7 @@
 //  * conv_per_rank_s       each rank's conv-op seconds;
 //  * conv_spread           max/min − 1 of conv_per_rank_s over the ranks with conv work (the
 //                          master holds a share too), 0 with fewer than two;
+//  * workers_conv_spread   the same over the workers only (ranks 1..P−1: issue 12's measure);
 //  * upload_elements       Eq. 2 at the trace's global batch (needs the network);
 //  * upload_bytes          upload_elements × the platform's network.element_bytes.
 // The conv layers are those named in the trace's options.kernel_counts.
@@ -58,6 +59,7 @@ struct ConvSplitComponents {
   double comp_s = 0;
   std::vector<double> conv_per_rank_s;
   double conv_spread = 0;
+  double workers_conv_spread = 0;
   bool has_upload = false;  ///< false without the network
   double upload_elements = 0;
   int element_bytes = 4;

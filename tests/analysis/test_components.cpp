@@ -154,6 +154,8 @@ TEST_CASE("conv_split components: Marques' Comm/Conv/Comp split from a hand trac
   CHECK(c.conv_per_rank_s[1] == Approx(2.8));
   CHECK(c.conv_per_rank_s[2] == Approx(3.5));
   CHECK(c.conv_spread == Approx(3.6 / 2.8 - 1));
+  // Workers only (ranks 1 and 2): 3.5 / 2.8 − 1 = 0.25.
+  CHECK(c.workers_conv_spread == Approx(0.25));
   CHECK_FALSE(c.has_upload);
 }
 
