@@ -108,6 +108,7 @@ int run(const RunOptions& o) {
   check_slowdown_ranks(spec.slowdown, nodes, file, "/slowdown");
   const Network network = load_network(o.network);
   Platform platform = load_platform(o.platform);
+  platform.network.element_bytes = kExecutorElementBytes;  // the prediction of the executor's FP32 run
   // The prediction runs the slowed nodes slower alike (nodes the platform lacks fail below).
   for (const auto& [rank, factor] : spec.slowdown)
     if (rank < platform.nodes.count) platform.slow_down(rank, factor);

@@ -41,14 +41,6 @@ std::vector<std::int64_t> apportion_kernels(std::int64_t kernels, const std::vec
   std::stable_sort(order.begin(), order.end(),
                    [&](int a, int b) { return remainder[std::size_t(a)] > remainder[std::size_t(b)]; });
   for (int i = 0; given < kernels; i = (i + 1) % P, ++given) ++counts[std::size_t(order[std::size_t(i)])];
-  // At least one map for every rank with a share, taken from the rank with the most.
-  if (kernels >= P)
-    for (int i = 0; i < P; ++i) {
-      if (counts[std::size_t(i)] > 0 || shares[std::size_t(i)] <= 0) continue;
-      auto most = std::max_element(counts.begin(), counts.end());
-      --*most;
-      ++counts[std::size_t(i)];
-    }
   return counts;
 }
 

@@ -21,8 +21,8 @@ std::vector<double> probe_shares(const std::vector<double>& probe_times_s, const
 
 /** Output maps (kernels) per rank of a layer with `kernels` maps, from `shares` (summing to 1):
  *  floor(kernels·w_i) each, the remainder one by one to the largest fractional parts (ties to
- *  the lower rank). Every rank gets at least one map when kernels >= ranks, so no worker sits
- *  out a layer; a share of exactly 0 gets none. */
+ *  the lower rank). A rank whose share is worth less than a map may get none and sit the layer
+ *  out: a very slow node given a whole map would become the layer's slowest. */
 std::vector<std::int64_t> apportion_kernels(std::int64_t kernels, const std::vector<double>& shares);
 
 /** Checks explicit shares: each >= 0, at least one > 0, summing to 1 within 1e-6.

@@ -84,7 +84,7 @@ struct NetworkSpec {
   int collective_concurrency = 1;  ///< collectives a rank's communication engine runs at once
   /** bytes of one element as the platform's software sends it (the Marques et al. code sends
    *  doubles: 8); prices volumes stated in elements, e.g. Eq. 2's upload */
-  int element_bytes = 4;
+  int element_bytes = 4;  ///< see kExecutorElementBytes
   // Topology parameters (SimGrid spellings); unused for crossbar/star.
   std::string fat_tree;    ///< e.g. "2;16,8;1,4;1,1" (levels;down;up;parallel links)
   std::string torus;       ///< e.g. "4,4,8"
@@ -92,6 +92,10 @@ struct NetworkSpec {
   /** Start-up cost of one point-to-point message: alpha = latency + overhead. */
   double alpha_s() const { return latency_s + overhead_s; }
 };
+
+/** The MPI executor trains FP32 and sends FP32: cnnpar-run and `cnnpar run` set a loaded
+ *  platform's network.element_bytes to this, so their schedules size what they really move. */
+inline constexpr int kExecutorElementBytes = 4;
 
 struct Platform {
   std::string name;

@@ -454,6 +454,7 @@ void resolve_probe_shares(Setup& s, const Options& o, int rank, int size) {
 void prepare(Setup& s, const Options& o, int rank, int size) {
   s.network = load_network(o.network);
   s.platform = load_platform(o.platform);
+  s.platform.network.element_bytes = kExecutorElementBytes;  // the executor sends FP32 tensors
   try {
     s.progress = progress_mode_from_string(o.comm_progress);
   } catch (const std::invalid_argument&) {

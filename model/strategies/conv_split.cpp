@@ -38,9 +38,9 @@ const std::string kSharesPath = "/shares";
 
 bool is_conv(const Network& network, int l) { return network.layers[std::size_t(l)].spec.kind == LayerKind::conv; }
 
-double parameter_row_bytes(const Layer& layer) {
-  // One output unit's weights and its bias (FP32).
-  return 4.0 * (double(layer.in.c) * double(layer.spec.kernel_h) * double(layer.spec.kernel_w) + 1.0);
+// Elements of one output unit's weights and its bias.
+double parameter_row_elements(const Layer& layer) {
+  return double(layer.in.c) * double(layer.spec.kernel_h) * double(layer.spec.kernel_w) + 1.0;
 }
 
 std::vector<double> parse_share_list(const std::string& text, int ranks, const std::string& origin) {
@@ -107,7 +107,12 @@ Schedule build_conv_split(const Network& network, const Platform& platform, cons
   nlohmann::json kernel_counts = nlohmann::json::object();
   for (int l = 0; l < L; ++l) {
     if (!is_conv(network, l)) continue;
-    const std::vector<std::int64_t> counts = apportion_kernels(layer_units(network.layers[std::size_t(l)]), shares);
+    std::vector<std::int64_t> counts = apportion_kernels(layer_units(network.layers[std::size_t(l)]), shares);
+    // The master reads and distributes every layer's input: it keeps at least one map.
+    if (counts.front() == 0) {
+      --*std::max_element(counts.begin(), counts.end());
+      ++counts.front();
+    }
     std::int64_t begin = 0;
     for (std::int64_t count : counts) {
       slices[std::size_t(l)].push_back({begin, count});
@@ -138,6 +143,8 @@ Schedule build_conv_split(const Network& network, const Platform& platform, cons
     rank_ops.emplace_back(network, own, N);
   }
   const LayerOps whole_ops(network, N, N);  // the master's updates of whole conv layers
+  // Bytes per element on the wire: the platform's (the paper's Matlab sends doubles).
+  const double element_bytes = double(platform.network.element_bytes);
 
   const auto name = [&](int l) { return network.layers[std::size_t(l)].spec.name; };
   const auto add = [&](CollectiveKind kind, double bytes, std::vector<int> group, int root, Payload payload, int layer,
@@ -164,15 +171,15 @@ Schedule build_conv_split(const Network& network, const Platform& platform, cons
         emit(0, rank_ops[0].forward(l));
         continue;
       }
-      const double input_bytes = 4.0 * double(N) * double(layer.in.elements());
-      const double map_bytes = 4.0 * double(N) * double(layer_spatial(layer));
+      const double input_bytes = element_bytes * double(N) * double(layer.in.elements());
+      const double map_bytes = element_bytes * double(N) * double(layer_spatial(layer));
       std::vector<int> master_ids;
       std::vector<int> outputs;
       for (int w = 1; w < P; ++w) {
         const Range units = slices[std::size_t(l)][std::size_t(w)];
         if (units.count == 0) continue;
         const int in_id = send(0, w, Payload::activations, l, input_bytes, m, fmt::format("send {} input to {}", name(l), w));
-        const int k_id = send(0, w, Payload::weights, l, parameter_row_bytes(layer) * double(units.count), m,
+        const int k_id = send(0, w, Payload::weights, l, element_bytes * parameter_row_elements(layer) * double(units.count), m,
                               fmt::format("send {} kernels to {}", name(l), w), units);
         post(0, in_id);
         post(0, k_id);
@@ -205,7 +212,7 @@ Schedule build_conv_split(const Network& network, const Platform& platform, cons
         emit(0, rank_ops[0].backward_weight(l));
         continue;
       }
-      const double map_bytes = 4.0 * double(N) * double(layer_spatial(layer));
+      const double map_bytes = element_bytes * double(N) * double(layer_spatial(layer));
       const bool input_errors = l > first_parameter_layer;
       std::vector<int> holders = {0};
       std::vector<int> error_sends, gradient_sends;
@@ -215,13 +222,13 @@ Schedule build_conv_split(const Network& network, const Platform& platform, cons
         holders.push_back(w);
         error_sends.push_back(send(0, w, Payload::errors, l, map_bytes * double(units.count), m,
                                    fmt::format("send {} errors to {}", name(l), w)));
-        gradient_sends.push_back(send(w, 0, Payload::gradients, l, parameter_row_bytes(layer) * double(units.count), m,
+        gradient_sends.push_back(send(w, 0, Payload::gradients, l, element_bytes * parameter_row_elements(layer) * double(units.count), m,
                                       fmt::format("send {} gradient of {} to master", name(l), w), units));
       }
       // Reduced even when the master holds every kernel: the sum then has one term.
       const int reduce_id =
           input_errors
-              ? add(CollectiveKind::reduce, 4.0 * double(N) * double(layer.in.elements()), holders, 0, Payload::errors,
+              ? add(CollectiveKind::reduce, element_bytes * double(N) * double(layer.in.elements()), holders, 0, Payload::errors,
                     l - 1, m, fmt::format("reduce {} input errors", name(l)))
               : -1;
       for (std::size_t i = 0; i < error_sends.size(); ++i) {

@@ -67,9 +67,9 @@ TEST_CASE("Marques apportion_kernels: floors, then the remainder to the largest 
   // each -> floors 1, 1, 1, the 2 left to ranks 0 and 1 -> 2, 2, 1.
   CHECK(apportion_kernels(3, {0.5, 0.5}) == Counts{2, 1});
   CHECK(apportion_kernels(5, {1.0 / 3, 1.0 / 3, 1.0 / 3}) == Counts{2, 2, 1});
-  // Every rank with a share gets a map when maps >= ranks: 4 over (0.94, 0.02, 0.02, 0.02) is
-  // 3.76, 0.08, 0.08, 0.08 -> 4, 0, 0, 0; ranks 1..3 each take one from the rank with most -> 1, 1, 1, 1.
-  CHECK(apportion_kernels(4, {0.94, 0.02, 0.02, 0.02}) == Counts{1, 1, 1, 1});
+  // A share worth less than a map may get none: 4 over (0.94, 0.02, 0.02, 0.02) is 3.76, 0.08,
+  // 0.08, 0.08 -> floors 3, 0, 0, 0; the 1 left goes to .76 -> 4, 0, 0, 0.
+  CHECK(apportion_kernels(4, {0.94, 0.02, 0.02, 0.02}) == Counts{4, 0, 0, 0});
   // A share of exactly 0 gets none: 3 over (0.5, 0.5, 0) -> 2, 1, 0.
   CHECK(apportion_kernels(3, {0.5, 0.5, 0.0}) == Counts{2, 1, 0});
 }
