@@ -11,6 +11,10 @@
 
 namespace cnnpar::real {
 
+namespace {
+constexpr double kMinProbeSeconds = 0.5;
+}  // namespace
+
 double conv_probe_s(const Network& network, std::int64_t batch, bool real_compute, const Platform& platform, int rank,
                     double slowdown, int repeats) {
   const std::int64_t images = std::min(batch, kProbeImages);
@@ -47,10 +51,15 @@ double conv_probe_s(const Network& network, std::int64_t batch, bool real_comput
     return std::chrono::duration<double>(clock::now() - start).count();
   };
   run_once();  // warm-up: page faults, BLAS buffers
-  std::vector<double> times;
-  for (int i = 0; i < std::max(1, repeats); ++i) times.push_back(run_once());
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  // The mean over at least `repeats` runs and kMinProbeSeconds: ranks that share cores are
+  // scheduled in slices of milliseconds, so a short probe measures the scheduler, not the rank.
+  double total_s = 0;
+  int runs = 0;
+  while (runs < std::max(1, repeats) || total_s < kMinProbeSeconds) {
+    total_s += run_once();
+    ++runs;
+  }
+  return total_s / runs;
 }
 
 }  // namespace cnnpar::real

@@ -9,8 +9,8 @@
 namespace cnnpar::real {
 
 /** Seconds this rank takes for one forward convolution (im2col + GEMM) of every conv layer of
- *  `network` at min(batch, kProbeImages) images: the median of `repeats` timed runs after one
- *  warm-up. With `real_compute` false (sleep compute) the platform's modelled op times of the
+ *  `network` at min(batch, kProbeImages) images: the mean of at least `repeats` timed runs and
+ *  of at least half a second of them, after one warm-up. With `real_compute` false (sleep compute) the platform's modelled op times of the
  *  same ops on `rank` instead. A rank slowed by `slowdown` (> 1) waits (slowdown − 1) times the
  *  measured time after each run, exactly as SlowedBackend pads its ops. */
 double conv_probe_s(const Network& network, std::int64_t batch, bool real_compute, const Platform& platform,
