@@ -10,7 +10,7 @@ set key top left Left reverse noenhanced box opaque spacing 1.1
 set grid lc rgb '#dddddd'
 set border lc rgb '#333333'
 set datafile separator ','
-set yrange [0.00242471:3.75]
+set yrange [0.00121284:3.75]
 $linear << EOD
 1,1
 3,3
