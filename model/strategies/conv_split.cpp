@@ -270,6 +270,12 @@ void validate_conv_split(const Network& network, const StrategyOptions& options)
   if (text != "uniform" && text != "probe") parse_share_list(text, options.ranks, options.origin);
 }
 
+// One rank holds every kernel: a list of per-rank shares does not apply.
+void conv_split_to_one_rank(StrategyOptions& options) {
+  const std::string text = options.text("shares");
+  if (text != "uniform" && text != "probe") options.set("shares", "uniform");
+}
+
 }  // namespace
 
 StrategySpec conv_split_strategy() {
@@ -278,7 +284,8 @@ StrategySpec conv_split_strategy() {
           {{"shares", OptionType::text, "probe", 0, 0, {}, "",
             "each rank's share of every conv layer's kernels, the master first: probe (Eq. 1 from a timing probe: "
             "node speeds in the engines, a real convolution in cnnpar-run), uniform, or w0,w1,... summing to 1"}},
-          validate_conv_split, build_conv_split, /*min_ranks=*/1, /*splits_batch_over_ranks=*/false};
+          validate_conv_split, build_conv_split, /*min_ranks=*/1, /*splits_batch_over_ranks=*/false,
+          conv_split_to_one_rank};
 }
 
 }  // namespace cnnpar::strategies

@@ -59,6 +59,9 @@ struct StrategySpec {
    *  divisible by it (or --uneven-batch). False for strategies that split the batch their own
    *  way (veeriah over its K conv workers) or not at all (conv_split); their validate checks. */
   bool splits_batch_over_ranks = true;
+  /** The options of this strategy's one-rank run (the speedup baseline), when some option is
+   *  sized by the rank count (conv_split's per-rank shares); null = the same options. */
+  void (*to_one_rank)(StrategyOptions& options) = nullptr;
 
   const OptionSpec* option(const std::string& key) const;
 };

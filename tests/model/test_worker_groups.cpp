@@ -140,3 +140,23 @@ TEST_CASE("conv_split: probe shares follow the node speeds (Eq. 1 on the engines
   const std::vector<double> expected = {1 / 10.92, 3.84 / 10.92, 1.92 / 10.92, 4.16 / 10.92};
   for (std::size_t i = 0; i < 4; ++i) CHECK(s.options["resolved_shares"][i].get<double>() == Approx(expected[i]).epsilon(1e-9));
 }
+
+TEST_CASE("speedup baselines: one rank of dp for veeriah, one whole rank for conv_split's share lists") {
+  StrategyOptions veeriah;
+  veeriah.name = "veeriah";
+  veeriah.ranks = 8;
+  veeriah.set("scheme", "b");
+  const StrategyOptions v1 = single_rank_baseline(veeriah);
+  CHECK(v1.name == "dp");
+  CHECK(v1.ranks == 1);
+  CHECK(v1.values.empty());  // dp takes none of veeriah's options
+  StrategyOptions split;
+  split.name = "conv_split";
+  split.ranks = 3;
+  split.set("shares", "0.5,0.25,0.25");
+  const StrategyOptions s1 = single_rank_baseline(split);
+  CHECK(s1.name == "conv_split");
+  CHECK(s1.text("shares") == "uniform");  // a 3-rank list cannot describe one rank
+  split.set("shares", "probe");
+  CHECK(single_rank_baseline(split).text("shares") == "probe");
+}
