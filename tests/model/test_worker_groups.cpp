@@ -130,15 +130,24 @@ TEST_CASE("conv_split: kernel shares and the master's messages of marques-50-500
 }
 
 TEST_CASE("conv_split: probe shares follow the node speeds (Eq. 1 on the engines' probe)") {
-  // marques-lab's speed factors 1, 3.84, 1.92, 4.16: probe times ∝ 1/speed, so Eq. 1 gives
-  // w_i = speed_i / Σ speed = speed_i / 10.92.
-  StrategyOptions o;
-  o.name = "conv_split";
-  o.ranks = 4;
-  o.global_batch = 64;
-  const Schedule s = build_schedule(load_network("marques-50-500"), load_platform("marques-lab"), o);
+  // marques-lab's speed factors 1, 3.84, 1.92, 4.16: every probe op's time is its roofline time
+  // divided by the node's speed, so t_i ∝ 1/speed_i for any net and batch, and Eq. 1,
+  // w_i = (max t / t_i) / Σ_j (max t / t_j), gives w_i = speed_i / Σ speed = speed_i / 10.92:
+  // 0.0916, 0.3516, 0.1758, 0.3810 for the four Marques nets at batch 64 and 1024 alike.
   const std::vector<double> expected = {1 / 10.92, 3.84 / 10.92, 1.92 / 10.92, 4.16 / 10.92};
-  for (std::size_t i = 0; i < 4; ++i) CHECK(s.options["resolved_shares"][i].get<double>() == Approx(expected[i]).epsilon(1e-9));
+  for (const std::string net : {"marques-50-500", "marques-150-800", "marques-300-1000", "marques-500-1500"})
+    for (const std::int64_t batch : {64, 1024}) {
+      StrategyOptions o;
+      o.name = "conv_split";
+      o.ranks = 4;
+      o.global_batch = batch;
+      o.iterations = 1;
+      o.warmup_iterations = 0;
+      const Schedule s = build_schedule(load_network(net), load_platform("marques-lab"), o);
+      INFO(net << " at batch " << batch);
+      for (std::size_t i = 0; i < 4; ++i)
+        CHECK(s.options["resolved_shares"][i].get<double>() == Approx(expected[i]).epsilon(1e-9));
+    }
 }
 
 TEST_CASE("speedup baselines: one rank of dp for veeriah, one whole rank for conv_split's share lists") {
