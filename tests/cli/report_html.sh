@@ -18,8 +18,15 @@ plot_markup() {  # plot_markup DOM PLOT
 }
 browse() {  # browse OUTPUT_PREFIX FILE: DOM, console log and screenshot of one page
   local prefix=$1 page=$2
-  "$chromium" --headless --no-sandbox --disable-gpu --hide-scrollbars --virtual-time-budget=3000 \
-    --enable-logging=stderr --v=0 --dump-dom "file://$page" > "$prefix.dom" 2> "$prefix.log"
+  # A loaded machine (ctest -j2 beside other tests) can make Chromium dump the DOM before the
+  # page is whole: dump again until it ends with the document's closing tag.
+  local attempt
+  for attempt in 1 2 3; do
+    "$chromium" --headless --no-sandbox --disable-gpu --hide-scrollbars --virtual-time-budget=3000 \
+      --enable-logging=stderr --v=0 --dump-dom "file://$page" > "$prefix.dom" 2> "$prefix.log"
+    grep -q '</html>' "$prefix.dom" && break
+    echo "report_html: $page: incomplete DOM (attempt $attempt), dumping again" >&2
+  done
   "$chromium" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1200,2400 \
     --screenshot="$prefix.png" "file://$page" > /dev/null 2>&1
   [ -s "$prefix.png" ] || { echo "report_html: no screenshot of $page" >&2; exit 1; }
