@@ -190,7 +190,7 @@ Schedule build_veeriah(const Network& network, const Platform& platform, const S
     }
     for (int pass = 0; pass < passes; ++pass) {
       const Range images = pipelined ? conv_slice(pass) : Range{};
-      const std::int64_t B = pipelined ? M : N;
+      const std::int64_t pass_images = pipelined ? M : N;  // images of one fc pass
       if (pipelined)
         for (int j = 0; j < K; ++j) {
           wait(fc_rank(j), acts[std::size_t(pass)][std::size_t(j)]);
@@ -200,7 +200,7 @@ Schedule build_veeriah(const Network& network, const Platform& platform, const S
         if (plan[std::size_t(l)].gather_input) {
           const Layer& before = network.layers[std::size_t(l - 1)];
           const int id = add(CollectiveKind::allgather,
-                             4.0 * double(B) * double(max_slice(layer_units(before))) * double(layer_spatial(before)),
+                             4.0 * double(pass_images) * double(max_slice(layer_units(before))) * double(layer_spatial(before)),
                              fc_group, -1, Payload::activations, l, m,
                              fmt::format("allgather {} input (fc workers)", name(l)), images, Split::units);
           for (int j = 0; j < K; ++j) {
@@ -215,7 +215,7 @@ Schedule build_veeriah(const Network& network, const Platform& platform, const S
         int errors_id = -1;
         if (plan[std::size_t(l)].partial_errors) {
           const Layer& before = network.layers[std::size_t(l - 1)];
-          errors_id = add(CollectiveKind::allreduce, 4.0 * double(B) * double(before.out.elements()), fc_group, -1,
+          errors_id = add(CollectiveKind::allreduce, 4.0 * double(pass_images) * double(before.out.elements()), fc_group, -1,
                           Payload::errors, l - 1, m, fmt::format("allreduce {} errors (fc workers)", name(l - 1)),
                           images);
           for (int j = 0; j < K; ++j) post(fc_rank(j), errors_id);
