@@ -26,6 +26,7 @@
 #include "model/json_node.hpp"
 #include "model/run_spec.hpp"
 #include "model/scenarios.hpp"
+#include "model/strategies/registry.hpp"
 #include "model/strategies/strategy.hpp"
 #include "model/trace.hpp"
 #include "sim/analytic/analytic_engine.hpp"
@@ -183,14 +184,19 @@ int run(const RunOptions& o) {
     return finish_measured_only();
   }
   // Options the executor resolved on its own (conv_split's probed shares) are predicted as
-  // measured, so the two schedules compute the same slices.
+  // measured: every option of the strategy's schema is taken from the trace where it differs.
   Schedule predicted_schedule = schedule;
-  const nlohmann::json& run_options = measured.metadata.value("options", nlohmann::json::object());
-  if (strategy.name == "conv_split" && strategy.text("shares") == "probe" && run_options.is_object() &&
-      run_options.contains("shares")) {
-    strategy.values["shares"] = run_options.at("shares");
-    predicted_schedule = build_schedule(network, platform, strategy);
+  const nlohmann::json run_options = measured.metadata.value("options", nlohmann::json::object());
+  bool resolved = false;
+  for (const OptionSpec& option : strategy_spec(strategy.name, file).options) {
+    if (!run_options.is_object() || !run_options.contains(option.key)) continue;
+    const nlohmann::json value =
+        option.parse_value(run_options.at(option.key), trace_path, "/metadata/options/" + option.key);
+    if (value == strategy.value(option.key)) continue;
+    strategy.values[option.key] = value;
+    resolved = true;
   }
+  if (resolved) predicted_schedule = build_schedule(network, platform, strategy);
   Trace predicted;
   try {
     predicted = make_analytic_engine()->run(predicted_schedule, platform);

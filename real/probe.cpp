@@ -18,7 +18,7 @@ constexpr double kMinProbeSeconds = 0.5;
 double conv_probe_s(const Network& network, std::int64_t batch, bool real_compute, const Platform& platform, int rank,
                     double slowdown, int repeats) {
   const std::int64_t images = std::min(batch, kProbeImages);
-  if (!real_compute) return strategies::engine_probe_times_s(network, platform, images, rank + 1)[std::size_t(rank)] * slowdown;
+  if (!real_compute) return strategies::engine_probe_s(network, platform, images, rank) * slowdown;
   using clock = std::chrono::steady_clock;
   struct ConvBuffers {
     ConvGeometry geo;

@@ -46,8 +46,8 @@ Schedule build_conv_split(const Network& network, const Platform& platform, cons
 /** conv_split's shares per rank (master first): uniform, Eq. 1 of the engines' probe, or the
  *  option's list. @throws InputError (options.origin, "/shares/I") for a bad list. */
 std::vector<double> conv_split_shares(const Network& network, const Platform& platform, const StrategyOptions& options);
-/** Probe seconds per rank: one forward pass of every conv layer at `batch` images (op_time_s). */
-std::vector<double> engine_probe_times_s(const Network& network, const Platform& platform, std::int64_t batch, int ranks);
+/** Probe seconds of `rank`: one forward pass of every conv layer at `batch` images (op_time_s). */
+double engine_probe_s(const Network& network, const Platform& platform, std::int64_t batch, int rank);
 
 /** Data-parallel conv, model-parallel fc layers (Krizhevsky; Intel note): a per_layer preset. */
 Schedule build_hybrid(const Network& network, const Platform& platform, const StrategyOptions& options);

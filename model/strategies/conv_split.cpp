@@ -72,24 +72,25 @@ std::vector<double> parse_share_list(const std::string& text, int ranks, const s
 
 }  // namespace
 
-std::vector<double> engine_probe_times_s(const Network& network, const Platform& platform, std::int64_t batch,
-                                         int ranks) {
+double engine_probe_s(const Network& network, const Platform& platform, std::int64_t batch, int rank) {
   const LayerOps ops(network, batch, batch);
-  std::vector<double> times(static_cast<std::size_t>(ranks), 0.0);
-  for (int r = 0; r < ranks; ++r)
-    for (std::size_t l = 0; l < network.layers.size(); ++l)
-      if (is_conv(network, int(l)))
-        for (const Op& op : ops.forward(int(l))) times[std::size_t(r)] += op_time_s(platform, op, r);
-  return times;
+  double seconds = 0;
+  for (std::size_t l = 0; l < network.layers.size(); ++l)
+    if (is_conv(network, int(l)))
+      for (const Op& op : ops.forward(int(l))) seconds += op_time_s(platform, op, rank);
+  return seconds;
 }
 
 std::vector<double> conv_split_shares(const Network& network, const Platform& platform, const StrategyOptions& options) {
   const std::string text = options.text("shares");
   const int P = options.ranks;
   if (text == "uniform") return std::vector<double>(static_cast<std::size_t>(P), 1.0 / double(P));
-  if (text == "probe")
-    return probe_shares(engine_probe_times_s(network, platform, std::min(options.global_batch, kProbeImages), P),
-                        options.origin);
+  if (text == "probe") {
+    std::vector<double> times;
+    for (int r = 0; r < P; ++r)
+      times.push_back(engine_probe_s(network, platform, std::min(options.global_batch, kProbeImages), r));
+    return probe_shares(times, options.origin);
+  }
   return parse_share_list(text, P, options.origin);
 }
 
