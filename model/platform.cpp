@@ -82,6 +82,18 @@ double Processor::roofline_s(KernelClass kernel, double flops, double bytes, dou
   return std::max(compute_s, memory_s);
 }
 
+MessageFactor NetworkSpec::message_factor(double bytes) const {
+  // The last piece that starts at or below `bytes` (pieces are sorted, the first at 0).
+  const auto after = std::upper_bound(message_factors.begin(), message_factors.end(), bytes,
+                                      [](double n, const MessageFactor& piece) { return n < piece.from_bytes; });
+  return after == message_factors.begin() ? MessageFactor{} : *(after - 1);
+}
+
+double NetworkSpec::message_time_s(double bytes) const {
+  const MessageFactor piece = message_factor(bytes);
+  return alpha_s() * piece.latency_factor + bytes / (bandwidth_Bps * piece.bandwidth_factor);
+}
+
 bool DeviceSpec::runs(KernelClass kernel) const { return std::binary_search(kernels.begin(), kernels.end(), kernel); }
 
 double Platform::speed_factor(int rank) const {
@@ -245,7 +257,7 @@ double speed_bound(const JsonNode& value) {
 
 void parse_nodes(const JsonNode& node, NodeSpec& nodes) {
   node.check_keys({"count", "cores", "peak", "memory_bandwidth", "efficiency", "default_efficiency",
-                   "speed_factors", "speed_stddev", "speed_seed", "speed_min", "speed_max", "kinds"});
+                   "speed_factors", "speed_stddev", "speed_seed", "speed_min", "speed_max", "kinds", "call_overhead"});
   nodes.count = int(node.at("count").as_int_in(1, limits::kMaxPlatformNodes));
   nodes.cores = int(node.has("cores") ? node.at("cores").as_int_in(1, limits::kMaxDimension) : 1);
   parse_processor(node, nodes, true);
@@ -270,11 +282,34 @@ void parse_nodes(const JsonNode& node, NodeSpec& nodes) {
       value.fail(fmt::format("speed_max must be >= speed_min ({})", nodes.speed_min));
   }
   if (node.has("kinds")) parse_kinds(node.at("kinds"), nodes);
+  if (node.has("call_overhead")) nodes.call_overhead_s = node.at("call_overhead").as_quantity(Unit::time_s, true);
+}
+
+double message_factor_value(const JsonNode& value) {
+  const double factor = value.as_number();
+  if (!(factor >= 1e-3 && factor <= 1e3)) value.fail("a message factor must be in [0.001, 1000]");
+  return factor;
+}
+
+void parse_message_factors(const JsonNode& list, NetworkSpec& network) {
+  for (const JsonNode& item : list.items()) {
+    item.check_keys({"from", "latency", "bandwidth"});
+    MessageFactor piece;
+    piece.from_bytes = item.at("from").as_quantity(Unit::size_bytes, true);
+    if (network.message_factors.empty() && piece.from_bytes != 0)
+      item.at("from").fail("the first piece must start at 0B");
+    if (!network.message_factors.empty() && !(piece.from_bytes > network.message_factors.back().from_bytes))
+      item.at("from").fail("pieces must be in increasing order of size");
+    if (item.has("latency")) piece.latency_factor = message_factor_value(item.at("latency"));
+    if (item.has("bandwidth")) piece.bandwidth_factor = message_factor_value(item.at("bandwidth"));
+    network.message_factors.push_back(piece);
+  }
 }
 
 void parse_network(const JsonNode& node, NetworkSpec& network) {
   node.check_keys({"topology", "bandwidth", "latency", "overhead", "algorithms", "collective_concurrency",
-                   "fat_tree", "torus", "dragonfly", "element_bytes"});
+                   "fat_tree", "torus", "dragonfly", "element_bytes", "message_factors", "reduction_rate",
+                   "busy_bandwidth_fraction", "injection_contention"});
   if (node.has("topology")) {
     const JsonNode value = node.at("topology");
     try {
@@ -304,6 +339,15 @@ void parse_network(const JsonNode& node, NetworkSpec& network) {
   if (node.has("collective_concurrency"))
     network.collective_concurrency = int(node.at("collective_concurrency").as_int_in(1, limits::kMaxIndex));
   if (node.has("element_bytes")) network.element_bytes = int(node.at("element_bytes").as_int_in(1, 64));
+  if (node.has("message_factors")) parse_message_factors(node.at("message_factors"), network);
+  if (node.has("reduction_rate")) network.reduction_rate_Bps = node.at("reduction_rate").as_quantity(Unit::bandwidth_Bps, true);
+  if (node.has("busy_bandwidth_fraction")) {
+    const JsonNode value = node.at("busy_bandwidth_fraction");
+    network.busy_bandwidth_fraction = value.as_number();
+    if (!(network.busy_bandwidth_fraction > 0 && network.busy_bandwidth_fraction <= 1))
+      value.fail("busy_bandwidth_fraction must be in (0, 1]");
+  }
+  if (node.has("injection_contention")) network.injection_contention = node.at("injection_contention").as_bool();
   network.fat_tree = node.string_or("fat_tree", "");
   network.torus = node.string_or("torus", "");
   network.dragonfly = node.string_or("dragonfly", "");
@@ -321,7 +365,7 @@ void parse_network(const JsonNode& node, NetworkSpec& network) {
 
 Platform parse_platform(const nlohmann::json& document, const std::string& file) {
   const JsonNode root(document, file);
-  root.check_keys({"name", "source", "nodes", "network", "comm_compute_slowdown", "calibration"});
+  root.check_keys({"name", "source", "nodes", "network", "comm_compute_slowdown", "iteration_overhead", "calibration"});
   Platform platform;
   platform.name = root.at("name").as_string();
   platform.source = root.string_or("source", "");
@@ -329,6 +373,8 @@ Platform parse_platform(const nlohmann::json& document, const std::string& file)
   parse_network(root.at("network"), platform.network);
   if (root.has("comm_compute_slowdown"))
     platform.comm_compute_slowdown = root.at("comm_compute_slowdown").as_number_in(0, 100);
+  if (root.has("iteration_overhead"))
+    platform.iteration_overhead_s = root.at("iteration_overhead").as_quantity(Unit::time_s, true);
   if (root.has("calibration")) {
     const JsonNode calibration = root.at("calibration");
     calibration.check_keys({"op_seconds", "gemm_flops", "notes"});
@@ -400,11 +446,25 @@ nlohmann::json to_json(const Platform& platform) {
   if (!platform.network.fat_tree.empty()) network["fat_tree"] = platform.network.fat_tree;
   if (!platform.network.torus.empty()) network["torus"] = platform.network.torus;
   if (!platform.network.dragonfly.empty()) network["dragonfly"] = platform.network.dragonfly;
+  if (!platform.network.message_factors.empty()) {
+    network["message_factors"] = nlohmann::json::array();
+    for (const MessageFactor& piece : platform.network.message_factors)
+      network["message_factors"].push_back({{"from", fmt::format("{}B", piece.from_bytes)},
+                                            {"latency", piece.latency_factor},
+                                            {"bandwidth", piece.bandwidth_factor}});
+  }
+  if (platform.network.reduction_rate_Bps > 0)
+    network["reduction_rate"] = fmt::format("{}Bps", platform.network.reduction_rate_Bps);
+  if (platform.network.busy_bandwidth_fraction != 1)
+    network["busy_bandwidth_fraction"] = platform.network.busy_bandwidth_fraction;
+  if (platform.network.injection_contention) network["injection_contention"] = true;
+  if (platform.nodes.call_overhead_s > 0) nodes["call_overhead"] = fmt::format("{}s", platform.nodes.call_overhead_s);
   nlohmann::json document = {{"name", platform.name},
                              {"source", platform.source},
                              {"nodes", nodes},
                              {"network", network},
                              {"comm_compute_slowdown", platform.comm_compute_slowdown}};
+  if (platform.iteration_overhead_s > 0) document["iteration_overhead"] = fmt::format("{}s", platform.iteration_overhead_s);
   if (!platform.measured_op_s.empty() || !platform.measured_gemm_flops.empty())
     document["calibration"] = {{"op_seconds", platform.measured_op_s}, {"gemm_flops", platform.measured_gemm_flops}};
   return document;

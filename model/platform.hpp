@@ -72,6 +72,18 @@ struct NodeSpec : Processor {
   double speed_max = std::numeric_limits<double>::infinity();
   /** empty = every node is the one above; else their counts sum to `count` */
   std::vector<NodeKind> kinds;
+  /** seconds every compute op priced by the roofline pays on top of it (library call, thread
+   *  fork/join, packing); calibrated or measured rates already include it. JSON `call_overhead`. */
+  double call_overhead_s = 0;
+};
+
+/** One piece of a size-dependent message model, like SMPI's calibrated `lat-factor` and
+ *  `bw-factor`: a message of n >= from_bytes bytes (up to the next piece's from_bytes) takes
+ *  latency·latency_factor + n / (bandwidth·bandwidth_factor) seconds. */
+struct MessageFactor {
+  double from_bytes = 0;
+  double latency_factor = 1;
+  double bandwidth_factor = 1;
 };
 
 struct NetworkSpec {
@@ -89,8 +101,25 @@ struct NetworkSpec {
   std::string fat_tree;    ///< e.g. "2;16,8;1,4;1,1" (levels;down;up;parallel links)
   std::string torus;       ///< e.g. "4,4,8"
   std::string dragonfly;   ///< e.g. "3,4;4,3;5,1;2"
+  /** Sorted by from_bytes, the first at 0; empty = factors of 1 (pure α-β). */
+  std::vector<MessageFactor> message_factors;
+  /** Bytes per second a rank adds when a collective step reduces what it received
+   *  (allreduce, reduce_scatter, reduce); 0 = the arithmetic is free. */
+  double reduction_rate_Bps = 0;
+  /** Fraction of its bandwidth a collective gets while one of its members computes: a
+   *  polling executor advances posted collectives only at its poll points (1 = progress at
+   *  full speed, as with a communication thread; see comm_compute_slowdown for its cost). */
+  double busy_bandwidth_fraction = 1;
+  /** Concurrent collectives of a rank (collective_concurrency > 1) share its injection link:
+   *  each gets bandwidth / (collectives transferring) when it starts (analytic engine; the
+   *  SimGrid engine always shares links). */
+  bool injection_contention = false;
   /** Start-up cost of one point-to-point message: alpha = latency + overhead. */
   double alpha_s() const { return latency_s + overhead_s; }
+  /** The piece of message_factors for an `bytes`-byte message (factors of 1 when empty). */
+  MessageFactor message_factor(double bytes) const;
+  /** Seconds of one `bytes`-byte message: alpha·latency_factor + bytes/(bandwidth·bandwidth_factor). */
+  double message_time_s(double bytes) const;
 };
 
 /** The MPI executor trains FP32 and sends FP32: cnnpar-run and `cnnpar run` set a loaded
@@ -104,6 +133,9 @@ struct Platform {
   NetworkSpec network;
   /** compute runs this many times slower while the rank's communication progresses (0 = none) */
   double comm_compute_slowdown = 0;
+  /** seconds every rank spends at the start of each iteration outside the schedule's ops
+   *  (framework bookkeeping, data loading); JSON `iteration_overhead`. */
+  double iteration_overhead_s = 0;
   /** measured seconds per op label from `cnnpar calibrate`; overrides the roofline when present */
   std::map<std::string, double> measured_op_s;
   /** measured GEMM rate (FLOP/s) per shape string "gemm MxNxK" from calibration */
