@@ -217,13 +217,26 @@ CollectivePlan plan_collective(const Collective& c, Algorithm algorithm, int i) 
   return plan;
 }
 
-double steps_time_s(const CollectivePlan& plan, double alpha_s, double beta_Bps) {
+double step_time_s(const CollectiveStep& step, const NetworkSpec& network) {
+  const double sent = step.send_to >= 0 ? step.send_bytes : 0.0;
+  const double received = step.receive_from >= 0 ? step.receive_bytes : 0.0;
+  double seconds = network.message_time_s(std::max(sent, received));
+  if (step.reduce && network.reduction_rate_Bps > 0) seconds += received / network.reduction_rate_Bps;
+  return seconds;
+}
+
+double steps_time_s(const CollectivePlan& plan, const NetworkSpec& network) {
   double total_s = 0;
-  for (const CollectiveStep& s : plan.steps) {
-    const double bytes = std::max(s.send_to >= 0 ? s.send_bytes : 0.0, s.receive_from >= 0 ? s.receive_bytes : 0.0);
-    total_s += alpha_s + bytes / beta_Bps;
-  }
+  for (const CollectiveStep& step : plan.steps) total_s += step_time_s(step, network);
   return total_s;
+}
+
+double steps_time_s(const CollectivePlan& plan, double alpha_s, double beta_Bps) {
+  NetworkSpec network;
+  network.latency_s = alpha_s;
+  network.overhead_s = 0;
+  network.bandwidth_Bps = beta_Bps;
+  return steps_time_s(plan, network);
 }
 
 }  // namespace cnnpar

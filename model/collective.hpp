@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "model/partition.hpp"
+#include "model/platform.hpp"
 #include "model/schedule.hpp"
 
 namespace cnnpar {
@@ -79,9 +80,15 @@ CollectivePlan plan_collective(const Collective& collective, Algorithm algorithm
  *  otherwise (the other algorithms are symmetric). */
 int critical_member(const Collective& collective);
 
-/** Σ over the steps of `member` of α + max(send, receive bytes)/β: each round costs one
- *  start-up and its larger message on a full-duplex link. For the critical member this is
- *  the closed form of each algorithm (sim/analytic/collective_cost.hpp). */
+/** Seconds of one round: its larger message on a full-duplex link,
+ *  network.message_time_s(max(send, receive bytes)) (α·latency factor + n/(β·bandwidth
+ *  factor)), plus received bytes / network.reduction_rate when the round reduces. */
+double step_time_s(const CollectiveStep& step, const NetworkSpec& network);
+/** Σ of step_time_s over the steps of a member. With no message factors and free reductions
+ *  this is Σ α + max(send, receive bytes)/β, for the critical member the closed form of each
+ *  algorithm (sim/analytic/collective_cost.hpp). */
+double steps_time_s(const CollectivePlan& plan, const NetworkSpec& network);
+/** The pure α-β case of steps_time_s. */
 double steps_time_s(const CollectivePlan& plan, double alpha_s, double beta_Bps);
 
 /** Element range of `span` in a buffer of `elements` floats cut into `blocks` blocks. */

@@ -43,6 +43,9 @@ struct RankState {
   double last_update_s = 0;
   double rate = 1;           // progress per second (1 or 1/(1+slowdown))
   std::uint32_t version = 0;
+  bool overhead_due = true;  // iteration_overhead before the next op (program start, after a mark)
+  bool in_overhead = false;  // the timed interval in flight is that overhead, not an op
+  std::vector<int> in_progress;  // started, unended collectives (dynamic collective rates)
   // communication engine
   std::vector<int> queue;    // posted collective ids, posting order
   std::size_t queue_head = 0;
@@ -51,7 +54,12 @@ struct RankState {
 };
 
 struct CollState {
-  double duration_s = 0;
+  double duration_s = 0;     // at full speed, alone on its members' links
+  // dynamic rates (busy_bandwidth_fraction < 1 or injection contention): full-speed
+  // seconds left at last_update_s, progressing at `rate` per second
+  double remaining_s = 0, last_update_s = 0, rate = 1;
+  int busy_members = 0;      // members computing now
+  std::uint32_t version = 0;
   int joined = 0;
   double max_join_s = 0;
   double start_s = 0, end_s = 0;
@@ -72,6 +80,11 @@ class Replay {
     slowdown_ = std::max(0.0, platform.comm_compute_slowdown);
     run_ahead_ = mode == ReplayMode::automatic && slowdown_ == 0.0 && concurrency_ == 1;
     slow_rate_ = 1.0 / (1.0 + slowdown_);
+    busy_fraction_ = platform.network.busy_bandwidth_fraction;
+    contention_ = platform.network.injection_contention && concurrency_ > 1;
+    dynamic_rates_ = busy_fraction_ < 1.0 || contention_;
+    overhead_s_ = platform.iteration_overhead_s;
+    if (dynamic_rates_) run_ahead_ = false;
 
     ranks_.resize(std::size_t(ranks));
     colls_.resize(schedule.collectives.size());
@@ -118,6 +131,9 @@ class Replay {
         finish_compute(event.id, event.time_s);
         advance(event.id);
       } else {
+        const CollState& cs = colls_[std::size_t(event.id)];
+        if (cs.ended || (dynamic_rates_ && cs.version != event.version)) continue;  // stale
+        if (dynamic_rates_) colls_[std::size_t(event.id)].end_s = event.time_s;
         end_collective(event.id);
       }
     }
@@ -231,6 +247,18 @@ class Replay {
         return;
       }
       const Op& op = ops[rs.pc];
+      if (rs.overhead_due && op.kind != OpKind::mark) {
+        rs.overhead_due = false;
+        if (overhead_s_ > 0) {
+          if (run_ahead_) {
+            rs.clock_s += overhead_s_;
+          } else {
+            rs.in_overhead = true;
+            start_timed(r, overhead_s_);
+          }
+          continue;
+        }
+      }
       switch (op.kind) {
         case OpKind::compute: {
           const double duration_s = op_time_s(platform_, op, r);
@@ -242,12 +270,7 @@ class Replay {
             record.end_s = rs.clock_s;
             ++rs.pc;
           } else {
-            rs.status = Status::computing;
-            rs.remaining_s = duration_s;
-            rs.last_update_s = rs.clock_s;
-            rs.rate = current_rate(rs);
-            ++rs.version;
-            push(rs.clock_s + rs.remaining_s / rs.rate, r, rs.version, true);
+            start_timed(r, duration_s);
           }
           break;
         }
@@ -261,18 +284,77 @@ class Replay {
         case OpKind::mark:
           rt.marks.push_back(MarkRecord{op.iteration, rs.clock_s});
           ++rs.pc;
+          rs.overhead_due = true;
           break;
       }
     }
   }
 
+  // Rank r computes for `duration_s` full-speed seconds from its clock (time-ordered replay).
+  void start_timed(int r, double duration_s) {
+    RankState& rs = ranks_[std::size_t(r)];
+    rs.status = Status::computing;
+    rs.remaining_s = duration_s;
+    rs.last_update_s = rs.clock_s;
+    rs.rate = current_rate(rs);
+    ++rs.version;
+    push(rs.clock_s + rs.remaining_s / rs.rate, r, rs.version, true);
+    if (dynamic_rates_) change_busy(r, +1, rs.clock_s);
+  }
+
   void finish_compute(int r, double time_s) {
     RankState& rs = ranks_[std::size_t(r)];
     rs.clock_s = time_s;
-    trace_.ranks[std::size_t(r)].compute.back().end_s = time_s;
     rs.status = Status::ready;
     rs.remaining_s = 0;
+    if (dynamic_rates_) change_busy(r, -1, time_s);
+    if (rs.in_overhead) {
+      rs.in_overhead = false;
+      return;
+    }
+    trace_.ranks[std::size_t(r)].compute.back().end_s = time_s;
     ++rs.pc;
+  }
+
+  // ---- dynamic collective rates (busy_bandwidth_fraction, injection contention) ----
+
+  // Rate of in-progress collective c: busy_bandwidth_fraction while a member computes, divided
+  // by the most collectives any member is transferring at once when they share its link.
+  double collective_rate(int c) const {
+    const CollState& cs = colls_[std::size_t(c)];
+    double rate = cs.busy_members > 0 ? busy_fraction_ : 1.0;
+    if (contention_) {
+      std::size_t sharing = 1;
+      for (int m : members(c)) sharing = std::max(sharing, ranks_[std::size_t(m)].in_progress.size());
+      rate /= double(sharing);
+    }
+    return rate;
+  }
+
+  void update_collective_rate(int c, double time_s) {
+    CollState& cs = colls_[std::size_t(c)];
+    const double rate = collective_rate(c);
+    if (rate == cs.rate) return;
+    cs.remaining_s = std::max(0.0, cs.remaining_s - (time_s - cs.last_update_s) * cs.rate);
+    cs.last_update_s = time_s;
+    cs.rate = rate;
+    ++cs.version;
+    push(time_s + cs.remaining_s / cs.rate, c, cs.version, false);
+  }
+
+  void change_busy(int r, int delta, double time_s) {
+    for (int c : ranks_[std::size_t(r)].in_progress) {
+      colls_[std::size_t(c)].busy_members += delta;
+      update_collective_rate(c, time_s);
+    }
+  }
+
+  // The collectives sharing a link with c's members change speed when c starts or ends.
+  void update_neighbours(int c, double time_s) {
+    if (!contention_) return;
+    for (int m : members(c))
+      for (int other : ranks_[std::size_t(m)].in_progress)
+        if (other != c) update_collective_rate(other, time_s);
   }
 
   void check_collective_id(int r, int c) const {
@@ -325,7 +407,20 @@ class Replay {
     cs.end_s = cs.start_s + cs.duration_s;
     if (slowdown_ > 0)
       for (int m : members(c)) change_transferring(m, +1, cs.start_s);
-    push(cs.end_s, c, 0, false);
+    if (!dynamic_rates_) {
+      push(cs.end_s, c, 0, false);
+      return;
+    }
+    cs.remaining_s = cs.duration_s;
+    cs.last_update_s = cs.start_s;
+    cs.busy_members = 0;
+    for (int m : members(c)) {
+      ranks_[std::size_t(m)].in_progress.push_back(c);
+      cs.busy_members += ranks_[std::size_t(m)].status == Status::computing;
+    }
+    cs.rate = collective_rate(c);
+    push(cs.start_s + cs.remaining_s / cs.rate, c, cs.version, false);
+    update_neighbours(c, cs.start_s);
   }
 
   // Compute progresses at a new rate from time_s on (time-ordered replay only).
@@ -346,6 +441,13 @@ class Replay {
     CollState& cs = colls_[std::size_t(c)];
     cs.ended = true;
     const std::span<const int> group = members(c);
+    if (dynamic_rates_) {
+      for (int m : group) {
+        auto& list = ranks_[std::size_t(m)].in_progress;
+        list.erase(std::find(list.begin(), list.end(), c));
+      }
+      update_neighbours(c, cs.end_s);
+    }
     for (int m : group) {
       RankState& rs = ranks_[std::size_t(m)];
       record_of(m, c).comm_end_s = cs.end_s;
@@ -428,6 +530,10 @@ class Replay {
   int concurrency_ = 1;
   double slowdown_ = 0;
   double slow_rate_ = 1;
+  double busy_fraction_ = 1;
+  bool contention_ = false;
+  bool dynamic_rates_ = false;
+  double overhead_s_ = 0;  // platform.iteration_overhead_s
   bool run_ahead_ = false;
   std::vector<int> representatives_;   // one rank per class; empty = replay every rank
   std::vector<int> representative_of_;  // per rank: its class representative

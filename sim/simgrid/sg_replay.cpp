@@ -14,9 +14,12 @@
 #include <simgrid/s4u/ConditionVariable.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Exec.hpp>
+#include <simgrid/kernel/resource/NetworkModelIntf.hpp>
 #include <simgrid/s4u/Host.hpp>
+#include <simgrid/s4u/Link.hpp>
 #include <simgrid/s4u/Mailbox.hpp>
 #include <simgrid/s4u/Mutex.hpp>
+#include <simgrid/s4u/NetZone.hpp>
 #include <simgrid/s4u/Semaphore.hpp>
 
 #include "model/collective.hpp"
@@ -143,6 +146,10 @@ struct RankState {
   int transferring = 0;                    ///< collectives in progress (for the compute slow-down)
   sg4::ExecPtr background;                 ///< CPU share taken by communication while transferring
   bool finished = false;
+  /** The node's own links (up and down) with their nominal bandwidth: they run at
+   *  busy_bandwidth_fraction of it while the rank computes. */
+  std::vector<std::pair<sg4::Link*, double>> own_links;
+  bool busy = false;  ///< computing now (its own links slowed)
 };
 
 class Replay {
@@ -154,6 +161,9 @@ class Replay {
     for (const Collective& c : schedule.collectives) algorithms_.push_back(resolve_algorithm(c, platform));
     overhead_s_ = platform.network.overhead_s;
     slowdown_ = platform.comm_compute_slowdown;
+    iteration_overhead_s_ = platform.iteration_overhead_s;
+    busy_fraction_ = platform.network.busy_bandwidth_fraction;
+    if (busy_fraction_ < 1 && hosts.size() >= 2) find_own_links(hosts);
     for (std::size_t r = 0; r < hosts.size(); ++r) {
       RankState& st = states_[r];
       st.rank = int(r);
@@ -196,23 +206,73 @@ class Replay {
   }
 
  private:
+  /** Each rank's first link towards another rank and last link from one: its own up and
+   *  down links in every topology built here (one shared link in a star). */
+  void find_own_links(const std::vector<sg4::Host*>& hosts) {
+    for (std::size_t r = 0; r < hosts.size(); ++r) {
+      sg4::Host* other = hosts[(r + 1) % hosts.size()];
+      std::vector<sg4::Link*> up, down;
+      double latency_s = 0;
+      hosts[r]->route_to(other, up, &latency_s);
+      other->route_to(hosts[r], down, &latency_s);
+      auto& own = states_[r].own_links;
+      for (sg4::Link* link : {up.empty() ? nullptr : up.front(), down.empty() ? nullptr : down.back()})
+        if (link != nullptr && (own.empty() || own.front().first != link)) own.emplace_back(link, link->get_bandwidth());
+    }
+  }
+
+  /** A polling rank advances its collectives at busy_bandwidth_fraction while it computes. */
+  void set_busy(RankState& st, bool busy) {
+    st.busy = busy;
+    apply_links(st, busy);
+  }
+
+  void apply_links(const RankState& st, bool slowed) {
+    for (const auto& [link, nominal_Bps] : st.own_links) link->set_bandwidth(slowed ? nominal_Bps * busy_fraction_ : nominal_Bps);
+  }
+
+  /** Starts a message between ranks `a` and `b` with `start`. CM02 bounds a message's rate,
+   *  for good, by the slowest link of its route when it starts: it starts with their links at
+   *  nominal speed, then a busy rank's links slow down again and limit it through their shared
+   *  capacity, which follows the rank in and out of compute. */
+  template <typename Start>
+  sg4::CommPtr start_message(int a, int b, Start start) {
+    if (busy_fraction_ >= 1) return start();
+    for (int r : {a, b})
+      if (r >= 0 && states_[std::size_t(r)].busy) apply_links(states_[std::size_t(r)], false);
+    sg4::CommPtr comm = start();
+    for (int r : {a, b})
+      if (r >= 0 && states_[std::size_t(r)].busy) apply_links(states_[std::size_t(r)], true);
+    return comm;
+  }
+
+  /** `duration_s` of this rank's CPU: compute ops and the per-iteration overhead. */
+  void occupy_cpu(RankState& st, double duration_s, double host_speed) {
+    if (duration_s <= 0) return;
+    set_busy(st, true);
+    // With a slow-down, execute so the communication's background load shares the CPU.
+    if (slowdown_ > 0)
+      sg4::this_actor::execute(duration_s * host_speed);
+    else
+      sg4::this_actor::sleep_for(duration_s);
+    set_busy(st, false);
+  }
+
   void compute_actor(RankState& st) {
     const auto& ops = schedule_.programs[std::size_t(st.rank)].ops;
     std::size_t next_compute = 0, next_mark = 0;
     const double host_speed = st.host->get_speed();
+    bool overhead_due = true;  // iteration_overhead before the first op of each iteration
     for (const Op& op : ops) {
+      if (overhead_due && op.kind != OpKind::mark) {
+        overhead_due = false;
+        occupy_cpu(st, iteration_overhead_s_, host_speed);
+      }
       switch (op.kind) {
         case OpKind::compute: {
           ComputeRecord& record = st.trace->compute[next_compute++];
           record.start_s = sg4::Engine::get_clock();
-          const double duration_s = op_time_s(platform_, op, st.rank);
-          if (duration_s > 0) {
-            // With a slow-down, execute so the communication's background load shares the CPU.
-            if (slowdown_ > 0)
-              sg4::this_actor::execute(duration_s * host_speed);
-            else
-              sg4::this_actor::sleep_for(duration_s);
-          }
+          occupy_cpu(st, op_time_s(platform_, op, st.rank), host_speed);
           record.end_s = sg4::Engine::get_clock();
           break;
         }
@@ -245,6 +305,7 @@ class Replay {
         }
         case OpKind::mark:
           st.trace->marks[next_mark++].time_s = sg4::Engine::get_clock();
+          overhead_due = true;
           break;
       }
     }
@@ -272,7 +333,8 @@ class Replay {
   void receiver_actor(RankState& st) {
     sg4::Mailbox* box = inbox(st.rank);
     for (int i = 0; i < st.sends_expected; ++i) {
-      const int* payload = box->get<int>();
+      int* payload = nullptr;
+      start_message(st.rank, -1, [&] { return box->get_async<int>(&payload); })->wait();
       const auto found = st.record_of.find(*payload);
       CNNPAR_ASSERT(found != st.record_of.end(), "message for a send this rank never posts");
       st.arrived_s[std::size_t(found->second)] = sg4::Engine::get_clock();
@@ -294,22 +356,38 @@ class Replay {
     st.background = nullptr;
   }
 
-  /** Blocking send of `bytes` after the per-message overhead. */
-  void send(sg4::Mailbox* box, double bytes) {
-    if (overhead_s_ > 0) sg4::this_actor::sleep_for(overhead_s_);
-    box->put(&dummy_payload, message_size(bytes));
+  /** Per-message software overhead of a `bytes`-byte message: part of α, so it takes the
+   *  message's latency factor as SimGrid's callback does for the link latency. */
+  double message_overhead_s(double bytes) const {
+    return overhead_s_ * platform_.network.message_factor(bytes).latency_factor;
   }
 
-  static void receive(sg4::Mailbox* box) { box->get<char>(); }
+  /** The reduction arithmetic of `steps` rounds that add what they received (model/collective.hpp step_time_s). */
+  void reduce_received(const CollectiveStep& step, std::size_t steps) const {
+    if (!step.reduce || step.receive_from < 0 || platform_.network.reduction_rate_Bps <= 0) return;
+    sg4::this_actor::sleep_for(double(steps) * step.receive_bytes / platform_.network.reduction_rate_Bps);
+  }
+
+  /** Blocking send of `bytes` from rank `from` to rank `to` after the per-message overhead. */
+  void send(sg4::Mailbox* box, double bytes, int from, int to) {
+    if (overhead_s_ > 0) sg4::this_actor::sleep_for(message_overhead_s(bytes));
+    start_message(from, to, [&] { return box->put_async(&dummy_payload, message_size(bytes)); })->wait();
+  }
+
+  void receive(sg4::Mailbox* box, int from, int to) {
+    char* payload = nullptr;
+    start_message(from, to, [&] { return box->get_async<char>(&payload); })->wait();
+  }
 
   /** One step that sends and receives at once (ring, recursive doubling, pairwise exchange);
    *  it ends when both have. `extra_s` is start-up of further batched steps, paid with the
    *  overhead. (Detached sends would save a simcall, but SimGrid 3.32 keeps them in a
    *  per-actor list whose removal is linear: quadratic in the steps of a ring.) */
-  void send_receive(sg4::Mailbox* out, double bytes, sg4::Mailbox* in, double extra_s = 0) {
-    if (overhead_s_ + extra_s > 0) sg4::this_actor::sleep_for(overhead_s_ + extra_s);
-    sg4::CommPtr put = out->put_async(&dummy_payload, message_size(bytes));
-    in->get<char>();
+  void send_receive(sg4::Mailbox* out, double bytes, sg4::Mailbox* in, int me, int to, int from, double extra_s = 0) {
+    const double start_s = message_overhead_s(bytes) + extra_s;
+    if (start_s > 0) sg4::this_actor::sleep_for(start_s);
+    sg4::CommPtr put = start_message(me, to, [&] { return out->put_async(&dummy_payload, message_size(bytes)); });
+    receive(in, from, me);
     put->wait();
   }
 
@@ -334,13 +412,15 @@ class Replay {
     for (std::size_t k = 0; k < steps.size();) {
       const CollectiveStep& step = steps[k];
       if (step.send_to < 0) {
-        receive(pair_mailbox(id, c.group[std::size_t(step.receive_from)], me));
+        const int from = c.group[std::size_t(step.receive_from)];
+        receive(pair_mailbox(id, from, me), from, me);
+        reduce_received(step, 1);
         ++k;
         continue;
       }
       const int to = c.group[std::size_t(step.send_to)];
       if (step.receive_from < 0) {
-        send(pair_mailbox(id, me, to), step.send_bytes);
+        send(pair_mailbox(id, me, to), step.send_bytes, me, to);
         ++k;
         continue;
       }
@@ -357,8 +437,10 @@ class Replay {
         st.host->route_to(states_[std::size_t(to)].host, links, &route_latency_s);
         extra_s = double(g - 1) * (route_latency_s + overhead_s_);
       }
-      send_receive(pair_mailbox(id, me, to), double(g) * step.send_bytes,
-                   pair_mailbox(id, c.group[std::size_t(step.receive_from)], me), extra_s);
+      const int from = c.group[std::size_t(step.receive_from)];
+      send_receive(pair_mailbox(id, me, to), double(g) * step.send_bytes, pair_mailbox(id, from, me), me, to, from,
+                   extra_s);
+      reduce_received(step, g);
       k += g;
     }
   }
@@ -369,16 +451,20 @@ class Replay {
     CNNPAR_ASSERT(c.group.size() == 2, "send needs a group of two ranks");
     if (st.rank == c.root) {
       const int destination = c.group[0] == c.root ? c.group[1] : c.group[0];
-      if (overhead_s_ > 0) sg4::this_actor::sleep_for(overhead_s_);
-      inbox(destination)->put(const_cast<int*>(&c.id), message_size(c.bytes));
+      if (overhead_s_ > 0) sg4::this_actor::sleep_for(message_overhead_s(c.bytes));
+      start_message(st.rank, destination,
+                    [&] { return inbox(destination)->put_async(const_cast<int*>(&c.id), message_size(c.bytes)); })
+          ->wait();
       return;
     }
     std::unique_lock lock(*st.mutex);
     while (st.arrived_s[std::size_t(record_index)] < 0) st.changed->wait(lock);
   }
 
-  /** Ring steps per message for a ring of `steps` steps (SimgridOptions::ring_step_batch). */
+  /** Ring steps per message for a ring of `steps` steps (SimgridOptions::ring_step_batch).
+   *  Size-dependent message factors price each round's own size: no batching then. */
   int ring_batch(int steps) const {
+    if (!platform_.network.message_factors.empty()) return 1;
     if (ring_step_batch_ > 0) return ring_step_batch_;
     return std::max(1, (steps + kMessagesPerRing - 1) / kMessagesPerRing);
   }
@@ -391,6 +477,8 @@ class Replay {
   std::vector<Algorithm> algorithms_;  ///< resolved algorithm per collective id
   double overhead_s_ = 0;
   double slowdown_ = 0;
+  double iteration_overhead_s_ = 0;
+  double busy_fraction_ = 1;
 };
 
 }  // namespace
@@ -422,6 +510,19 @@ Trace simulate_here(const Schedule& schedule, const Platform& platform, const Si
   std::vector<sg4::Host*> hosts = options.platform_xml.empty() ? build_platform(platform, ranks)
                                                                 : load_platform_xml(options.platform_xml, ranks);
   if (on_platform_ready) on_platform_ready();
+  // SimGrid's own message-size factors (what SMPI's calibrated lat-factor/bw-factor feed).
+  if (!platform.network.message_factors.empty()) {
+    const NetworkSpec network = platform.network;
+    auto* model = engine.get_netzone_root()->get_network_model();
+    model->set_lat_factor_cb([network](double size, const sg4::Host*, const sg4::Host*, const std::vector<sg4::Link*>&,
+                                       const std::unordered_set<sg4::NetZone*>&) {
+      return network.message_factor(size).latency_factor;
+    });
+    model->set_bw_factor_cb([network](double size, const sg4::Host*, const sg4::Host*, const std::vector<sg4::Link*>&,
+                                      const std::unordered_set<sg4::NetZone*>&) {
+      return network.message_factor(size).bandwidth_factor;
+    });
+  }
 
   Trace trace = trace_skeleton(schedule, platform);
   Replay replay(schedule, platform, options.ring_step_batch, std::move(hosts), trace);

@@ -345,3 +345,50 @@ TEST_CASE("network.element_bytes: 4 by default, 8 for the Marques platforms, rou
   text["network"]["element_bytes"] = "8B";
   CHECK_THROWS_AS(parse_platform(text, "p.json"), InputError);
 }
+
+TEST_CASE("mechanism parameters parse, round-trip and price a message") {
+  nlohmann::json document = minimal_platform();
+  document["network"]["message_factors"] = {{{"from", "0B"}, {"latency", 1.0}, {"bandwidth", 1.0}},
+                                            {{"from", "64KiB"}, {"latency", 3.0}, {"bandwidth", 0.5}}};
+  document["network"]["reduction_rate"] = "2GBps";
+  document["network"]["busy_bandwidth_fraction"] = 0.25;
+  document["network"]["injection_contention"] = true;
+  document["nodes"]["call_overhead"] = "5us";
+  document["iteration_overhead"] = "2ms";
+  const Platform platform = parse_platform(document, "p.json");
+  const NetworkSpec& net = platform.network;
+  // A 65536-byte message is in the second piece: α·3 + 65536 / (β·0.5).
+  const double alpha_s = net.alpha_s(), beta_Bps = net.bandwidth_Bps;
+  CHECK(net.message_time_s(65536) == Approx(3 * alpha_s + 65536 / (0.5 * beta_Bps)).epsilon(1e-12));
+  CHECK(net.message_time_s(65535) == Approx(alpha_s + 65535 / beta_Bps).epsilon(1e-12));
+  CHECK(net.reduction_rate_Bps == Approx(2e9));
+  CHECK(platform.nodes.call_overhead_s == Approx(5e-6));
+  CHECK(platform.iteration_overhead_s == Approx(2e-3));
+  const Platform again = parse_platform(to_json(platform), "again.json");
+  REQUIRE(again.network.message_factors.size() == 2);
+  CHECK(again.network.message_factors[1].from_bytes == Approx(65536));
+  CHECK(again.network.message_factors[1].latency_factor == Approx(3.0));
+  CHECK(again.network.busy_bandwidth_fraction == Approx(0.25));
+  CHECK(again.network.injection_contention);
+  CHECK(again.network.reduction_rate_Bps == Approx(2e9));
+  CHECK(again.nodes.call_overhead_s == Approx(5e-6));
+  CHECK(again.iteration_overhead_s == Approx(2e-3));
+}
+
+TEST_CASE("bad mechanism parameters name the file, the JSON path and the value") {
+  nlohmann::json unsorted = minimal_platform();
+  unsorted["network"]["message_factors"] = {{{"from", "0B"}}, {{"from", "1MiB"}}, {{"from", "1KiB"}}};
+  expect_error(unsorted, "/network/message_factors/2/from", "1KiB");
+  nlohmann::json late_start = minimal_platform();
+  late_start["network"]["message_factors"] = {{{"from", "1KiB"}, {"bandwidth", 0.9}}};
+  expect_error(late_start, "/network/message_factors/0/from", "1KiB");
+  nlohmann::json zero_factor = minimal_platform();
+  zero_factor["network"]["message_factors"] = {{{"from", "0B"}, {"bandwidth", 0}}};
+  expect_error(zero_factor, "/network/message_factors/0/bandwidth", "0");
+  nlohmann::json fraction = minimal_platform();
+  fraction["network"]["busy_bandwidth_fraction"] = 1.5;
+  expect_error(fraction, "/network/busy_bandwidth_fraction", "1.5");
+  nlohmann::json overhead = minimal_platform();
+  overhead["iteration_overhead"] = "-1s";
+  expect_error(overhead, "/iteration_overhead", "-1s");
+}
