@@ -14,9 +14,15 @@ double op_time_s(const Platform& platform, const Op& op, int rank) {
     if (found != platform.measured_gemm_flops.end() && found->second > 0)
       return op.flops / (found->second * platform.speed_factor(rank));
   }
-  if (!on_device)
-    return platform.kernel_time_s(op.kernel, op.flops, op.bytes, rank) +
-           platform.nodes.call_overhead_s / platform.speed_factor(rank);
+  if (!on_device) {
+    double seconds = platform.kernel_time_s(op.kernel, op.flops, op.bytes, rank);
+    // A loop over images keeps only min(images, cores) cores busy.
+    if (platform.nodes.image_parallel_kernels && op.kernel != KernelClass::gemm && op.kernel != KernelClass::update &&
+        op.batch > 0 &&
+        op.batch < platform.nodes.cores)
+      seconds *= double(platform.nodes.cores) / double(op.batch);
+    return seconds + platform.nodes.call_overhead_s / platform.speed_factor(rank);
+  }
   // A GEMM moves A (m×k), B (k×n) and C (m×n) in FP32 between host and device; any other
   // device op moves the bytes it touches.
   const GemmShape& g = op.gemm;

@@ -39,6 +39,7 @@ nlohmann::json typed_value(const std::string& text, const nlohmann::json* existi
     nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
     if (!parsed.is_discarded()) return parsed;
   }
+  if (text == "true" || text == "false") return text == "true";
   const nlohmann::json number = nlohmann::json::parse(text, nullptr, false);
   return number.is_number() ? number : nlohmann::json(text);
 }

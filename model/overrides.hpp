@@ -31,8 +31,8 @@ bool is_strategy_option(const std::string& path);
 
 /** The platform document with the platform paths of `overrides` applied, then parsed.
  *  Each value keeps the JSON type of the field it replaces (a number for numbers, a unit
- *  string for quantities); a new field takes a number when the text is one, JSON for "[...]"
- *  and "{...}", else a string.
+ *  string for quantities); a new field takes a number when the text is one, a boolean for true/false, JSON
+ *  for "[...]" and "{...}", else a string.
  *  @throws InputError(origin, flag, "PATH=VALUE", reason) for a path the platform does not
  *  have, a value of the wrong type or unit, or a value out of range (the reason names the
  *  platform file's own complaint). */

@@ -257,7 +257,8 @@ double speed_bound(const JsonNode& value) {
 
 void parse_nodes(const JsonNode& node, NodeSpec& nodes) {
   node.check_keys({"count", "cores", "peak", "memory_bandwidth", "efficiency", "default_efficiency",
-                   "speed_factors", "speed_stddev", "speed_seed", "speed_min", "speed_max", "kinds", "call_overhead"});
+                   "speed_factors", "speed_stddev", "speed_seed", "speed_min", "speed_max", "kinds", "call_overhead",
+                   "image_parallel_kernels"});
   nodes.count = int(node.at("count").as_int_in(1, limits::kMaxPlatformNodes));
   nodes.cores = int(node.has("cores") ? node.at("cores").as_int_in(1, limits::kMaxDimension) : 1);
   parse_processor(node, nodes, true);
@@ -283,6 +284,7 @@ void parse_nodes(const JsonNode& node, NodeSpec& nodes) {
   }
   if (node.has("kinds")) parse_kinds(node.at("kinds"), nodes);
   if (node.has("call_overhead")) nodes.call_overhead_s = node.at("call_overhead").as_quantity(Unit::time_s, true);
+  if (node.has("image_parallel_kernels")) nodes.image_parallel_kernels = node.at("image_parallel_kernels").as_bool();
 }
 
 double message_factor_value(const JsonNode& value) {
@@ -459,6 +461,7 @@ nlohmann::json to_json(const Platform& platform) {
     network["busy_bandwidth_fraction"] = platform.network.busy_bandwidth_fraction;
   if (platform.network.injection_contention) network["injection_contention"] = true;
   if (platform.nodes.call_overhead_s > 0) nodes["call_overhead"] = fmt::format("{}s", platform.nodes.call_overhead_s);
+  if (platform.nodes.image_parallel_kernels) nodes["image_parallel_kernels"] = true;
   nlohmann::json document = {{"name", platform.name},
                              {"source", platform.source},
                              {"nodes", nodes},

@@ -75,6 +75,11 @@ struct NodeSpec : Processor {
   /** seconds every compute op priced by the roofline pays on top of it (library call, thread
    *  fork/join, packing); calibrated or measured rates already include it. JSON `call_overhead`. */
   double call_overhead_s = 0;
+  /** The node's software runs the non-GEMM kernels (im2col, col2im, pooling, element-wise;
+   *  not the update, a loop over parameters) as a loop over the op's images, one core each (Lee et al.: "non-kernel loops are
+   *  parallelized using OpenMP"): an op of b < cores images gets b/cores of the node.
+   *  JSON `image_parallel_kernels`. */
+  bool image_parallel_kernels = false;
 };
 
 /** One piece of a size-dependent message model, like SMPI's calibrated `lat-factor` and

@@ -392,3 +392,22 @@ TEST_CASE("bad mechanism parameters name the file, the JSON path and the value")
   overhead["iteration_overhead"] = "-1s";
   expect_error(overhead, "/iteration_overhead", "-1s");
 }
+
+TEST_CASE("image-parallel kernels keep min(images, cores) cores busy") {
+  // im2col of 2 images touching 1e9 B at 1e11 B/s: roofline 0.01 s. On 32 cores looping over
+  // images, 2 cores work: 0.01 · 32/2 = 0.16 s. GEMMs and updates are not image loops; 64
+  // images use every core.
+  Platform platform = parse_platform(minimal_platform(), "p.json");
+  platform.nodes.cores = 32;
+  platform.nodes.memory_bandwidth_Bps = 1e11;
+  const Op im2col = Op::compute_op("conv1.im2col", 0, Phase::forward, KernelClass::im2col, 0, 1e9, 2);
+  const Op update = Op::compute_op("conv1.upd", 0, Phase::update, KernelClass::update, 0, 1e9, 2);
+  const Op wide = Op::compute_op("conv1.im2col", 0, Phase::forward, KernelClass::im2col, 0, 1e9, 64);
+  CHECK(op_time_s(platform, im2col, 0) == Approx(0.01).epsilon(1e-12));
+  platform.nodes.image_parallel_kernels = true;
+  CHECK(op_time_s(platform, im2col, 0) == Approx(0.16).epsilon(1e-12));
+  CHECK(op_time_s(platform, update, 0) == Approx(0.01).epsilon(1e-12));
+  CHECK(op_time_s(platform, wide, 0) == Approx(0.01).epsilon(1e-12));
+  platform.nodes.call_overhead_s = 1e-3;  // added once per op
+  CHECK(op_time_s(platform, wide, 0) == Approx(0.011).epsilon(1e-12));
+}
