@@ -241,7 +241,7 @@ TEST_CASE("the fit fails as it should: too few iterations, no observation depend
   CHECK_FALSE(leave_one_out(s.predict(), s.observations.observed(), s.free, {0.5}).skipped.empty());
 }
 
-TEST_CASE("--only keeps the published numbers it names", "[fit]") {
+TEST_CASE("the --only filter keeps the published numbers it names", "[fit]") {
   const ObservationFilter filter = parse_observation_filter({"nodes=128", "series=DP,lee k=9 f=2"});
   CHECK(filter.keeps("DP", "speedup", 128));
   CHECK_FALSE(filter.keeps("DP", "speedup", 64));
