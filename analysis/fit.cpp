@@ -506,7 +506,8 @@ FitResult fit_parameters(const PredictFunction& predict, const std::vector<doubl
     // already the minimum (an exact start, or a leave-one-out refit from the full fit).
     result.stop_reason = "start already optimal";
   } else if (status == GSL_EMAXITER) {
-    throw FitNotConverged(fmt::format("the fit did not converge in {} iterations (--max-iterations)", options.max_iterations));
+    throw FitNotConverged(fmt::format("the fit did not converge within {} iteration{} (--max-iterations)",
+                                      options.max_iterations, options.max_iterations == 1 ? "" : "s"));
   } else {
     throw FitNotConverged(fmt::format("the fit did not converge: GSL stopped after {} iterations: {}", result.iterations,
                                       gsl_strerror(info == GSL_ENOPROG ? GSL_ENOPROG : status)));
@@ -546,7 +547,7 @@ double mean_abs_error_percent(const std::vector<double>& predicted, const std::v
 
 LeaveOneOut leave_one_out(const PredictFunction& predict, const std::vector<double>& observed,
                           const std::vector<FreeParameter>& free, const std::vector<double>& fitted,
-                          const FitOptions& options) {
+                          const FitOptions& options, const SweepProgress& progress) {
   LeaveOneOut out;
   if (observed.size() <= free.size()) {
     out.skipped = fmt::format("{} observations for {} free parameters: leaving one out leaves fewer observations than "
@@ -574,6 +575,7 @@ LeaveOneOut leave_one_out(const PredictFunction& predict, const std::vector<doub
       row.failure = e.reason();
     }
     out.rows.push_back(row);
+    if (progress) progress(int(i + 1), int(observed.size()));
   }
   out.mean_abs_error_percent = counted > 0 ? 100 * sum / counted : 0;
   return out;

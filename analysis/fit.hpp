@@ -170,7 +170,7 @@ FitResult fit_parameters(const PredictFunction& predict, const std::vector<doubl
                          const FitOptions& options = {}, const std::vector<std::size_t>& included = {});
 
 /** Leave-one-out cross-validation: for each observation, the fit without it (from `fitted`)
- *  and its prediction there. */
+ *  and its prediction there; `progress` is told of each refit. */
 struct LeaveOneOut {
   std::string skipped;  ///< why it was not run ("" when it was): observations <= free parameters
   struct Row {
@@ -184,7 +184,7 @@ struct LeaveOneOut {
 };
 LeaveOneOut leave_one_out(const PredictFunction& predict, const std::vector<double>& observed,
                           const std::vector<FreeParameter>& free, const std::vector<double>& fitted,
-                          const FitOptions& options = {});
+                          const FitOptions& options = {}, const SweepProgress& progress = {});
 
 /** Another study predicted with the fitted values and with the start values. */
 struct HeldOut {

@@ -71,6 +71,17 @@ struct Setup {
   }
 };
 
+// `s` on the comm-only platform, observing dp's published iteration times `iteration_s_at`
+// (node count -> seconds) of the one-fc network; returns how many observations it has.
+std::size_t observe_comm_only(const TempDir& dir, Setup& s, const nlohmann::json& nodes, const nlohmann::json& iteration_s_at) {
+  s.platform = kCommOnly;
+  s.platform_file = dir.write("comm-only.json", kCommOnly);
+  const nlohmann::json series = {{{"label", "dp"}, {"strategy", "dp"}, {"paper", {{"iteration_s_at", iteration_s_at}}}}};
+  const nlohmann::json study = study_of(dir.write("one-fc.json", kOneFc), nodes, series);
+  const std::string file = dir.write("study.json", study);
+  return s.observations.add_study(parse_study(study, file), file);
+}
+
 }  // namespace
 
 TEST_CASE("free parameters: present, defaulted, started by hand, refused", "[fit]") {
@@ -113,13 +124,8 @@ TEST_CASE("free parameters: present, defaulted, started by hand, refused", "[fit
 TEST_CASE("closed form: dp on 2 ranks, one free bandwidth", "[fit]") {
   TempDir dir;
   Setup s;
-  s.platform = kCommOnly;
-  s.platform_file = dir.write("comm-only.json", kCommOnly);
-  const std::string network = dir.write("one-fc.json", kOneFc);
   // T(P=2) = 2(2−1)/2 · n/β = n/β, so β = n / T = 2600 B / 5.2 µs = 5e8 B/s.
-  const nlohmann::json series = {{{"label", "dp"}, {"strategy", "dp"}, {"paper", {{"iteration_s_at", {{"2", 5.2e-6}}}}}}};
-  const std::string file = dir.write("study.json", study_of(network, {2}, series));
-  REQUIRE(s.observations.add_study(parse_study(study_of(network, {2}, series), file), file) == 1);
+  REQUIRE(observe_comm_only(dir, s, {2}, {{"2", 5.2e-6}}) == 1);
   s.free = {resolve_free_parameter(s.platform, s.platform_file, "network.bandwidth")};
   CHECK(s.free[0].start == Approx(1.25e9));  // starts at 10 Gbit/s, 2.5 times the answer
   const FitResult fit = fit_parameters(s.predict(), s.observations.observed(), s.free, {s.free[0].start});
@@ -132,9 +138,6 @@ TEST_CASE("closed form: dp on 2 ranks, one free bandwidth", "[fit]") {
 TEST_CASE("closed form with a residual: β and its 1σ from two node counts", "[fit]") {
   TempDir dir;
   Setup s;
-  s.platform = kCommOnly;
-  s.platform_file = dir.write("comm-only.json", kCommOnly);
-  const std::string network = dir.write("one-fc.json", kOneFc);
   // Observed T(2) = 5.2 µs and T(4) = 7.0 µs; the model is T(P) = c_P/β with c_2 = n = 2600 B and
   // c_4 = 2·3/4·n = 3900 B. With x = ln β and a_P = c_P/T(P), r_P = a_P e^−x − 1, whose least
   // squares has e^−x = Σa / Σa², and σ_x² = s² / Σ(a e^−x)², s² = Σr² / (2 − 1); σ_β = β σ_x.
@@ -143,11 +146,7 @@ TEST_CASE("closed form with a residual: β and its 1σ from two node counts", "[
   const double beta = 1 / inverse;
   const double r2 = a2 * inverse - 1, r4 = a4 * inverse - 1;
   const double sigma_beta = beta * std::sqrt((r2 * r2 + r4 * r4) / ((a2 * inverse) * (a2 * inverse) + (a4 * inverse) * (a4 * inverse)));
-  const nlohmann::json series = {{{"label", "dp"}, {"strategy", "dp"},
-                                  {"paper", {{"iteration_s_at", {{"2", 5.2e-6}, {"4", 7.0e-6}}}}}}};
-  const nlohmann::json study = study_of(network, {1, 2, 4}, series);
-  const std::string file = dir.write("study.json", study);
-  REQUIRE(s.observations.add_study(parse_study(study, file), file) == 2);
+  REQUIRE(observe_comm_only(dir, s, {1, 2, 4}, {{"2", 5.2e-6}, {"4", 7.0e-6}}) == 2);
   s.free = {resolve_free_parameter(s.platform, s.platform_file, "network.bandwidth")};
   const FitResult fit = fit_parameters(s.predict(), s.observations.observed(), s.free, {s.free[0].start});
   CHECK(fit.values[0] == Approx(beta).epsilon(1e-6));
@@ -223,12 +222,7 @@ TEST_CASE("the fit recovers a known platform from its own predictions, and leave
 TEST_CASE("the fit fails as it should: too few iterations, no observation depends on a parameter", "[fit]") {
   TempDir dir;
   Setup s;
-  s.platform = kCommOnly;
-  s.platform_file = dir.write("comm-only.json", kCommOnly);
-  const std::string network = dir.write("one-fc.json", kOneFc);
-  const nlohmann::json series = {{{"label", "dp"}, {"strategy", "dp"}, {"paper", {{"iteration_s_at", {{"2", 5.2e-6}}}}}}};
-  const nlohmann::json study = study_of(network, {2}, series);
-  s.observations.add_study(parse_study(study, "study.json"), "study.json");
+  REQUIRE(observe_comm_only(dir, s, {2}, {{"2", 5.2e-6}}) == 1);
   s.free = {resolve_free_parameter(s.platform, s.platform_file, "network.bandwidth=1Tbps")};
   FitOptions options;
   options.max_iterations = 1;
