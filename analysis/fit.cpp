@@ -189,8 +189,9 @@ Platform platform_with_values(const nlohmann::json& document, const std::string&
 std::string Observation::label() const {
   if (quantity == "max_speedup") return series + ": maximum speedup";
   const std::string what = quantity == "speedup" ? "speedup" : "iteration time";
-  if (series.empty()) return fmt::format("{} at {} nodes (mean of {} measured)", what, nodes, measured_iterations);
-  return fmt::format("{}: {} at {} nodes", series, what, nodes);
+  const std::string at = fmt::format("{} at {} node{}", what, nodes, nodes == 1 ? "" : "s");
+  if (series.empty()) return fmt::format("{} (mean of {} measured)", at, measured_iterations);
+  return fmt::format("{}: {}", series, at);
 }
 
 bool ObservationFilter::keeps(const std::string& series_label, const std::string& quantity, int at_nodes) const {
@@ -400,7 +401,15 @@ struct Problem {
   const std::vector<std::size_t>* included;
   const std::vector<FreeParameter>* free;
   std::exception_ptr error;  // an exception of `predict`, carried across GSL's C frames
+  bool started = false;      // the start values were evaluated (and accepted)
+  std::string out_of_range;  // the platform's last refusal of a trial step
+  int refused = 0;           // trial steps the platform refused
 };
+
+// The residual of a trial step whose values the platform refuses (an efficiency below 1e-6, a
+// time beyond 1e9 s): far above any real relative error, so the trust region rejects the step
+// and shrinks, as for any step that makes the fit worse. Accepted points are always valid.
+constexpr double kRefusedResidual = 1e6;
 
 std::vector<double> values_at(const std::vector<FreeParameter>& free, const gsl_vector* x) {
   std::vector<double> values;
@@ -417,6 +426,15 @@ int relative_residuals(const gsl_vector* x, void* data, gsl_vector* f) {
       const std::size_t i = (*problem.included)[k];
       gsl_vector_set(f, k, predicted[i] / (*problem.observed)[i] - 1);
     }
+    return GSL_SUCCESS;
+  } catch (const InputError& e) {
+    if (!problem.started) {  // at the start values: bad input, reported as such
+      problem.error = std::current_exception();
+      return GSL_EBADFUNC;
+    }
+    problem.out_of_range = e.reason();
+    ++problem.refused;
+    gsl_vector_set_all(f, kRefusedResidual);
     return GSL_SUCCESS;
   } catch (...) {
     problem.error = std::current_exception();
@@ -457,7 +475,7 @@ FitResult fit_parameters(const PredictFunction& predict, const std::vector<doubl
   const std::size_t n = included.size(), p = free.size();
   CNNPAR_ASSERT(p > 0 && n >= p && start.size() == p, "a fit needs parameters and at least as many observations");
   const GslErrorsReturned gsl_errors;
-  Problem problem{&predict, &observed, &included, &free, nullptr};
+  Problem problem{&predict, &observed, &included, &free, nullptr, false, {}, 0};
 
   gsl_multifit_nlinear_parameters parameters = gsl_multifit_nlinear_default_parameters();
   parameters.trs = gsl_multifit_nlinear_trs_lm;  // Levenberg–Marquardt; the Jacobian by forward differences
@@ -474,8 +492,16 @@ FitResult fit_parameters(const PredictFunction& predict, const std::vector<doubl
   fdf.p = p;
   fdf.params = &problem;
 
+  // The start values alone first: the platform's refusal of them is bad input. (The start's
+  // finite-difference Jacobian may step out of range like any trial step.)
+  {
+    const std::unique_ptr<gsl_vector, VectorDeleter> f0(gsl_vector_alloc(n));
+    relative_residuals(x0.get(), &problem, f0.get());
+    if (problem.error) std::rethrow_exception(problem.error);
+    problem.started = true;
+  }
   int status = gsl_multifit_nlinear_init(x0.get(), &fdf, workspace.get());
-  if (problem.error) std::rethrow_exception(problem.error);  // at the start values: bad input passes through
+  if (problem.error) rethrow_from_fit(problem.error);
   CNNPAR_ASSERT(status == GSL_SUCCESS, "GSL starts the fit");
   const gsl_matrix* J = gsl_multifit_nlinear_jac(workspace.get());
   double largest_column = 0;
@@ -505,14 +531,19 @@ FitResult fit_parameters(const PredictFunction& predict, const std::vector<doubl
     // No step lowered the cost on the first try and the gradient vanishes: the start is
     // already the minimum (an exact start, or a leave-one-out refit from the full fit).
     result.stop_reason = "start already optimal";
-  } else if (status == GSL_EMAXITER) {
-    throw FitNotConverged(fmt::format("the fit did not converge within {} iteration{} (--max-iterations)",
-                                      options.max_iterations, options.max_iterations == 1 ? "" : "s"));
   } else {
-    throw FitNotConverged(fmt::format("the fit did not converge: GSL stopped after {} iterations: {}", result.iterations,
-                                      gsl_strerror(info == GSL_ENOPROG ? GSL_ENOPROG : status)));
+    // The platform's last refusal of a step says where the fit was heading.
+    const std::string heading =
+        problem.out_of_range.empty() ? "" : fmt::format("; the last step it refused: {}", problem.out_of_range);
+    if (status == GSL_EMAXITER)
+      throw FitNotConverged(fmt::format("the fit did not converge within {} iteration{} (--max-iterations){}",
+                                        options.max_iterations, options.max_iterations == 1 ? "" : "s", heading));
+    throw FitNotConverged(fmt::format("the fit did not converge: GSL stopped after {} iterations: {}{}", result.iterations,
+                                      gsl_strerror(info == GSL_ENOPROG ? GSL_ENOPROG : status), heading));
   }
 
+  result.refused_steps = problem.refused;
+  result.last_refusal = problem.out_of_range;
   result.values = values_at(free, gsl_multifit_nlinear_position(workspace.get()));
   gsl_blas_ddot(f, f, &result.chi_square);
   result.dof = int(n) - int(p);
@@ -668,6 +699,8 @@ nlohmann::json to_json(const FitReport& report) {
           {"fit",
            {{"iterations", report.fit.iterations},
             {"stop_reason", report.fit.stop_reason},
+            {"refused_steps", report.fit.refused_steps},
+            {"last_refusal", report.fit.last_refusal},
             {"observations", report.observations.size()},
             {"free_parameters", report.free.size()},
             {"dof", report.fit.dof},
@@ -698,6 +731,11 @@ std::string format_fit_report(const FitReport& report) {
   }
   if (report.fit.dof == 0)
     text += "σ not estimable: as many observations as free parameters leave no residual to estimate it from\n";
+  if (report.fit.refused_steps > 0)
+    text += fmt::format("{} trial step{} left the platform's valid range and {} rejected (the last: {}); a value "
+                        "at the edge of its range means the model cannot reach the observations with it\n",
+                        report.fit.refused_steps, report.fit.refused_steps == 1 ? "" : "s",
+                        report.fit.refused_steps == 1 ? "was" : "were", report.fit.last_refusal);
   text += fmt::format("\n{:<52} {:>12} {:>12} {:>12} {:>9}\n", "observation", "observed", "start", "fitted", "error");
   std::string source;
   for (std::size_t i = 0; i < report.observations.size(); ++i) {

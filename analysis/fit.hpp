@@ -157,6 +157,8 @@ struct FitResult {
   std::vector<double> predicted;   ///< per observation (all of them), at `values`
   int iterations = 0;
   std::string stop_reason;  ///< "small step", "small gradient", "start already optimal"
+  int refused_steps = 0;     ///< trial steps whose values the platform refused (rejected like worse steps)
+  std::string last_refusal;  ///< the platform's reason for the last of them
   double chi_square = 0;    ///< Σ residual² over the fitted observations
   int dof = 0;              ///< fitted observations − free parameters
 };

@@ -227,6 +227,19 @@ TEST_CASE("the fit fails as it should: too few iterations, no observation depend
   FitOptions options;
   options.max_iterations = 1;
   CHECK_THROWS_AS(fit_parameters(s.predict(), s.observations.observed(), s.free, {s.free[0].start}, options), FitNotConverged);
+  // An observation beyond the platform's range: T = 2·latency + n/β = 1e10 s needs a latency
+  // of 5e9 s, past the 1e9 s a time may be. The steps there are refused, never taken.
+  Setup beyond;
+  REQUIRE(observe_comm_only(dir, beyond, {2}, {{"2", 1e10}}) == 1);
+  beyond.free = {resolve_free_parameter(beyond.platform, beyond.platform_file, "network.latency=1e8s")};
+  try {
+    const FitResult edge = fit_parameters(beyond.predict(), beyond.observations.observed(), beyond.free, {1e8});
+    CHECK(edge.refused_steps > 0);
+    CHECK(edge.last_refusal.find("network.latency") != std::string::npos);
+    CHECK(edge.values[0] <= 1e9);
+  } catch (const FitNotConverged& e) {
+    CHECK_THAT(e.what(), Catch::Contains("refused"));
+  }
   // The network has no LRN layer, so the LRN efficiency changes nothing.
   s.free = {resolve_free_parameter(s.platform, s.platform_file, "nodes.efficiency.lrn")};
   CHECK_THROWS_WITH(fit_parameters(s.predict(), s.observations.observed(), s.free, {s.free[0].start}),
