@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/fit.hpp"
+#include "analysis/metrics.hpp"
+#include "model/scenarios.hpp"
 #include "model/error.hpp"
 #include "model/study.hpp"
 #include "sim/analytic/analytic_engine.hpp"
@@ -262,4 +265,48 @@ TEST_CASE("the --only filter keeps the published numbers it names", "[fit]") {
   CHECK(observations.list()[0].observed == 19.92);
   CHECK(observations.list()[0].network == "vgg-a");
   CHECK(observations.list()[0].path == "/series/1/paper/speedup_at/128");
+}
+
+TEST_CASE("a trace's configuration is rebuilt from its metadata, slowed-down ranks and measured FP32 included", "[fit]") {
+  const Platform platform = parse_platform(kTruth, "truth.json");
+  // The "measurement": lee on LeNet-5 over 4 ranks, rank 2 three times as slow, FP32 messages
+  // as cnnpar-run sends them (the platform's element size is 4 already; a real trace says so).
+  StrategyOptions options;
+  options.name = "lee";
+  options.global_batch = 32;
+  options.ranks = 4;
+  options.iterations = 4;
+  options.warmup_iterations = 1;
+  options.recompute_columns = true;
+  options.set("k", 5).set("f", 1);
+  Platform slowed = platform;
+  slowed.slow_down(2, 3.0);
+  const Network network = load_network("lenet-5");
+  Trace trace = make_analytic_engine()->run(build_schedule(network, slowed, options), slowed);
+  trace.metadata["slowdown"] = {{"2", 3.0}};
+  trace.engine = "real";
+  const TraceMetrics metrics = compute_metrics(trace);
+  const double mean_s = std::accumulate(metrics.iteration_times_s.begin(), metrics.iteration_times_s.end(), 0.0) /
+                        double(metrics.iteration_times_s.size());
+
+  Observations observations(analytic_engines());
+  observations.add_trace(trace, "measured.json");
+  REQUIRE(observations.size() == 1);
+  const Observation& o = observations.list()[0];
+  CHECK(o.observed == mean_s);
+  CHECK(o.nodes == 4);
+  CHECK(o.measured_iterations == 3);
+  CHECK(o.network == "lenet-5");
+  // Predicted on the platform it was made on, the trace's own time comes back.
+  CHECK(observations.predict(platform)[0] == Approx(mean_s).epsilon(1e-12));
+  // Without the slowed rank the prediction would be faster: the slowdown is applied.
+  Trace unslowed = trace;
+  unslowed.metadata.erase("slowdown");
+  Observations plain(analytic_engines());
+  plain.add_trace(unslowed, "measured.json");
+  CHECK(plain.predict(platform)[0] < 0.99 * mean_s);
+  // A trace without measured iterations, or without its strategy, is refused.
+  Trace no_strategy = trace;
+  no_strategy.metadata.erase("strategy");
+  CHECK_THROWS_WITH(plain.add_trace(no_strategy, "measured.json"), Catch::Contains("/metadata/strategy"));
 }
