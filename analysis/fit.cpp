@@ -253,6 +253,9 @@ std::size_t Observations::add_study(const Study& study, const std::string& file,
       o.network = network;
       o.observed = value;
       o.path = fmt::format("/series/{}/paper/{}", i, where);
+      o.configuration = fmt::format("{} {} {}{} {} at {}", network, to_json(series.strategy).dump(),
+                                    series.weak_scaling ? "weak scaling " : "", quantity, series.strategy.global_batch,
+                                    quantity == "max_speedup" ? fmt::format("{}", fmt::join(study.nodes, ",")) : std::to_string(nodes));
       o.network_path = fmt::format("/series/{}/network", i);
       observations_.push_back(std::move(o));
     };
@@ -330,6 +333,8 @@ void Observations::add_trace(const Trace& trace, const std::string& file) {
   o.measured_iterations = int(metrics.iteration_times_s.size());
   o.path = "/ranks";
   o.network_path = "/metadata/network";
+  StrategyOptions run = options;
+  o.configuration = fmt::format("{} {} iteration_s {} at {}", o.network, to_json(run).dump(), options.global_batch, options.ranks);
   if (!(o.observed > 0)) throw InputError(file, "/ranks", fmt::format("{}", o.observed), "the measured iteration time is not positive");
   observations_.push_back(std::move(o));
   traces_.push_back(std::move(group));
@@ -612,6 +617,32 @@ LeaveOneOut leave_one_out(const PredictFunction& predict, const std::vector<doub
   return out;
 }
 
+HeldOut predict_held_out(const std::string& study, const Observations& held, const Platform& start, const Platform& fitted,
+                         const std::vector<Observation>& seen, bool same_platform) {
+  HeldOut out;
+  out.study = study;
+  out.platform = fitted.name;
+  out.observations = held.list();
+  out.start_predicted = held.predict(start);
+  out.predicted = held.predict(fitted);
+  const std::vector<double> observed = held.observed();
+  out.start_mean_abs_error_percent = mean_abs_error_percent(out.start_predicted, observed);
+  out.mean_abs_error_percent = mean_abs_error_percent(out.predicted, observed);
+  std::vector<double> unseen_predicted, unseen_observed;
+  for (std::size_t i = 0; i < out.observations.size(); ++i) {
+    const bool fitted_on = same_platform && std::any_of(seen.begin(), seen.end(), [&](const Observation& o) {
+                             return o.configuration == out.observations[i].configuration;
+                           });
+    out.fitted_on.push_back(fitted_on);
+    if (fitted_on) continue;
+    unseen_predicted.push_back(out.predicted[i]);
+    unseen_observed.push_back(observed[i]);
+  }
+  out.unseen = int(unseen_observed.size());
+  out.unseen_mean_abs_error_percent = mean_abs_error_percent(unseen_predicted, unseen_observed);
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Reports
 
@@ -681,13 +712,17 @@ nlohmann::json to_json(const FitReport& report) {
   nlohmann::json held = nlohmann::json::array();
   for (const HeldOut& h : report.held_out) {
     nlohmann::json rows = nlohmann::json::array();
-    for (std::size_t i = 0; i < h.observations.size(); ++i)
+    for (std::size_t i = 0; i < h.observations.size(); ++i) {
       rows.push_back(observation_json(h.observations[i], h.observations[i].observed, h.start_predicted[i], h.predicted[i]));
+      rows.back()["fitted_on"] = bool(h.fitted_on[i]);
+    }
     held.push_back({{"study", h.study},
                     {"platform", h.platform},
                     {"platform_note", h.platform_note},
                     {"start_mean_abs_error_percent", h.start_mean_abs_error_percent},
                     {"mean_abs_error_percent", h.mean_abs_error_percent},
+                    {"unseen", h.unseen},
+                    {"unseen_mean_abs_error_percent", h.unseen > 0 ? nlohmann::json(h.unseen_mean_abs_error_percent) : nlohmann::json(nullptr)},
                     {"observations", std::move(rows)}});
   }
   return {{"format", "cnnpar-fit-1"},
@@ -766,12 +801,16 @@ std::string format_fit_report(const FitReport& report) {
     text += fmt::format("\nheld out: {} on {} ({})\n", h.study, h.platform, h.platform_note);
     for (std::size_t i = 0; i < h.observations.size(); ++i) {
       const Observation& o = h.observations[i];
-      text += fmt::format("  {:<50} {:>12} {:>12} {:>12} {:>+8.2f}%\n", o.label(), format_observed(o, o.observed),
+      text += fmt::format("  {:<50} {:>12} {:>12} {:>12} {:>+8.2f}%{}\n", o.label(), format_observed(o, o.observed),
                           format_observed(o, h.start_predicted[i]), format_observed(o, h.predicted[i]),
-                          100 * (h.predicted[i] / o.observed - 1));
+                          100 * (h.predicted[i] / o.observed - 1), h.fitted_on[i] ? "  (fitted on: not held out)" : "");
     }
-    text += fmt::format("  mean |error|: {:.2f} % fitted, {:.2f} % at the start\n", h.mean_abs_error_percent,
+    text += fmt::format("  mean |error|: {:.2f} % fitted, {:.2f} % at the start", h.mean_abs_error_percent,
                         h.start_mean_abs_error_percent);
+    if (h.unseen < int(h.observations.size()))
+      text += h.unseen > 0 ? fmt::format("; {:.2f} % over the {} the fit did not see", h.unseen_mean_abs_error_percent, h.unseen)
+                           : std::string("; the fit saw every one of them");
+    text += "\n";
   }
   return text;
 }

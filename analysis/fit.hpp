@@ -79,6 +79,9 @@ struct Observation {
   int measured_iterations = 0;  ///< a trace's measured iterations (0 for published numbers)
   std::string path;          ///< JSON path of the value in `file` ("/series/1/paper/speedup_at/128")
   std::string network_path;  ///< JSON path that names its network ("/series/1/network", "/metadata/network")
+  /** What was run and measured: network, strategy options, batch, quantity and node count (the
+   *  node list for a maximum). Two studies that publish the same number share it. */
+  std::string configuration;
   /** "lee k=9 f=2: speedup at 128 nodes", "iteration time at 2 nodes (mean of 4 measured)". */
   std::string label() const;
 };
@@ -194,8 +197,18 @@ struct HeldOut {
   std::string platform_note;  ///< how the fitted values reached its platform
   std::vector<Observation> observations;
   std::vector<double> start_predicted, predicted;
-  double start_mean_abs_error_percent = 0, mean_abs_error_percent = 0;
+  /** Per observation: the fit saw the same configuration on the same platform (Lee's Figs. 10
+   *  and 11 publish Fig. 6's lee point again), so it is not held out. */
+  std::vector<bool> fitted_on;
+  double start_mean_abs_error_percent = 0, mean_abs_error_percent = 0;  ///< over all observations
+  int unseen = 0;                          ///< observations the fit did not see
+  double unseen_mean_abs_error_percent = 0;  ///< fitted, over those
 };
+
+/** `held` predicted on `start` and on `fitted`; `fitted_on` marks the configurations among
+ *  `seen` (the fit's observations) when `same_platform`. */
+HeldOut predict_held_out(const std::string& study, const Observations& held, const Platform& start, const Platform& fitted,
+                         const std::vector<Observation>& seen, bool same_platform);
 
 /** Everything `cnnpar fit` reports. */
 struct FitReport {

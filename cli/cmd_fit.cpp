@@ -190,8 +190,6 @@ int run_fit(const FitCommandOptions& o) {
   const Platform fitted = platform_with_values(platform.json, platform.origin, free, report.fit.values);
 
   for (HeldOutInput& input : held_inputs) {
-    HeldOut held;
-    held.study = input.loaded.study.name;
     const bool same_platform = input.platform.origin == platform.origin;
     // Another platform takes the fitted values of the free paths; everything else stays its own.
     const Platform held_start = same_platform ? start_platform
@@ -200,15 +198,10 @@ int run_fit(const FitCommandOptions& o) {
     const Platform held_fitted = same_platform ? fitted
                                                : platform_with_values(input.platform.json, input.platform.origin, free,
                                                                       report.fit.values, "command line", "--held-out");
-    held.platform = held_fitted.name;
-    held.platform_note = same_platform ? "the fitted platform" : "its own platform with the fitted values of the free paths";
-    held.observations = input.observations->list();
-    held.start_predicted = input.observations->predict(held_start);
-    held.predicted = input.observations->predict(held_fitted);
-    const std::vector<double> held_observed = input.observations->observed();
-    held.start_mean_abs_error_percent = mean_abs_error_percent(held.start_predicted, held_observed);
-    held.mean_abs_error_percent = mean_abs_error_percent(held.predicted, held_observed);
-    report.held_out.push_back(std::move(held));
+    report.held_out.push_back(predict_held_out(input.loaded.study.name, *input.observations, held_start, held_fitted,
+                                               report.observations, same_platform));
+    report.held_out.back().platform_note =
+        same_platform ? "the fitted platform" : "its own platform with the fitted values of the free paths";
   }
 
   OutputTransaction outputs;

@@ -310,3 +310,22 @@ TEST_CASE("a trace's configuration is rebuilt from its metadata, slowed-down ran
   no_strategy.metadata.erase("strategy");
   CHECK_THROWS_WITH(plain.add_trace(no_strategy, "measured.json"), Catch::Contains("/metadata/strategy"));
 }
+
+TEST_CASE("a held-out study's number that the fit saw is marked, not counted as held out", "[fit]") {
+  // Lee's Fig. 10 publishes Fig. 6's lee k=9 f=2 speedup at 128 nodes again.
+  Observations fig6(analytic_engines()), fig10(analytic_engines()), fig8(analytic_engines());
+  fig6.add_study(load_study("lee2017-fig6-vgg-a"), "fig6");
+  fig10.add_study(load_study("lee2017-fig10-f"), "fig10");
+  fig8.add_study(load_study("lee2017-fig8-batch"), "fig8");
+  const Platform cori = load_platform("cori-haswell");
+  const HeldOut again = predict_held_out("lee2017-fig10-f", fig10, cori, cori, fig6.list(), true);
+  REQUIRE(again.fitted_on.size() == 1);
+  CHECK(again.fitted_on[0]);
+  CHECK(again.unseen == 0);
+  // On another platform the same configuration is a different prediction: held out.
+  CHECK_FALSE(predict_held_out("lee2017-fig10-f", fig10, cori, cori, fig6.list(), false).fitted_on[0]);
+  // Fig. 8's maxima are other quantities (and batches): all held out.
+  const HeldOut batches = predict_held_out("lee2017-fig8-batch", fig8, cori, cori, fig6.list(), true);
+  CHECK(batches.unseen == 3);
+  CHECK(batches.unseen_mean_abs_error_percent == Approx(batches.mean_abs_error_percent));
+}
