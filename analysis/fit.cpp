@@ -117,11 +117,10 @@ bool is_fraction(const std::string& path) {
 }
 
 // The numeric value at `path` of `platform` (as parsed from `document`), its documented default
-// when absent; nullopt when the platform has no such field, with `found` telling a field that
-// is there but not numeric.
+// when absent; nullopt when the platform has no such field, or has it but not as a number, in
+// which case `not_numeric` is set to the field's JSON.
 std::optional<NumericValue> platform_value(const Platform& platform, const nlohmann::json& document,
-                                           const std::string& path, const nlohmann::json** found) {
-  *found = nullptr;
+                                           const std::string& path, std::string* not_numeric) {
   for (const DefaultedField& field : kDefaultedFields)
     if (path == field.path) return NumericValue{field.value(platform), field.unit};
   const std::vector<std::string> keys = split(path, '.');
@@ -132,12 +131,13 @@ std::optional<NumericValue> platform_value(const Platform& platform, const nlohm
       return std::nullopt;  // not a kernel class: "has no such path"
     }
   }
-  static thread_local nlohmann::json canonical;  // keeps *found valid for the caller's message
-  canonical = to_json(platform);
-  *found = find_path(canonical, path);
-  if (*found == nullptr) *found = find_path(document, path);  // fields the JSON form leaves out
-  if (*found == nullptr) return std::nullopt;
-  return numeric(**found, path);
+  const nlohmann::json canonical = to_json(platform);
+  const nlohmann::json* found = find_path(canonical, path);
+  if (found == nullptr) found = find_path(document, path);  // fields the JSON form leaves out
+  if (found == nullptr) return std::nullopt;
+  std::optional<NumericValue> value = numeric(*found, path);
+  if (!value) *not_numeric = found->dump();
+  return value;
 }
 
 }  // namespace
@@ -155,13 +155,13 @@ FreeParameter resolve_free_parameter(const nlohmann::json& document, const std::
                                  "nodes.efficiency.gemm, network.latency, ...)", path));
   const Platform platform = start_text.empty() ? parse_platform(document, file)
                                                : platform_with_overrides(document, file, {{path, start_text}}, origin, flag);
-  const nlohmann::json* found = nullptr;
-  const std::optional<NumericValue> value = platform_value(platform, document, path, &found);
-  if (!value && found == nullptr)
+  std::string not_numeric;
+  const std::optional<NumericValue> value = platform_value(platform, document, path, &not_numeric);
+  if (!value && not_numeric.empty())
     throw InputError(origin, flag, text, fmt::format("the platform ({}) has no {}", file, path));
   if (!value)
     throw InputError(origin, flag, text,
-                     fmt::format("{} is {}, not a number or quantity: only those can be fitted", path, found->dump()));
+                     fmt::format("{} is {}, not a number or quantity: only those can be fitted", path, not_numeric));
   FreeParameter free{path, value->unit, value->value, is_fraction(path), ""};
   if (!(free.start > 0))
     throw InputError(origin, flag, text,

@@ -1,4 +1,4 @@
-// cnnpar: predict, simulate, balance, trace, compare, report (and run/calibrate when built).
+// cnnpar: predict, simulate, balance, trace, compare, report (and run/calibrate, fit when built).
 // The only place that turns exceptions into exit codes: 0 ok, 1 failure, 2 bad input.
 #include <malloc.h>
 
