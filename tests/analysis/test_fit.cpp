@@ -271,13 +271,8 @@ TEST_CASE("a trace's configuration is rebuilt from its metadata, slowed-down ran
   const Platform platform = parse_platform(kTruth, "truth.json");
   // The "measurement": lee on LeNet-5 over 4 ranks, rank 2 three times as slow, FP32 messages
   // as cnnpar-run sends them (the platform's element size is 4 already; a real trace says so).
-  StrategyOptions options;
-  options.name = "lee";
-  options.global_batch = 32;
-  options.ranks = 4;
-  options.iterations = 4;
-  options.warmup_iterations = 1;
-  options.recompute_columns = true;
+  StrategyOptions options{.name = "lee", .global_batch = 32, .ranks = 4, .iterations = 4, .warmup_iterations = 1,
+                          .recompute_columns = true};
   options.set("k", 5).set("f", 1);
   Platform slowed = platform;
   slowed.slow_down(2, 3.0);
