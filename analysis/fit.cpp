@@ -24,6 +24,7 @@
 #include "model/overrides.hpp"
 #include "model/scenarios.hpp"
 #include "model/strategies/registry.hpp"
+#include "model/trace_configuration.hpp"
 #include "model/units.hpp"
 
 namespace cnnpar {
@@ -287,37 +288,29 @@ std::size_t Observations::add_study(const Study& study, const std::string& file,
 }
 
 void Observations::add_trace(const Trace& trace, const std::string& file) {
-  static const nlohmann::json kEmpty = nlohmann::json::object();  // JsonNode keeps a pointer
-  const JsonNode metadata(trace.metadata.is_object() ? trace.metadata : kEmpty, file, "/metadata");
-  TraceGroup group{Network{}, StrategyOptions{}, {}, trace.engine == "real", observations_.size()};
-  group.network = load_network(metadata.has("network_argument") ? metadata.at("network_argument").as_string()
-                                                                : metadata.at("network").as_string());
+  // The configuration `cnnpar trace --like` replays; its `set` is not applied: the platform
+  // being fitted is the one predicted on.
+  const TraceConfiguration run = trace_configuration(trace, file);
+  const auto required = [&](const std::string& value, const char* key) {
+    if (value.empty())
+      throw InputError(file, fmt::format("/metadata/{}", key), "(missing)",
+                       fmt::format("required member \"{}\" is missing: fit takes traces that cnnpar writes", key));
+  };
+  required(run.network, "network");
+  required(run.strategy, "strategy");
+  if (!run.global_batch) required("", "global_batch");
+  TraceGroup group{load_network(run.network), StrategyOptions{}, run.slowdown, trace.engine == "real", observations_.size()};
   StrategyOptions& options = group.options;
   options.origin = file;
-  options.name = metadata.at("strategy").as_string();
-  const StrategySpec& spec = strategy_spec(options.name, file);
-  const JsonNode given = metadata.has("options") ? metadata.at("options") : JsonNode(kEmpty, file, "/metadata/options");
-  options.global_batch = given.has("batch") ? given.at("batch").as_int_in(1, limits::kMaxBatch)
-                                            : metadata.at("global_batch").as_int_in(1, limits::kMaxBatch);
-  options.ranks = int(trace.ranks.size());
-  options.warmup_iterations = trace.warmup_iterations;
-  options.iterations = metadata.has("iterations") ? int(metadata.at("iterations").as_int_in(1, limits::kMaxIterations))
-                                                  : trace.warmup_iterations + 1;
-  options.uneven_batch = given.has("uneven_batch") && given.at("uneven_batch").as_bool();
-  options.recompute_columns =
-      given.has("columns") && parse_columns(given.at("columns").as_string(), file, given.at("columns").path());
-  for (const OptionSpec& option : spec.options)
-    if (given.has(option.key))
-      options.values[option.key] = option.parse_value(given.at(option.key).raw(), file, given.at(option.key).path());
-  if (metadata.has("slowdown")) {
-    const JsonNode slowed = metadata.at("slowdown");
-    for (const std::string& rank : slowed.keys()) {
-      const JsonNode factor = slowed.at(rank);
-      const bool digits = !rank.empty() && rank.size() <= 6 && rank.find_first_not_of("0123456789") == std::string::npos;
-      if (!digits || std::stoi(rank) >= options.ranks) factor.fail("a rank of the trace is expected as the key");
-      group.slowdown[std::stoi(rank)] = factor.as_number_in(1, 100);
-    }
-  }
+  options.name = run.strategy;
+  options.global_batch = *run.global_batch;
+  options.ranks = run.ranks;
+  options.warmup_iterations = run.warmup_iterations;
+  options.iterations = run.iterations.value_or(run.warmup_iterations + 1);
+  options.uneven_batch = run.uneven_batch;
+  options.recompute_columns = run.recompute_columns;
+  options.values = run.strategy_values(strategy_spec(options.name, file));
+  check_slowdown_ranks(group.slowdown, options.ranks, file, "/metadata/slowdown");
   const TraceMetrics metrics = compute_metrics(trace);
   if (metrics.iteration_times_s.empty())
     throw InputError(file, "/ranks", fmt::format("{} ranks", trace.ranks.size()),
@@ -333,8 +326,7 @@ void Observations::add_trace(const Trace& trace, const std::string& file) {
   o.measured_iterations = int(metrics.iteration_times_s.size());
   o.path = "/ranks";
   o.network_path = "/metadata/network";
-  StrategyOptions run = options;
-  o.configuration = fmt::format("{} {} iteration_s {} at {}", o.network, to_json(run).dump(), options.global_batch, options.ranks);
+  o.configuration = fmt::format("{} {} iteration_s {} at {}", o.network, to_json(options).dump(), options.global_batch, options.ranks);
   if (!(o.observed > 0)) throw InputError(file, "/ranks", fmt::format("{}", o.observed), "the measured iteration time is not positive");
   observations_.push_back(std::move(o));
   traces_.push_back(std::move(group));
