@@ -50,6 +50,25 @@ void check_study(const Study& study) {
 
 StudyResult run_study(const Study& study, const EngineFactory& make_engine, const SweepOptions& options) {
   const Platform platform = load_platform(study.platform);
+  StudyResult result = predict_study(study, platform, make_engine, options);
+  if (!study.series.empty()) {
+    // The largest configuration of the first series, with every record, for the per-layer
+    // breakdown and the timeline.
+    const StudySeries& first = study.series.front();
+    const Network network = load_network(first.network);
+    const StrategyOptions options = series_options_at(study, first, study.nodes.back());
+    LargestConfiguration largest;
+    largest.series_label = first.label;
+    largest.nodes = options.ranks;
+    largest.trace = make_engine()->run(build_schedule(network, platform, options), platform);
+    largest.layers = layer_breakdown(largest.trace, compute_metrics(largest.trace), &network);
+    result.largest.push_back(std::move(largest));
+  }
+  return result;
+}
+
+StudyResult predict_study(const Study& study, const Platform& platform, const EngineFactory& make_engine,
+                          const SweepOptions& options) {
   StudyResult result;
   for (const StudySeries& series : study.series) {
     const Network network = load_network(series.network);
@@ -77,19 +96,6 @@ StudyResult run_study(const Study& study, const EngineFactory& make_engine, cons
     }
     out.config = config_columns(to_json(series.strategy), network.name, platform.name, make_engine()->name());
     result.series.push_back(std::move(out));
-  }
-  if (!study.series.empty()) {
-    // The largest configuration of the first series, with every record, for the per-layer
-    // breakdown and the timeline.
-    const StudySeries& first = study.series.front();
-    const Network network = load_network(first.network);
-    const StrategyOptions options = series_options_at(study, first, study.nodes.back());
-    LargestConfiguration largest;
-    largest.series_label = first.label;
-    largest.nodes = options.ranks;
-    largest.trace = make_engine()->run(build_schedule(network, platform, options), platform);
-    largest.layers = layer_breakdown(largest.trace, compute_metrics(largest.trace), &network);
-    result.largest.push_back(std::move(largest));
   }
   return result;
 }

@@ -62,6 +62,11 @@ void check_study(const Study& study);
 /** Predicts every series of `study` on engines from `make_engine`.
  *  @throws InputError for a bad network, platform or strategy option of any series. */
 StudyResult run_study(const Study& study, const EngineFactory& make_engine, const SweepOptions& options = {});
+/** The series of `study` predicted on `platform` (not the study's own: `cnnpar fit` predicts
+ *  them on candidate platforms), without the largest configuration.
+ *  @throws InputError for a bad network or strategy option of any series. */
+StudyResult predict_study(const Study& study, const Platform& platform, const EngineFactory& make_engine,
+                          const SweepOptions& options = {});
 
 /** "lee k=9 f=2" -> "lee-k-9-f-2". */
 std::string file_stem(const std::string& label);

@@ -24,6 +24,7 @@
 #include "model/strategies/registry.hpp"
 #include "model/strategies/strategy.hpp"
 #include "model/trace.hpp"
+#include "model/trace_configuration.hpp"
 #include "model/units.hpp"
 #include "sim/analytic/analytic_engine.hpp"
 #ifdef CNNPAR_HAVE_SIMGRID
@@ -56,39 +57,21 @@ struct TraceOptions {
  *  the command line. @throws InputError naming the file and the metadata path. */
 void apply_like(const std::string& path, const CLI::App& command, ScenarioOptions& scenario, std::string& nodes,
                 nlohmann::json& strategy_values, Slowdowns& slowdown) {
-  const Trace like = trace_from_json(read_json_file(path), path);
-  static const nlohmann::json kEmpty = nlohmann::json::object();  // JsonNode keeps a pointer
-  const JsonNode metadata(like.metadata.is_object() ? like.metadata : kEmpty, path, "/metadata");
+  const TraceConfiguration like = trace_configuration(trace_from_json(read_json_file(path), path), path);
   const auto given = [&](const char* flag) { return command.count(flag) > 0; };
-  const auto text = [&](const char* key, const std::string& fallback) {
-    return metadata.has(key) ? metadata.at(key).as_string() : fallback;
-  };
-  // The arguments as given (a path for a network or platform file) before the names.
-  if (!given("--network")) scenario.network = text("network_argument", text("network", scenario.network));
-  if (!given("--platform")) scenario.platform = text("platform_argument", text("platform", scenario.platform));
-  if (!given("--strategy")) scenario.strategy.set_strategy(text("strategy", scenario.strategy.strategy()));
-  if (!given("--nodes")) nodes = std::to_string(like.ranks.size());
+  if (!given("--network") && !like.network.empty()) scenario.network = like.network;
+  if (!given("--platform") && !like.platform.empty()) scenario.platform = like.platform;
+  if (!given("--strategy") && !like.strategy.empty()) scenario.strategy.set_strategy(like.strategy);
+  if (!given("--nodes")) nodes = std::to_string(like.ranks);
   if (!given("--warmup")) scenario.warmup = like.warmup_iterations;
-  if (!given("--iterations") && metadata.has("iterations")) scenario.iterations = int(metadata.at("iterations").as_int_in(1, limits::kMaxIterations));
-  const JsonNode options = metadata.has("options") ? metadata.at("options") : JsonNode(kEmpty, path, "/metadata/options");
-  if (!given("--batch")) {
-    if (options.has("batch")) scenario.batch = options.at("batch").as_int_in(1, limits::kMaxBatch);
-    else if (metadata.has("global_batch")) scenario.batch = metadata.at("global_batch").as_int_in(1, limits::kMaxBatch);
-  }
-  if (!scenario.strategy.columns_given())
-    scenario.strategy.set_recompute_columns(options.has("columns") &&
-                                            parse_columns(options.at("columns").as_string(), path, options.at("columns").path()));
-  if (!given("--set") && metadata.has("set"))
-    for (const JsonNode& text : metadata.at("set").items()) scenario.sets.push_back(text.as_string());
-  if (metadata.has("slowdown")) {
-    const JsonNode slowed = metadata.at("slowdown");
-    for (const std::string& key : slowed.keys())
-      add_slowdown(slowdown, key + ":" + fmt::format("{}", slowed.at(key).as_number()), path, slowed.at(key).path());
-  }
-  const StrategySpec& spec = strategy_spec(scenario.strategy.strategy(), path);
-  for (const OptionSpec& option : spec.options)
-    if (!scenario.strategy.given(option.key) && options.has(option.key))
-      strategy_values[option.key] = option.parse_value(options.at(option.key).raw(), path, options.at(option.key).path());
+  if (!given("--iterations") && like.iterations) scenario.iterations = *like.iterations;
+  if (!given("--batch") && like.global_batch) scenario.batch = *like.global_batch;
+  if (!scenario.strategy.columns_given()) scenario.strategy.set_recompute_columns(like.recompute_columns);
+  if (!given("--set")) scenario.sets.insert(scenario.sets.end(), like.sets.begin(), like.sets.end());
+  slowdown = like.slowdown;
+  const nlohmann::json values = like.strategy_values(strategy_spec(scenario.strategy.strategy(), path));
+  for (const auto& [key, value] : values.items())
+    if (!scenario.strategy.given(key)) strategy_values[key] = value;
 }
 
 /** Writes the outputs of one trace: the per-layer CSV, the Chrome trace and (when `out` is

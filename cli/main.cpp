@@ -1,4 +1,4 @@
-// cnnpar: predict, simulate, balance, trace, compare, report (and run/calibrate when built).
+// cnnpar: predict, simulate, balance, trace, compare, report (and run/calibrate, fit when built).
 // The only place that turns exceptions into exit codes: 0 ok, 1 failure, 2 bad input.
 #include <malloc.h>
 
@@ -40,6 +40,9 @@ int main(int argc, char** argv) {
   add(cnnpar::cli::add_sweep_command(app), "sweep");
   add(cnnpar::cli::add_advise_command(app), "advise");
   add(cnnpar::cli::add_list_command(app), "list");
+#ifdef CNNPAR_HAVE_FIT
+  add(cnnpar::cli::add_fit_command(app), "fit");
+#endif
 #ifdef CNNPAR_HAVE_RUN_COMMANDS
   add(cnnpar::cli::add_run_command(app), "run");
   add(cnnpar::cli::add_calibrate_command(app), "calibrate");

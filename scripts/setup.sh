@@ -4,9 +4,10 @@
 set -euo pipefail
 packages=(build-essential cmake pkg-config libsimgrid-dev mpich libmpich-dev libopenblas-dev
           nlohmann-json3-dev libfmt-dev catch2 libcli11-dev libbenchmark-dev gnuplot-nox libtbb-dev
-          libdnnl-dev ocl-icd-opencl-dev)
+          libdnnl-dev ocl-icd-opencl-dev libgsl-dev)
 # ocl-icd-opencl-dev: oneDNN's CMake config requires OpenCL, but libdnnl-dev only recommends
 # it, so --no-install-recommends on a fresh machine leaves find_package(dnnl) failing.
+# libgsl-dev: GSL's nonlinear least squares behind `cnnpar fit`.
 # The tests also fuzz the parsers (tests/fuzz): clang and its libFuzzer runtime.
 # The HTML reports are checked in headless Chromium.
 [ "${1:-}" = "--test" ] && packages+=(clang libclang-rt-14-dev chromium)

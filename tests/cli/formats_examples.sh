@@ -41,7 +41,7 @@ import json, re, sys
 doc, work = sys.argv[1], sys.argv[2]
 inputs = {"network", "platform", "platform-kinds", "assign", "study", "run-spec", "schedule"}
 outputs = {"trace", "measured-trace", "chrome", "predict", "simulate", "predict-csv", "compare",
-           "balance", "list", "calibrated"}
+           "balance", "list", "calibrated", "fit"}
 lines = open(doc, encoding="utf-8").read().split("\n")
 found, errors = {}, []
 tag = re.compile(r"^<!-- (example|output): ([a-z0-9-]+) -->$")
@@ -155,6 +155,12 @@ else
 fi
 must "balance output" "$cnnpar" balance --network lenet-5 --nodes 2 --json "$fresh/balance.json" -q || true
 must "list output" "$cnnpar" list --json "$fresh/list.json" || true
+if "$cnnpar" fit --help > /dev/null 2>&1; then
+  must "fit output" "$cnnpar" fit --study "$in/study.json" --free network.bandwidth --held-out lee2017-fig6-vgg-a \
+    --out "$work/fitted.json" --json "$fresh/fit.json" -q || true
+else
+  skip "fit output (built without GSL)"; cp "$out/fit.json" "$fresh/fit.json"
+fi
 if [ $have_mpi = 1 ]; then
   must "measured trace output" mpiexec -n 2 "$run" --network lenet-5 --batch 8 --iterations 2 \
     --trace "$fresh/measured-trace.json" -q || true

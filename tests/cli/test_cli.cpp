@@ -728,3 +728,49 @@ TEST_CASE("advise on VGG-A, batch 256, 64 nodes on Cori: the rule, the search, t
 #endif
   expect_refused(TempDir(), "advise --nodes 1,2", {"--nodes"});
 }
+
+#ifdef CNNPAR_TEST_FIT
+TEST_CASE("fit: the bandwidth a trace was predicted with is recovered, and the fitted platform loads", "[cli][fit]") {
+  TempDir dir;
+  // The "measurement": dp on 4 nodes of Cori with a 2 GB/s link instead of its 8 GB/s.
+  const fs::path trace = dir.path() / "t.json";
+  REQUIRE(run(dir, "trace --network lenet-5 --strategy dp --nodes 4 --batch 64 --set network.bandwidth=2GBps -q --out " +
+                       trace.string()).status == 0);
+  const fs::path fitted = dir.path() / "fitted.json", report = dir.path() / "fit.json";
+  const Result r = run(dir, "fit --trace " + trace.string() + " --free network.bandwidth --out " + fitted.string() +
+                                " --json " + report.string());
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("network.bandwidth") != std::string::npos);
+  CHECK(r.out.find("not estimable") != std::string::npos);  // one observation, one parameter
+  const nlohmann::json fit = nlohmann::json::parse(slurp(report));
+  CHECK(fit["free"][0]["start"].get<double>() == Approx(8e9));
+  CHECK(fit["free"][0]["fitted"].get<double>() == Approx(2e9).epsilon(1e-6));
+  CHECK(fit["observations"][0]["nodes"] == 4);
+  CHECK(fit["leave_one_out"]["skipped"].is_string());
+  const nlohmann::json platform = nlohmann::json::parse(slurp(fitted));
+  CHECK(platform["name"] == "cori-haswell-fitted");
+  CHECK(platform["source"].get<std::string>().find("cnnpar fit") != std::string::npos);
+  CHECK(platform["source"].get<std::string>().find(trace.string()) != std::string::npos);  // the observation
+  // The fitted platform is a platform: predicting the traced configuration on it gives the trace's time.
+  const Result again = run(dir, "predict --network lenet-5 --strategy dp --nodes 4 --batch 64 -q --json - --platform " +
+                                    fitted.string());
+  REQUIRE(again.status == 0);
+  const double measured = fit["observations"][0]["observed"].get<double>();
+  CHECK(nlohmann::json::parse(again.out)["rows"][0]["iteration_s"].get<double>() == Approx(measured).epsilon(1e-6));
+}
+
+TEST_CASE("fit: a fit that does not converge exits 1 with one message and writes nothing", "[cli][fit]") {
+  TempDir dir;
+  const fs::path fitted = dir.path() / "fitted.json", report = dir.path() / "fit.json";
+  const Result r = run(dir, "fit --study " + std::string(CNNPAR_SOURCE_DIR) +
+                                "/tests/cli/bad_input/fit_study.json --free network.bandwidth=1Tbps --max-iterations 1 "
+                                "--out " + fitted.string() + " --json " + report.string());
+  CHECK(r.status == 1);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(r.err.find("did not converge") != std::string::npos);
+  CHECK_FALSE(fs::exists(fitted));
+  CHECK_FALSE(fs::exists(report));
+  CHECK(r.out.empty());
+}
+#endif
