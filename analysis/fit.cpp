@@ -720,6 +720,7 @@ nlohmann::json to_json(const FitReport& report) {
   return {{"format", "cnnpar-fit-1"},
           {"engine", report.engine},
           {"platform", report.platform_start},
+          {"set", report.sets},
           {"fitted_platform", report.platform_fitted},
           {"out", report.out},
           {"free", std::move(free)},
@@ -739,12 +740,20 @@ nlohmann::json to_json(const FitReport& report) {
           {"held_out", std::move(held)}};
 }
 
+namespace {
+/** "cori-haswell" or "cori-haswell with nodes.image_parallel_kernels=true". */
+std::string platform_described(const FitReport& report) {
+  return report.sets.empty() ? report.platform_start
+                             : fmt::format("{} with {}", report.platform_start, fmt::join(report.sets, ", "));
+}
+}  // namespace
+
 std::string format_fit_report(const FitReport& report) {
   std::vector<double> observed;
   for (const Observation& o : report.observations) observed.push_back(o.observed);
   std::string text = fmt::format(
       "fitted {} free parameter{} of {} to {} observations ({} engine): {} iterations, stopped on {}\n\n",
-      report.free.size(), report.free.size() == 1 ? "" : "s", report.platform_start, report.observations.size(),
+      report.free.size(), report.free.size() == 1 ? "" : "s", platform_described(report), report.observations.size(),
       report.engine, report.fit.iterations, report.fit.stop_reason);
   text += fmt::format("{:<36} {:>16} {:>16} {:>16}\n", "parameter", "start", "fitted", "± 1σ");
   for (std::size_t j = 0; j < report.free.size(); ++j) {
@@ -825,7 +834,7 @@ nlohmann::json fitted_platform_json(const Platform& fitted, const std::string& n
                                        report.fit.predicted[i], 100 * (report.fit.predicted[i] / o.observed - 1)));
   }
   std::string fit = fmt::format("cnnpar fit at {} from {} ({} engine): {}; fitted on {} observations (relative residuals): {}",
-                                when, report.platform_start, report.engine, fmt::join(values, ", "),
+                                when, platform_described(report), report.engine, fmt::join(values, ", "),
                                 report.observations.size(), fmt::join(observations, "; "));
   fit += report.loo.skipped.empty()
              ? fmt::format("; leave-one-out mean |error| {:.2f} %", report.loo.mean_abs_error_percent)

@@ -214,6 +214,7 @@ HeldOut predict_held_out(const std::string& study, const Observations& held, con
 struct FitReport {
   std::string engine;
   std::string platform_start;   ///< name of the platform the fit started from
+  std::vector<std::string> sets;  ///< --set PATH=VALUE applied to it before the fit
   std::string platform_fitted;  ///< name written to the fitted file
   std::string out;              ///< the fitted platform's file
   std::vector<FreeParameter> free;

@@ -214,6 +214,76 @@ std::vector<PaperComparison> paper_comparisons(const Study& study, const StudyRe
   return out;
 }
 
+namespace {
+
+const SeriesResult* series_named(const StudyResult& result, const std::string& label) {
+  for (const SeriesResult& series : result.series)
+    if (series.label == label) return &series;
+  return nullptr;
+}
+
+double max_speedup(const SeriesResult& series) {
+  double best = 0;
+  for (const SweepRow& row : series.rows) best = std::max(best, row.speedup);
+  return best;
+}
+
+}  // namespace
+
+std::vector<OrderingCheck> ordering_checks(const Study& study, const StudyResult& result) {
+  std::vector<OrderingCheck> out;
+  for (const StudyOrdering& ordering : study.orderings) {
+    OrderingCheck check{ordering.claim, false, ""};
+    switch (ordering.kind) {
+      case StudyOrdering::Kind::best: {
+        // The series with the highest speedup at the node count (or the highest maximum).
+        const SeriesResult* best = nullptr;
+        double best_speedup = 0;
+        std::string values;
+        for (const SeriesResult& series : result.series) {
+          const SweepRow* row = ordering.nodes > 0 ? row_at(series, ordering.nodes) : nullptr;
+          const double speedup = ordering.nodes > 0 ? (row ? row->speedup : 0.0) : max_speedup(series);
+          values += fmt::format("{}{} {:.1f}", values.empty() ? "" : ", ", series.label, speedup);
+          if (!best || speedup > best_speedup) {
+            best = &series;
+            best_speedup = speedup;
+          }
+        }
+        check.reproduced = best && best->label == ordering.labels[0];
+        check.predicted = fmt::format("{} is best ({}{})", best ? best->label : "none", values,
+                                      ordering.nodes > 0 ? fmt::format(" at {} nodes", ordering.nodes) : ", maxima");
+        break;
+      }
+      case StudyOrdering::Kind::increasing: {
+        check.reproduced = true;
+        double previous = -1;
+        for (const std::string& label : ordering.labels) {
+          const SeriesResult* series = series_named(result, label);
+          const double value = series ? max_speedup(*series) : 0.0;
+          check.reproduced = check.reproduced && series && value > previous;
+          previous = value;
+          check.predicted += fmt::format("{}{} {:.1f}", check.predicted.empty() ? "maxima " : " < ", label, value);
+        }
+        break;
+      }
+      case StudyOrdering::Kind::flat_after: {
+        const SeriesResult* series = series_named(result, ordering.labels[0]);
+        const SweepRow* from = series ? row_at(*series, ordering.nodes) : nullptr;
+        if (from && !series->rows.empty() && from->speedup > 0) {
+          const SweepRow& last = series->rows.back();
+          const double gain = last.speedup / from->speedup;
+          check.reproduced = gain <= ordering.max_gain;
+          check.predicted = fmt::format("{:.1f} at {} nodes, {:.1f} at {}: × {:.2f} (flat: at most × {:.2f})",
+                                        from->speedup, from->nodes, last.speedup, last.nodes, gain, ordering.max_gain);
+        }
+        break;
+      }
+    }
+    out.push_back(std::move(check));
+  }
+  return out;
+}
+
 std::string study_markdown(const Study& study, const StudyResult& result) {
   std::string md = fmt::format("# {}\n\n", study.title);
   if (!study.source.empty()) md += fmt::format("Source: {}\n\n", study.source);
@@ -266,6 +336,12 @@ std::string study_markdown(const Study& study, const StudyResult& result) {
   if (!comparison.empty())
     md += "\n## Prediction against the paper\n\n| series | quantity | paper | predicted | difference |\n"
           "|---|---|---:|---:|---:|\n" + comparison;
+  const std::vector<OrderingCheck> orderings = ordering_checks(study, result);
+  if (!orderings.empty()) {
+    md += "\n## Published orderings\n\n| the paper | predicted | reproduced |\n|---|---|---|\n";
+    for (const OrderingCheck& check : orderings)
+      md += fmt::format("| {} | {} | {} |\n", check.claim, check.predicted, check.reproduced ? "yes" : "**no**");
+  }
   if (!study.findings.empty()) {
     md += "\n## What the prediction reproduces\n";
     for (const std::string& paragraph : study.findings) md += "\n" + paragraph + "\n";
@@ -585,6 +661,15 @@ std::string study_html(const Study& study, const StudyResult& result,
     h += "</table>\n";
   }
 
+  const std::vector<OrderingCheck> orderings = ordering_checks(study, result);
+  if (!orderings.empty()) {
+    h += "<h2>Published orderings</h2>\n<table>\n<tr><th class=\"text\">the paper</th><th class=\"text\">predicted"
+         "</th><th class=\"text\">reproduced</th></tr>\n";
+    for (const OrderingCheck& check : orderings)
+      h += fmt::format("<tr><td class=\"text\">{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td></tr>\n",
+                       html_escaped(check.claim), html_escaped(check.predicted), check.reproduced ? "yes" : "no");
+    h += "</table>\n";
+  }
   if (!study.findings.empty()) {
     h += "<h2>What the prediction reproduces</h2>\n";
     for (const std::string& paragraph : study.findings) h += fmt::format("<p>{}</p>\n", html_escaped(paragraph));

@@ -54,6 +54,14 @@ struct PaperComparison {
 };
 std::vector<PaperComparison> paper_comparisons(const Study& study, const StudyResult& result);
 
+/** A published ordering (StudyOrdering) checked against the prediction. */
+struct OrderingCheck {
+  std::string claim;
+  bool reproduced = false;
+  std::string predicted;  ///< what the prediction shows, e.g. "f=1 is best (65.3 against 63.8)"
+};
+std::vector<OrderingCheck> ordering_checks(const Study& study, const StudyResult& result);
+
 /** Checks everything a study will run before any of it runs: its platform and networks load,
  *  and every series is a valid strategy at every node count (one the platform has).
  *  @throws InputError naming the study file, path and value. */

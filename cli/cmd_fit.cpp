@@ -18,6 +18,7 @@
 #include "cli/flags.hpp"
 #include "model/error.hpp"
 #include "model/json_node.hpp"
+#include "model/overrides.hpp"
 #include "model/scenarios.hpp"
 #include "model/study.hpp"
 #include "sim/analytic/analytic_engine.hpp"
@@ -34,6 +35,7 @@ struct FitCommandOptions {
   std::vector<std::string> traces;   ///< measured Trace JSON files
   std::vector<std::string> held_out; ///< studies predicted after the fit
   std::string network;               ///< the observations' network; "*" accepts several
+  std::vector<std::string> sets;     ///< --set PATH=VALUE on the fitted (and held-out) platforms
   std::string out;
   std::string json_out;
   int max_iterations = 100;
@@ -130,7 +132,18 @@ int run_fit(const FitCommandOptions& o) {
                                          fmt::join(named_platforms, ", ")));
     platform_name = *named_platforms.begin();
   }
-  const ScenarioDocument platform = load_scenario("platforms", platform_name);
+  // --set changes what is fitted: a mechanism turned on, a value held at another number.
+  std::vector<Override> sets;
+  for (const std::string& text : o.sets) {
+    sets.push_back(parse_override(text, "command line", "--set"));
+    if (is_strategy_option(sets.back().path))
+      throw InputError("command line", "--set", text, "fit takes platform paths only (the studies and traces give the strategies)");
+  }
+  const auto with_sets = [&](ScenarioDocument document) {
+    document.json = platform_document_with_overrides(document.json, document.origin, sets, "command line", "--set");
+    return document;
+  };
+  const ScenarioDocument platform = with_sets(load_scenario("platforms", platform_name));
 
   // Free parameters.
   std::vector<FreeParameter> free;
@@ -163,7 +176,7 @@ int run_fit(const FitCommandOptions& o) {
     if (input.observations->add_study(input.loaded.study, input.loaded.file) == 0)
       throw InputError("command line", "--held-out", name,
                        fmt::format("study {} has no published number (series' paper) to predict", input.loaded.study.name));
-    input.platform = load_scenario("platforms", input.loaded.study.platform);
+    input.platform = with_sets(load_scenario("platforms", input.loaded.study.platform));
     held_inputs.push_back(std::move(input));
   }
 
@@ -173,6 +186,7 @@ int run_fit(const FitCommandOptions& o) {
   FitReport report;
   report.engine = make_engine()->name();
   report.platform_start = start_platform.name;
+  for (const Override& set : sets) report.sets.push_back(set.text());
   report.platform_fitted = start_platform.name + "-fitted";
   report.out = o.out;
   report.free = free;
@@ -255,6 +269,7 @@ Runner add_fit_command(CLI::App& app) {
   sub->add_option("--network", o->network,
                   "the network every observation must be of (name or JSON path); default: the first observation's; "
                   "'*' allows several");
+  flags::set_values(*sub, o->sets);
   sub->add_option("--out,-o", o->out, "write the fitted platform JSON here (its source records the fit)")->required();
   flags::json_out(*sub, o->json_out, "the fit report (parameters, residuals, leave-one-out, held-out)");
   sub->add_option("--max-iterations", o->max_iterations,

@@ -46,9 +46,9 @@ nlohmann::json typed_value(const std::string& text, const nlohmann::json* existi
 
 }  // namespace
 
-Platform platform_with_overrides(const nlohmann::json& document, const std::string& file,
-                                 const std::vector<Override>& overrides, const std::string& origin,
-                                 const std::string& flag) {
+nlohmann::json platform_document_with_overrides(const nlohmann::json& document, const std::string& file,
+                                                const std::vector<Override>& overrides, const std::string& origin,
+                                                const std::string& flag) {
   nlohmann::json edited = document;
   std::vector<std::pair<std::string, const Override*>> pointers;  // "/network/bandwidth" -> override
   for (const Override& o : overrides) {
@@ -94,7 +94,8 @@ Platform platform_with_overrides(const nlohmann::json& document, const std::stri
     pointers.emplace_back(pointer, &o);
   }
   try {
-    return parse_platform(edited, file);
+    parse_platform(edited, file);
+    return edited;
   } catch (const InputError& error) {
     // The parser's complaint, told as the override that caused it (the deepest path that
     // encloses the error's path, e.g. "/network/bandwidth" for an error there).
@@ -110,6 +111,12 @@ Platform platform_with_overrides(const nlohmann::json& document, const std::stri
     if (cause == nullptr) throw;
     throw InputError(origin, flag, cause->text(), fmt::format("{}: {}", cause->path, error.reason()));
   }
+}
+
+Platform platform_with_overrides(const nlohmann::json& document, const std::string& file,
+                                 const std::vector<Override>& overrides, const std::string& origin,
+                                 const std::string& flag) {
+  return parse_platform(platform_document_with_overrides(document, file, overrides, origin, flag), file);
 }
 
 void apply_strategy_overrides(StrategyOptions& options, const std::vector<Override>& overrides,

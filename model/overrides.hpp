@@ -29,13 +29,17 @@ Override parse_override(const std::string& text, const std::string& origin, cons
 /** True when `path` names a strategy option (a key of some registered strategy's schema). */
 bool is_strategy_option(const std::string& path);
 
-/** The platform document with the platform paths of `overrides` applied, then parsed.
+/** The platform document with the platform paths of `overrides` applied (checked by parsing it).
  *  Each value keeps the JSON type of the field it replaces (a number for numbers, a unit
  *  string for quantities); a new field takes a number when the text is one, a boolean for true/false, JSON
  *  for "[...]" and "{...}", else a string.
  *  @throws InputError(origin, flag, "PATH=VALUE", reason) for a path the platform does not
  *  have, a value of the wrong type or unit, or a value out of range (the reason names the
  *  platform file's own complaint). */
+nlohmann::json platform_document_with_overrides(const nlohmann::json& document, const std::string& file,
+                                                const std::vector<Override>& overrides, const std::string& origin,
+                                                const std::string& flag);
+/** The same, parsed. */
 Platform platform_with_overrides(const nlohmann::json& document, const std::string& file,
                                  const std::vector<Override>& overrides, const std::string& origin,
                                  const std::string& flag);

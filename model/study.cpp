@@ -38,12 +38,52 @@ void parse_paper(const JsonNode& node, StudySeries& series) {
   if (node.has("max_speedup")) series.paper_max_speedup = node.at("max_speedup").as_positive_number();
 }
 
+const StudySeries* find_series(const Study& study, const std::string& label) {
+  for (const StudySeries& series : study.series)
+    if (series.label == label) return &series;
+  return nullptr;
+}
+
+StudyOrdering parse_ordering(const JsonNode& item, const Study& study) {
+  item.check_keys({"claim", "best", "increasing", "flat_after", "at", "from", "max_gain"});
+  StudyOrdering ordering;
+  ordering.claim = item.at("claim").as_string();
+  const auto label = [&](const JsonNode& value) {
+    const std::string text = value.as_string();
+    if (!find_series(study, text)) value.fail("no series has this label");
+    return text;
+  };
+  const int kinds = int(item.has("best")) + int(item.has("increasing")) + int(item.has("flat_after"));
+  if (kinds != 1) item.fail("an ordering is one of best, increasing or flat_after");
+  const auto node_count = [&](const JsonNode& value) {
+    const int nodes = int(value.as_int_in(1, limits::kMaxRanks));
+    if (std::find(study.nodes.begin(), study.nodes.end(), nodes) == study.nodes.end())
+      value.fail("not one of the study's node counts");
+    return nodes;
+  };
+  if (item.has("best")) {
+    ordering.kind = StudyOrdering::Kind::best;
+    ordering.labels = {label(item.at("best"))};
+    if (item.has("at")) ordering.nodes = node_count(item.at("at"));
+  } else if (item.has("increasing")) {
+    ordering.kind = StudyOrdering::Kind::increasing;
+    for (const JsonNode& value : item.at("increasing").items()) ordering.labels.push_back(label(value));
+    if (ordering.labels.size() < 2) item.at("increasing").fail("an increasing ordering names at least two series");
+  } else {
+    ordering.kind = StudyOrdering::Kind::flat_after;
+    ordering.labels = {label(item.at("flat_after"))};
+    ordering.nodes = node_count(item.at("from"));
+    ordering.max_gain = item.at("max_gain").as_number_in(1, 1e6);
+  }
+  return ordering;
+}
+
 }  // namespace
 
 Study parse_study(const nlohmann::json& document, const std::string& file) {
   const JsonNode root(document, file);
   root.check_keys({"name", "title", "source", "network", "platform", "batch", "nodes", "iterations", "warmup", "series",
-                   "findings"});
+                   "findings", "orderings"});
   Study study;
   study.name = root.at("name").as_string();
   // The name becomes a folder under report --out: nothing that could leave it ("..", "/").
@@ -114,6 +154,8 @@ Study parse_study(const nlohmann::json& document, const std::string& file) {
       if (other.label == series.label) node.at("label").fail("two series with the same label");
     study.series.push_back(std::move(series));
   }
+  if (root.has("orderings"))
+    for (const JsonNode& item : root.at("orderings").items()) study.orderings.push_back(parse_ordering(item, study));
   return study;
 }
 

@@ -27,6 +27,21 @@ struct StudySeries {
   bool weak_scaling = false;
 };
 
+/** A published ordering a study's prediction should reproduce (Lee et al.: "f = 2 is best",
+ *  "more parameters, higher speedup", "DP+Overlap hardly scales beyond 32 nodes"). */
+struct StudyOrdering {
+  enum class Kind {
+    best,        ///< `labels[0]` has the highest speedup of all series at `nodes` (0: their maxima)
+    increasing,  ///< the series' maximum speedups increase in the order of `labels`
+    flat_after,  ///< `labels[0]`'s speedup at the last node count is at most `max_gain` × its speedup at `nodes`
+  };
+  Kind kind = Kind::best;
+  std::string claim;                ///< the paper's words, shown in the report
+  std::vector<std::string> labels;  ///< series labels
+  int nodes = 0;
+  double max_gain = 0;
+};
+
 struct Study {
   std::string name;
   std::string title;
@@ -37,6 +52,7 @@ struct Study {
   /** What the prediction reproduces of the paper and what not, and why (Markdown paragraphs,
    *  written by the study's author; shown as they are). */
   std::vector<std::string> findings;
+  std::vector<StudyOrdering> orderings;
 };
 
 /** The series' strategy options at `nodes` of `study`: ranks set, and the batch scaled for a

@@ -22,6 +22,7 @@ set(CNNPAR_SCENARIO_FILES
   networks/vgg-a.json
   platforms/bpt-cnn-cluster.json
   platforms/cori-haswell.json
+  platforms/cori-haswell-fitted.json
   platforms/intel-xeon-10gbe.json
   platforms/intel-xeon-fdr.json
   platforms/intel-xeon-phi-opa.json

@@ -293,3 +293,34 @@ TEST_CASE("published iteration times are compared in seconds, components get a t
   CHECK(html.find("<h2>Components: A</h2>") != std::string::npos);
   CHECK(study_headline(study, result).find("285.714 ms predicted against 500.000 ms published") != std::string::npos);
 }
+
+TEST_CASE("published orderings are checked against the predicted speedups", "[report]") {
+  // Series (speedups at 1, 2, 4, 8 nodes): A 1 1.9 3.5 6, B 1 1.95 3.7 7, C 1 1.8 3 4.
+  // At 8 nodes B (7) beats A (6) and C (4); the maxima increase C < A < B; C gains 4/3 = 1.33
+  // from 4 to 8 nodes, A 6/3.5 = 1.71.
+  Study study = test_study();
+  const auto ordering = [](StudyOrdering::Kind kind, std::vector<std::string> labels, int nodes, double gain) {
+    StudyOrdering o;
+    o.kind = kind;
+    o.claim = "claim";
+    o.labels = std::move(labels);
+    o.nodes = nodes;
+    o.max_gain = gain;
+    return o;
+  };
+  study.orderings = {ordering(StudyOrdering::Kind::best, {"B"}, 8, 0), ordering(StudyOrdering::Kind::best, {"A"}, 8, 0),
+                     ordering(StudyOrdering::Kind::increasing, {"C", "A", "B"}, 0, 0),
+                     ordering(StudyOrdering::Kind::increasing, {"B", "C"}, 0, 0),
+                     ordering(StudyOrdering::Kind::flat_after, {"C"}, 4, 1.4),
+                     ordering(StudyOrdering::Kind::flat_after, {"A"}, 4, 1.4)};
+  const StudyResult result{{series("A", {1, 1.9, 3.5, 6}), series("B", {1, 1.95, 3.7, 7}), series("C", {1, 1.8, 3, 4})}};
+  const std::vector<OrderingCheck> checks = ordering_checks(study, result);
+  REQUIRE(checks.size() == 6);
+  CHECK(checks[0].reproduced);
+  CHECK_FALSE(checks[1].reproduced);
+  CHECK(checks[2].reproduced);
+  CHECK_FALSE(checks[3].reproduced);
+  CHECK(checks[4].reproduced);
+  CHECK_FALSE(checks[5].reproduced);
+  CHECK(study_markdown(study, result).find("## Published orderings") != std::string::npos);
+}

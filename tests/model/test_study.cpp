@@ -110,3 +110,33 @@ TEST_CASE("bad iteration times and weak scaling name the path") {
   fraction["series"][1]["weak_scaling"] = true;
   CHECK(path_of(fraction) == "/series/1/weak_scaling");
 }
+
+TEST_CASE("published orderings parse and name their path when bad") {
+  nlohmann::json document = minimal_study();
+  document["orderings"] = {{{"claim", "lee is best at 4 nodes"}, {"best", "lee"}, {"at", 4}},
+                           {{"claim", "more images, more speedup"}, {"increasing", {"dp n=64", "lee"}}},
+                           {{"claim", "dp stops scaling"}, {"flat_after", "dp n=64"}, {"from", 2}, {"max_gain", 1.2}}};
+  const Study study = parse_study(document, "s.json");
+  REQUIRE(study.orderings.size() == 3);
+  CHECK(study.orderings[0].kind == StudyOrdering::Kind::best);
+  CHECK(study.orderings[0].nodes == 4);
+  CHECK(study.orderings[1].labels == std::vector<std::string>{"dp n=64", "lee"});
+  CHECK(study.orderings[2].max_gain == 1.2);
+  const auto expect = [](nlohmann::json bad, const std::string& path) {
+    try {
+      parse_study(bad, "bad.json");
+      FAIL("no error for " << path);
+    } catch (const InputError& error) {
+      CHECK(error.json_path() == path);
+    }
+  };
+  nlohmann::json unknown = document;
+  unknown["orderings"][0]["best"] = "nope";
+  expect(unknown, "/orderings/0/best");
+  nlohmann::json not_a_count = document;
+  not_a_count["orderings"][2]["from"] = 3;
+  expect(not_a_count, "/orderings/2/from");
+  nlohmann::json two_kinds = document;
+  two_kinds["orderings"][0]["increasing"] = {"lee", "dp n=64"};
+  expect(two_kinds, "/orderings/0");
+}
