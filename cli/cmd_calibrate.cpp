@@ -77,9 +77,10 @@ int calibrate(const CalibrateOptions& o) {
               platform.measured_gemm_flops.size(), platform.nodes.memory_bandwidth_Bps / 1e9,
               platform.nodes.call_overhead_s * 1e6, platform.iteration_overhead_s * 1e3,
               platform.measured_op_s.empty() ? "" : fmt::format(", {} per-op overrides", platform.measured_op_s.size()).c_str());
-  std::printf("network: latency %.3f us, bandwidth %.3f GB/s, %zu message-factor pieces%s\n",
+  std::printf("network: latency %.3f us, bandwidth %.3f GB/s, reduction rate %.3f GB/s, %zu message-factor pieces%s\n",
               platform.network.latency_s * 1e6, platform.network.bandwidth_Bps / 1e9,
-              platform.network.message_factors.size(), nodes >= 2 ? " (measured)" : " (from the base platform)");
+              platform.network.reduction_rate_Bps / 1e9, platform.network.message_factors.size(),
+              nodes >= 2 ? " (measured)" : " (from the base platform)");
   std::printf("wrote %s\n", o.out.c_str());
   return 0;
 }

@@ -226,6 +226,7 @@ void spin_wait(mpi::Request& request, double timeout_s, const char* what) {
 // would follow their noise.
 constexpr double kFactorTolerance = 0.10;
 constexpr int kRounds = 3;
+constexpr int kWarmUpCalls = 50;
 constexpr double kRoundsUpToBytes = 4.0 * 1024 * 1024;
 
 /** Repeats of one size: small messages are cheap and noisy, so they get more. */
@@ -316,6 +317,9 @@ void calibrate_network(const CalibrateOptions& o, MPI_Comm comm, int rank, int s
     CollectiveCurve curve;
     curve.kind = to_string(kind);
     const double start = now_s();
+    // Wake the transport up (connections, a rank that slept through the compute timing): the
+    // first size measured came out 10 times slower than the next without this.
+    for (int i = 0; i < kWarmUpCalls; ++i) run_one(kind, sizes.front(), a, b, comm, rank, size, o.timeout_s);
     for (double bytes : sizes) {
       // The gathered result is P contributions: keep it within the largest message.
       if (kind == CollectiveKind::allgather && bytes * size > o.max_message_bytes) break;
@@ -347,6 +351,15 @@ void calibrate_network(const CalibrateOptions& o, MPI_Comm comm, int rank, int s
   if (rank != 0) return;
 
   // Each measurement as the steps the engines price: k steps of (mean) size s take T/k each.
+  // The kinds that reduce (allreduce, reduce_scatter) also add what they receive: they are
+  // left out of the link fit and give the reduction rate below.
+  struct Priced {
+    const CollectivePoint* point;
+    double step_bytes;     ///< mean over the steps of the larger message
+    double steps;
+    double reduce_bytes;   ///< received bytes of the reducing steps
+  };
+  std::vector<Priced> priced;
   std::vector<StepSample> steps;
   std::map<double, std::vector<double>> per_size;
   for (const CollectiveCurve& curve : curves)
@@ -354,17 +367,16 @@ void calibrate_network(const CalibrateOptions& o, MPI_Comm comm, int rank, int s
       const Collective c = measured_collective(collective_kind_from_string(curve.kind), point.bytes, size);
       const CollectivePlan plan = plan_collective(c, resolve_algorithm(c, platform), critical_member(c));
       if (plan.steps.empty()) continue;
-      double step_bytes = 0, reduce_s = 0;
+      Priced p{&point, 0, double(plan.steps.size()), 0};
       for (const CollectiveStep& step : plan.steps) {
-        step_bytes += std::max(step.send_bytes, step.receive_bytes);
-        if (step.reduce && platform.network.reduction_rate_Bps > 0)
-          reduce_s += step.receive_bytes / platform.network.reduction_rate_Bps;
+        p.step_bytes += std::max(step.send_bytes, step.receive_bytes) / p.steps;
+        if (step.reduce) p.reduce_bytes += step.receive_bytes;
       }
-      const double k = double(plan.steps.size());
-      const double per_step_s = (point.measured_s.median - reduce_s) / k;
-      if (!(per_step_s > 0)) continue;
-      steps.push_back(StepSample{step_bytes / k, per_step_s});
-      per_size[step_bytes / k].push_back(per_step_s);
+      priced.push_back(p);
+      if (p.reduce_bytes > 0) continue;
+      const double per_step_s = point.measured_s.median / p.steps;
+      steps.push_back(StepSample{p.step_bytes, per_step_s});
+      per_size[p.step_bytes].push_back(per_step_s);
     }
   // Latency and bandwidth from the per-size medians over the kinds (robust to one odd kind).
   std::vector<std::pair<double, double>> link;
@@ -375,6 +387,19 @@ void calibrate_network(const CalibrateOptions& o, MPI_Comm comm, int rank, int s
     platform.network.overhead_s = 0;
     platform.network.bandwidth_Bps = fit.bandwidth_Bps;
     platform.network.message_factors = fit_message_factors(steps, fit.latency_s, fit.bandwidth_Bps, kFactorTolerance);
+    // Reduction rate: the Theil–Sen slope of what a reducing collective takes beyond its
+    // messages against the bytes it reduces, over sizes where the arithmetic outweighs the
+    // noise (>= kSmallMessageBytes reduced).
+    std::vector<std::pair<double, double>> excess;
+    for (const Priced& p : priced)
+      if (p.reduce_bytes >= kSmallMessageBytes)
+        excess.emplace_back(p.reduce_bytes,
+                            p.point->measured_s.median - p.steps * platform.network.message_time_s(p.step_bytes));
+    platform.network.reduction_rate_Bps = 0;
+    if (excess.size() >= 2) {
+      const Line line = theil_sen(excess);
+      if (line.slope > 0) platform.network.reduction_rate_Bps = 1.0 / line.slope;
+    }
   } catch (const std::invalid_argument& error) {
     // Curves too flat or too noisy to fit (a tiny --max-message on a loaded machine): the
     // base platform's network stays, and the report says why.
@@ -441,7 +466,7 @@ CalibrationResult calibrate(const Network& network, const Platform& base, const 
                                 "{:.0f} B .. {:.0f} B, median of repeats ({} of {} repeats outlying), {}",
                                 size, o.min_message_bytes, o.max_message_bytes, outliers, repeats,
                                 result.network_note.empty()
-                                    ? std::string("robust latency/bandwidth fit and piecewise message factors")
+                                    ? std::string("robust latency/bandwidth fit, piecewise message factors, reduction rate")
                                     : "not fitted, the base platform's network kept: " + result.network_note)
                   : std::string("network not measured (one rank)"),
         base.name);

@@ -155,26 +155,26 @@ std::vector<MessageFactor> fit_message_factors(const std::vector<StepSample>& sa
 }
 
 MemoryFit fit_memory(const std::vector<std::pair<double, double>>& samples) {
-  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (const auto& [x, y] : samples) {
-    n += 1;
-    sx += x;
-    sy += y;
-    sxx += x * x;
-    sxy += x * y;
+  // Overhead: the Theil–Sen intercept of the small ops, where it is most of the time and
+  // one slow repeat cannot move it. Bandwidth: what makes the modelled total equal the
+  // measured total over every sample.
+  std::vector<std::pair<double, double>> valid;
+  for (const auto& p : samples)
+    if (p.first >= 0 && p.second >= 0 && std::isfinite(p.second)) valid.push_back(p);
+  const Line small = theil_sen(end_points(valid, true, kSmallOpBytes));
+  double bytes = 0, seconds = 0;
+  for (const auto& [x, y] : valid) {
+    bytes += x;
+    seconds += y;
   }
-  const double det = n * sxx - sx * sx;
-  if (!(det > 0)) throw std::invalid_argument("memory fit needs two distinct sizes");
-  double slope = (n * sxy - sx * sy) / det;
-  double intercept = (sy - slope * sx) / n;
-  if (intercept < 0) {  // through the origin
-    intercept = 0;
-    slope = sxy / sxx;
-  }
-  if (!(slope > 0)) throw std::invalid_argument("memory fit: larger kernels took no longer");
-  MemoryFit fit{intercept, 1.0 / slope, 0};
+  MemoryFit fit;
+  fit.overhead_s = std::max(0.0, small.intercept);
+  if (!(seconds - double(valid.size()) * fit.overhead_s > 0)) fit.overhead_s = 0;  // all overhead: none
+  const double memory_s = seconds - double(valid.size()) * fit.overhead_s;
+  if (!(bytes > 0 && memory_s > 0)) throw std::invalid_argument("memory fit: no bytes or no time");
+  fit.bandwidth_Bps = bytes / memory_s;
   std::vector<double> residuals;
-  for (const auto& [x, y] : samples) residuals.push_back(y - intercept - slope * x);
+  for (const auto& [x, y] : valid) residuals.push_back(y - fit.overhead_s - x / fit.bandwidth_Bps);
   fit.outliers = robust_summary(residuals).outliers;
   return fit;
 }

@@ -76,11 +76,14 @@ struct MemoryFit {
   double bandwidth_Bps = 0;
   int outliers = 0;  ///< samples whose residual is beyond kOutlierMads (reported, kept)
 };
-/** Least squares over (bytes, seconds) samples (each already a median of repeats): with an
- *  intercept the residuals sum to zero, so the fitted times of the calibrated ops add up to
- *  their measured total, which is what an iteration time needs. A negative intercept is
- *  refitted through the origin. @throws std::invalid_argument for fewer than two distinct
- *  sizes or no positive slope. */
+/** Non-GEMM ops up to this many bytes set the per-call overhead (below). */
+inline constexpr double kSmallOpBytes = 256.0 * 1024;
+/** Over (bytes, seconds) samples (each already a median of repeats): overhead = the
+ *  Theil–Sen intercept of the small ops (<= kSmallOpBytes, else the smaller half of the
+ *  sizes), at least 0; bandwidth = Σ bytes / (Σ seconds − count · overhead), so the fitted
+ *  times of the calibrated ops add up to their measured total, which is what an iteration
+ *  time needs (all overhead and no bytes' worth of time left: overhead 0).
+ *  @throws std::invalid_argument for fewer than two distinct sizes or no bytes. */
 MemoryFit fit_memory(const std::vector<std::pair<double, double>>& samples);
 
 /** One non-GEMM op as calibration timed it. */

@@ -868,8 +868,10 @@ void print_calibration(const CalibrationResult& result) {
   if (result.collectives.empty()) return;
   if (!result.network_note.empty())
     std::printf("cnnpar-run: network NOT fitted (%s): the base platform's is kept\n", result.network_note.c_str());
-  std::printf("cnnpar-run: network: latency %.3f us, bandwidth %.3f GB/s, %zu message-factor pieces\n",
-              p.network.latency_s * 1e6, p.network.bandwidth_Bps / 1e9, p.network.message_factors.size());
+  std::printf("cnnpar-run: network: latency %.3f us, bandwidth %.3f GB/s, reduction rate %.3f GB/s, %zu "
+              "message-factor pieces\n",
+              p.network.latency_s * 1e6, p.network.bandwidth_Bps / 1e9, p.network.reduction_rate_Bps / 1e9,
+              p.network.message_factors.size());
   for (const MessageFactor& f : p.network.message_factors)
     std::printf("  from %12.0f B: latency x %.3f, bandwidth x %.3f\n", f.from_bytes, f.latency_factor, f.bandwidth_factor);
   std::printf("%-15s %12s %12s %12s %8s %9s\n", "collective", "bytes", "measured s", "modelled s", "error %", "outliers");

@@ -105,8 +105,8 @@ TEST_CASE("memory fit: overhead and bandwidth of non-GEMM kernels") {
   const MemoryFit fit = fit_memory(exact);
   CHECK(fit.bandwidth_Bps == Approx(kBandwidth_Bps).epsilon(kRounding));
   CHECK(fit.overhead_s == Approx(kOverhead_s).epsilon(kRounding));
-  // With +-5 % residuals the fitted times still add up to the measured total (least squares
-  // with an intercept: the residuals sum to zero).
+  // With +-5 % residuals the fitted times still add up to the measured total (the bandwidth
+  // is chosen so).
   const MemoryFit rough = fit_memory(noisy);
   REQUIRE(rough.overhead_s > 0);
   double measured = 0, modelled = 0;
@@ -115,7 +115,8 @@ TEST_CASE("memory fit: overhead and bandwidth of non-GEMM kernels") {
     modelled += rough.overhead_s + bytes / rough.bandwidth_Bps;
   }
   CHECK(modelled == Approx(measured).epsilon(1e-9));
-  // A negative intercept is refitted through the origin: t = bytes / 4 GB/s - 1 us.
+  // A negative intercept becomes 0: t = bytes / 4 GB/s - 1 us gives overhead 0 and the
+  // bandwidth of the totals, 9 MiB / (9 MiB / 4 GB/s - 2 us) > 4 GB/s.
   const MemoryFit origin = fit_memory({{1 * MiB, 1 * MiB / 4e9 - 1e-6}, {8 * MiB, 8 * MiB / 4e9 - 1e-6}});
   CHECK(origin.overhead_s == 0);
   CHECK(origin.bandwidth_Bps > 4e9);
