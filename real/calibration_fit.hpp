@@ -38,9 +38,11 @@ struct LinkFit {
   double latency_s = 0;
   double bandwidth_Bps = 0;
 };
-/** Messages up to this size set the latency, from this size on the bandwidth (below). */
-inline constexpr double kSmallMessageBytes = 16.0 * 1024;
-inline constexpr double kLargeMessageBytes = 1024.0 * 1024;
+/** Messages up to this size set the latency, from this size on the bandwidth (below): below
+ *  MPICH's 16 KiB eager limit, and beyond the caches (1-4 MiB messages ran twice as fast as
+ *  DRAM-sized ones over shared memory and moved the fitted bandwidth by 24 % between runs). */
+inline constexpr double kSmallMessageBytes = 8.0 * 1024;
+inline constexpr double kLargeMessageBytes = 16.0 * 1024 * 1024;
 
 /** Robust fit of `samples` (bytes, seconds of one message, e.g. the median of repeats):
  *  bandwidth = 1 / Theil–Sen slope of the large sizes (>= kLargeMessageBytes, else the larger

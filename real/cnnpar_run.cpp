@@ -36,6 +36,7 @@
 #include "model/strategies/strategy.hpp"
 #include "model/trace.hpp"
 #include "model/output_files.hpp"
+#include "model/op_time.hpp"
 #include "real/calibrate.hpp"
 #include "cli/strategy_flags.hpp"
 #include "model/json_node.hpp"
@@ -525,6 +526,11 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
   if (s.schedule.ranks() != size)
     throw InputError("command line", "/ranks", std::to_string(size),
                      fmt::format("the schedule has {} ranks, mpiexec started {}", s.schedule.ranks(), size));
+  // A calibrated platform used beyond the shapes it measured (`cnnpar run` predicts with it;
+  // --compute sleep sleeps its times): say so once.
+  if (rank == 0)
+    for (const std::string& warning : calibration_warnings(s.platform, s.schedule))
+      std::fprintf(stderr, "cnnpar-run: warning: %s\n", warning.c_str());
 
   s.interpreter.progress = s.progress;
   try {

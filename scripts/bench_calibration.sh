@@ -12,7 +12,8 @@
 # Acceptance: every batch's |error| <= 5 %; the two calibrations within 20 %.
 # Usage: scripts/bench_calibration.sh [OUT_DIR]
 #   env: BUILD (./build), REPEATS (3), ITERATIONS (5: measured iterations per run), BATCHES
-#        ("16 32 64 128"), CAL_BATCH (128), MAX_MESSAGE (bytes, 268435456), NETWORK (vgg-a-32)
+#        ("16 32 64 128"), CAL_BATCH (128), MAX_MESSAGE (bytes, 268435456), NETWORK (vgg-a-32),
+#        LOAD_LIMIT (1.5) and MAX_WAIT (90 s): wait for a quieter machine before each step
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD:-build}
@@ -31,9 +32,18 @@ log=$out/log.txt
 : >"$log"
 note() { echo "$*" | tee -a "$log"; }
 load() { uptime | sed 's/.*load average: //'; }
+# The machine is shared: before each calibration and run wait (at most MAX_WAIT s) for the
+# 1-minute load to fall below LOAD_LIMIT, so both sides see a similar machine; the load
+# each one started at is recorded either way.
+quiet() {
+  local waited=0
+  while (($(awk -v l="$(cut -d' ' -f1 /proc/loadavg)" -v m="${LOAD_LIMIT:-1.5}" 'BEGIN{print (l >= m)}'))) &&
+        ((waited < ${MAX_WAIT:-90})); do sleep 5; waited=$((waited + 5)); done
+}
 
 calibrate() {  # $1 = output platform
   local start end
+  quiet
   start=$(date +%s.%N)
   note "calibrate -> $1 (load $(load))"
   "$cli" calibrate --network "$network" --nodes 2 --threads 1 --batch "$cal_batch" --repeats 5 \
@@ -47,6 +57,7 @@ for ((r = 1; r <= repeats; r++)); do
   order=("${batches[@]}")
   if ((r % 2 == 0)); then order=($(printf '%s\n' "${batches[@]}" | sort -rn)); fi
   for b in "${order[@]}"; do
+    quiet
     l=$(load)
     "$cli" run --network "$network" --nodes 1 --threads 1 --batch "$b" --iterations "$((iterations + 1))" \
       --warmup 1 --platform "$out/cal1.json" --compare-json "$out/compare-b$b-r$r.json" -q \

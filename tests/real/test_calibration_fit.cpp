@@ -30,7 +30,7 @@ TEST_CASE("link fit: a shaped link with burst-served small messages and outliers
   // A 1 Gbit/s token bucket (125 MB/s) with a 256 KiB burst: the first 256 KiB of a message
   // go at line rate (3 GB/s), the rest at the shaped rate, after a latency of 50 us:
   //   t(n) = 50 us + min(n, 256 KiB)/3 GB/s + max(0, n - 256 KiB)/125 MB/s.
-  // Above 1 MiB the slope is exactly 1/125 MB/s; below 16 KiB the intercept is exactly 50 us.
+  // From 16 MiB the slope is exactly 1/125 MB/s; up to 8 KiB the intercept is exactly 50 us.
   // Two medians are wild (x 20 at 4 KiB, x 5 at 16 MiB): Theil–Sen ignores them.
   constexpr double kLatency_s = 50e-6, kShaped_Bps = 125e6, kBurst_Bps = 3e9, kBurstBytes = 256 * KiB;
   constexpr double kTolerance = 0.01;  // relative
