@@ -102,11 +102,8 @@ Runner add_calibrate_command(CLI::App& app) {
   flags::hostfile(*sub, o.hostfile);
   flags::gemm(*sub, o.gemm);
   flags::threads(*sub, o.threads);
-  sub->add_option("--max-message", o.max_message_bytes,
-                  "largest collective size measured, bytes (sizes double from 1 KiB; default 256 MiB)");
-  sub->add_flag("--op-seconds", o.op_seconds,
-                "also store per-op seconds at the global batch (calibration.op_seconds: an explicit override "
-                "that wins over the GEMM grid and the roofline whatever the batch)");
+  flags::max_message(*sub, o.max_message_bytes);
+  flags::op_seconds(*sub, o.op_seconds);
   return [options] { return calibrate(*options); };
 }
 

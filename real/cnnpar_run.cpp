@@ -141,10 +141,8 @@ void add_options(CLI::App& app, Options& o) {
   app.add_flag("--calibrate", o.calibrate, "measure this machine and write a platform JSON (--out)");
   app.add_option("--out", o.out, "write the calibrated platform JSON here (with --calibrate)");
   cli::flags::repeats(app, o.repeats);
-  app.add_option("--max-message", o.max_message_bytes,
-                 "largest collective size the calibration measures, bytes (from 1 KiB; default 256 MiB)");
-  app.add_flag("--op-seconds", o.op_seconds,
-               "also store per-op seconds at the global batch (calibration.op_seconds, an explicit override)");
+  cli::flags::max_message(app, o.max_message_bytes);
+  cli::flags::op_seconds(app, o.op_seconds);
   app.add_option("--debug-stall-rank", o.debug_stall_rank)->group("");  // test hook: rank hangs mid-run
   app.add_option("--debug-exit-rank", o.debug_exit_rank)->group("");    // test hook: rank dies mid-run
 }
@@ -860,10 +858,10 @@ void print_calibration(const CalibrationResult& result) {
   const Platform& p = result.platform;
   std::printf("cnnpar-run: GEMM grid: %d points (per-rank batches %lld..%lld), %d outlying repeats\n", c.gemm_points,
               static_cast<long long>(c.batches.front()), static_cast<long long>(c.batches.back()), c.gemm_outliers);
-  std::printf("cnnpar-run: non-GEMM kernels: memory bandwidth %.3f GB/s, call overhead %.2f us (%d ops, %d outlying); "
-              "iteration overhead %.3f ms\n",
-              p.nodes.memory_bandwidth_Bps / 1e9, p.nodes.call_overhead_s * 1e6, c.memory_points, c.memory.outliers,
-              p.iteration_overhead_s * 1e3);
+  std::printf("cnnpar-run: non-GEMM kernels: memory bandwidth %.3f GB/s, call overhead %.2f us (%d ops: %d outlying "
+              "repeats, %d ops beyond 3 MADs of the fit); iteration overhead %.3f ms\n",
+              p.nodes.memory_bandwidth_Bps / 1e9, p.nodes.call_overhead_s * 1e6, c.memory_points, c.op_outliers,
+              c.memory.outliers, p.iteration_overhead_s * 1e3);
   if (c.measured_iteration_s > 0)
     std::printf("cnnpar-run: iteration at per-rank batch %lld: measured %.4f s, modelled %.4f s (%+.1f %%)\n",
                 static_cast<long long>(c.batches.back()), c.measured_iteration_s, c.modelled_iteration_s,

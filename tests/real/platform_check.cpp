@@ -2,11 +2,13 @@
 // (model/platform.cpp), has a GEMM grid (every rate positive and finite), a fitted memory
 // bandwidth and call overhead, no per-op seconds (written only with --op-seconds), and -
 // when RANKS >= 2 - a network bandwidth and latency that are positive and finite and
-// message factors that start at 0 B (measured).
+// message factors that start at 0 B (measured), unless `source` says the curves could not be
+// fitted and the base network was kept.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -39,7 +41,11 @@ int main(int argc, char** argv) {
   if (std::atoi(argv[2]) >= 2) {
     expect(std::isfinite(p.network.bandwidth_Bps) && p.network.bandwidth_Bps > 0, "bandwidth");
     expect(std::isfinite(p.network.latency_s) && p.network.latency_s >= 0, "latency");
-    expect(!p.network.message_factors.empty() && p.network.message_factors.front().from_bytes == 0,
+    // Two ranks oversubscribing a loaded 2-core machine can give curves too noisy to fit; the
+    // calibration then keeps the base network and must say so in `source`.
+    const bool kept = p.source.find("not fitted") != std::string::npos;
+    if (kept) std::printf("platform_check: network not fitted (see source): base network kept\n");
+    expect(kept || (!p.network.message_factors.empty() && p.network.message_factors.front().from_bytes == 0),
            "message factors from 0 B");
   }
   std::printf("platform_check: %s: %zu GEMM rates, %zu op times, bandwidth %.3g B/s, latency %.3g s, %d failure(s)\n",
