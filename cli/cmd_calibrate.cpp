@@ -36,6 +36,8 @@ struct CalibrateOptions {
   std::string hostfile;
   std::string gemm = kDefaultGemmBackend;
   int threads = 0;  // 0 = OPENBLAS_NUM_THREADS, else the cores per rank
+  double max_message_bytes = 256.0 * 1024 * 1024;
+  bool op_seconds = false;
 };
 
 int calibrate(const CalibrateOptions& o) {
@@ -43,17 +45,22 @@ int calibrate(const CalibrateOptions& o) {
   load_platform(o.platform);
   const int nodes = flags::parse_one_node_count(o.nodes);
   check_output_path(o.out, "--out");
-  if (o.batch < nodes || o.batch % nodes != 0)
-    throw InputError("command line", "--batch", std::to_string(o.batch),
-                     fmt::format("the global batch must be a multiple of the {} nodes (each times its ops at N/P images)", nodes));
+  // --batch is the global batch, as in `cnnpar run`: rank 0 measures every per-rank batch
+  // from 1 to it, so any node count at that batch (or a smaller one) is covered.
+  if (o.batch < 1) throw InputError("command line", "--batch", std::to_string(o.batch), "the global batch must be >= 1");
+  if (!(o.max_message_bytes >= 1024 && o.max_message_bytes <= 2.0 * 1024 * 1024 * 1024))
+    throw InputError("command line", "--max-message", fmt::format("{}", o.max_message_bytes),
+                     "the largest message must be 1 KiB .. 2 GiB");
   check_run_number(RunNumber::timeout_s, o.timeout_s, "command line", "/timeout-s");
   check_run_number(RunNumber::repeats, o.repeats, "command line", "/repeats");
   check_gemm_backend_name(o.gemm, "command line", "/gemm");
   check_run_number(RunNumber::threads, o.threads, "command line", "/threads");
   if (o.threads > 0) ::setenv("OPENBLAS_NUM_THREADS", std::to_string(o.threads).c_str(), 1);
-  const std::vector<std::string> args = {"--gemm", o.gemm,"--calibrate",  "--network",  o.network, "--platform", o.platform,
+  std::vector<std::string> args = {"--gemm", o.gemm,"--calibrate",  "--network",  o.network, "--platform", o.platform,
                                          "--batch",      std::to_string(o.batch), "--repeats", std::to_string(o.repeats),
-                                         "--timeout-s",  fmt::format("{}", o.timeout_s), "--out", o.out};
+                                         "--timeout-s",  fmt::format("{}", o.timeout_s), "--out", o.out,
+                                         "--max-message", fmt::format("{}", o.max_message_bytes)};
+  if (o.op_seconds) args.push_back("--op-seconds");
   const auto command = mpi_launch::command(o.mpiexec, o.hostfile, nodes, mpi_launch::find_executor(), args);
   const std::string blas_threads = mpi_launch::default_blas_threads(nodes);
   std::string shown = "OPENBLAS_NUM_THREADS=" + blas_threads;
@@ -65,15 +72,15 @@ int calibrate(const CalibrateOptions& o) {
     return status == 2 ? 2 : 1;
   }
   const Platform platform = load_platform(o.out);  // the file must parse as a platform
-  std::printf("%-28s %14s\n", "GEMM shape", "GFLOP/s");
-  for (const auto& [shape, rate] : platform.measured_gemm_flops) std::printf("%-28s %14.2f\n", shape.c_str(), rate / 1e9);
-  std::vector<std::pair<std::string, double>> ops(platform.measured_op_s.begin(), platform.measured_op_s.end());
-  std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-  std::printf("%-28s %14s\n", "op (slowest first)", "ms");
-  for (std::size_t i = 0; i < std::min<std::size_t>(ops.size(), 10); ++i)
-    std::printf("%-28s %14.4f\n", ops[i].first.c_str(), ops[i].second * 1e3);
-  std::printf("network: latency %.3f us, bandwidth %.3f GB/s%s\n", platform.network.latency_s * 1e6,
-              platform.network.bandwidth_Bps / 1e9, nodes >= 2 ? " (measured)" : " (from the base platform)");
+  std::printf("calibrated: %zu GEMM grid points, memory bandwidth %.3f GB/s, call overhead %.2f us, "
+              "iteration overhead %.3f ms%s\n",
+              platform.measured_gemm_flops.size(), platform.nodes.memory_bandwidth_Bps / 1e9,
+              platform.nodes.call_overhead_s * 1e6, platform.iteration_overhead_s * 1e3,
+              platform.measured_op_s.empty() ? "" : fmt::format(", {} per-op overrides", platform.measured_op_s.size()).c_str());
+  std::printf("network: latency %.3f us, bandwidth %.3f GB/s, reduction rate %.3f GB/s, %zu message-factor pieces%s\n",
+              platform.network.latency_s * 1e6, platform.network.bandwidth_Bps / 1e9,
+              platform.network.reduction_rate_Bps / 1e9, platform.network.message_factors.size(),
+              nodes >= 2 ? " (measured)" : " (from the base platform)");
   std::printf("wrote %s\n", o.out.c_str());
   return 0;
 }
@@ -83,7 +90,7 @@ int calibrate(const CalibrateOptions& o) {
 Runner add_calibrate_command(CLI::App& app) {
   auto options = std::make_shared<CalibrateOptions>();
   CalibrateOptions& o = *options;
-  CLI::App* sub = app.add_subcommand("calibrate", "measure GEMM rates, op times and MPI latency/bandwidth; write a platform JSON");
+  CLI::App* sub = app.add_subcommand("calibrate", "measure a GEMM grid, memory bandwidth and collective curves; write a platform JSON");
   flags::network(*sub, o.network)->required();
   flags::platform(*sub, o.platform);
   flags::nodes(*sub, o.nodes);
@@ -95,6 +102,8 @@ Runner add_calibrate_command(CLI::App& app) {
   flags::hostfile(*sub, o.hostfile);
   flags::gemm(*sub, o.gemm);
   flags::threads(*sub, o.threads);
+  flags::max_message(*sub, o.max_message_bytes);
+  flags::op_seconds(*sub, o.op_seconds);
   return [options] { return calibrate(*options); };
 }
 

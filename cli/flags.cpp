@@ -213,7 +213,21 @@ CLI::Option* resume(CLI::App& app, bool& resume) {
 }
 
 CLI::Option* repeats(CLI::App& app, int& repeats) {
-  return app.add_option("--repeats", repeats, "calibration: timed repetitions per op (fastest kept)")->capture_default_str();
+  return app.add_option("--repeats", repeats,
+                        "calibration: timed repetitions (passes over the batches; the median is kept)")
+      ->capture_default_str();
+}
+
+CLI::Option* max_message(CLI::App& app, double& bytes) {
+  return app.add_option("--max-message", bytes,
+                        "calibration: largest collective size measured, bytes (sizes double from 1 KiB)")
+      ->capture_default_str();
+}
+
+CLI::Option* op_seconds(CLI::App& app, bool& op_seconds) {
+  return app.add_flag("--op-seconds", op_seconds,
+                      "calibration: also store per-op seconds at the global batch (calibration.op_seconds, an "
+                      "explicit override that wins over the GEMM grid and the roofline whatever the batch)");
 }
 
 CLI::Option* mpiexec(CLI::App& app, std::string& command) {

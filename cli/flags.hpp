@@ -62,6 +62,8 @@ CLI::Option* checkpoint(CLI::App& app, std::string& directory);
 CLI::Option* checkpoint_every(CLI::App& app, int& iterations);
 CLI::Option* resume(CLI::App& app, bool& resume);
 CLI::Option* repeats(CLI::App& app, int& repeats);
+CLI::Option* max_message(CLI::App& app, double& bytes);
+CLI::Option* op_seconds(CLI::App& app, bool& op_seconds);
 /** --slowdown RANK:FACTOR, repeatable (model/run_spec.hpp add_slowdown parses each). */
 CLI::Option* slowdown(CLI::App& app, std::vector<std::string>& texts);
 

@@ -1,6 +1,27 @@
 #include "model/op_time.hpp"
 
+#include <set>
+
+#include <fmt/format.h>
+
+#include "model/gemm_rate.hpp"
+
 namespace cnnpar {
+
+namespace {
+
+/** The calibrated FLOP rate of a GEMM op, if the platform has one (see op_time_s). */
+std::optional<GemmRate> calibrated_gemm_rate(const Platform& platform, const Op& op) {
+  if (platform.measured_gemm_flops.empty()) return std::nullopt;
+  for (const std::string& key : {gemm_key(op.gemm, op.phase), op.gemm.to_string()}) {
+    const auto found = platform.measured_gemm_flops.find(key);
+    if (found != platform.measured_gemm_flops.end() && found->second > 0) return GemmRate{found->second, false};
+  }
+  if (const GemmGrid* grid = platform.gemm_grid()) return gemm_rate(*grid, op.gemm, op.phase);
+  return std::nullopt;
+}
+
+}  // namespace
 
 double op_time_s(const Platform& platform, const Op& op, int rank) {
   // Calibration measures the nodes' CPUs; an op on a device takes the device's roofline.
@@ -9,17 +30,14 @@ double op_time_s(const Platform& platform, const Op& op, int rank) {
     const auto found = platform.measured_op_s.find(op.label);
     if (found != platform.measured_op_s.end()) return found->second / platform.speed_factor(rank);
   }
-  if (op.kernel == KernelClass::gemm && !platform.measured_gemm_flops.empty() && !on_device) {
-    const auto found = platform.measured_gemm_flops.find(op.gemm.to_string());
-    if (found != platform.measured_gemm_flops.end() && found->second > 0)
-      return op.flops / (found->second * platform.speed_factor(rank));
-  }
+  if (op.kernel == KernelClass::gemm && !on_device)
+    if (const auto rate = calibrated_gemm_rate(platform, op))
+      return op.flops / (rate->rate_flops * platform.speed_factor(rank));
   if (!on_device) {
     double seconds = platform.kernel_time_s(op.kernel, op.flops, op.bytes, rank);
     // A loop over images keeps only min(images, cores) cores busy.
     if (platform.nodes.image_parallel_kernels && op.kernel != KernelClass::gemm && op.kernel != KernelClass::update &&
-        op.batch > 0 &&
-        op.batch < platform.nodes.cores)
+        op.batch > 0 && op.batch < platform.nodes.cores)
       seconds *= double(platform.nodes.cores) / double(op.batch);
     return seconds + platform.nodes.call_overhead_s / platform.speed_factor(rank);
   }
@@ -30,6 +48,25 @@ double op_time_s(const Platform& platform, const Op& op, int rank) {
   const double link_bytes =
       has_shape ? 4.0 * (double(g.m) * double(g.k) + double(g.k) * double(g.n) + double(g.m) * double(g.n)) : op.bytes;
   return platform.kernel_time_s(op.kernel, op.flops, op.bytes, rank, link_bytes);
+}
+
+std::vector<std::string> calibration_warnings(const Platform& platform, const Schedule& schedule) {
+  std::vector<std::string> warnings;
+  if (platform.measured_gemm_flops.empty()) return warnings;
+  std::set<std::string> outside;
+  for (int rank = 0; rank < schedule.ranks(); ++rank)
+    for (const Op& op : schedule.programs[std::size_t(rank)].ops) {
+      if (op.kind != OpKind::compute || op.kernel != KernelClass::gemm || platform.runs_on_device(op.kernel, rank)) continue;
+      if (platform.measured_op_s.count(op.label)) continue;
+      const auto rate = calibrated_gemm_rate(platform, op);
+      if (rate && rate->out_of_range) outside.insert(gemm_key(op.gemm, op.phase));
+    }
+  if (!outside.empty())
+    warnings.push_back(fmt::format(
+        "{} GEMM shape(s) lie outside the calibrated grid of {} (e.g. {}): their rates are those of the nearest "
+        "measured shape; calibrate with this network and a global batch at least as large",
+        outside.size(), platform.name, *outside.begin()));
+  return warnings;
 }
 
 }  // namespace cnnpar

@@ -2,17 +2,29 @@
 // Duration of one compute op on one rank, shared by every simulating engine: the single
 // place that decides between a calibrated measurement and the roofline
 // (docs/formats.md "Compute time of an op").
+#include <string>
+#include <vector>
+
 #include "model/platform.hpp"
 #include "model/schedule.hpp"
 
 namespace cnnpar {
 
 /** Seconds `op` (a compute op) takes on `rank`'s node at full speed (no communication
- *  slow-down). Order: measured_op_s[op.label], then measured_gemm_flops[op.gemm] for GEMMs,
- *  then the roofline Platform::kernel_time_s. Calibrated values were measured on a node of
- *  speed 1 and are divided by the rank's speed factor. An op whose kernel class runs on the
- *  rank's device (nodes.kinds) skips calibration and also pays its operands over the host
- *  link: 4·(m·k + k·n + m·n) bytes for a GEMM, op.bytes for any other op. */
+ *  slow-down). Order: measured_op_s[op.label] (an explicit override), then for GEMMs the
+ *  calibrated rate of its shape (measured_gemm_flops: the exact "gemm MxNxK phase" or
+ *  "gemm MxNxK" key, else interpolated on the platform's GEMM grid, model/gemm_rate.hpp),
+ *  then the roofline Platform::kernel_time_s + call_overhead. Calibrated values were
+ *  measured on a node of speed 1 and are divided by the rank's speed factor. An op whose
+ *  kernel class runs on the rank's device (nodes.kinds) skips calibration and also pays its
+ *  operands over the host link: 4·(m·k + k·n + m·n) bytes for a GEMM, op.bytes for any
+ *  other op. */
 double op_time_s(const Platform& platform, const Op& op, int rank);
+
+/** One line per kind of extrapolation in `schedule` on `platform`: GEMM shapes outside the
+ *  calibrated grid (their rates clamped to its nearest end), with a count and an example.
+ *  Empty without a calibrated grid or when every shape lies inside it. Model code does not
+ *  print: commands show these once per prediction. */
+std::vector<std::string> calibration_warnings(const Platform& platform, const Schedule& schedule);
 
 }  // namespace cnnpar

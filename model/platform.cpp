@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "model/error.hpp"
+#include "model/gemm_rate.hpp"
 #include "model/limits.hpp"
 #include "model/json_node.hpp"
 
@@ -129,6 +130,10 @@ void Platform::resolve_speed_factors() {
     resolved_speed_factors_.resize(std::size_t(std::max(nodes.count, 0)));
     for (double& factor : resolved_speed_factors_) factor = std::clamp(speed(generator), nodes.speed_min, nodes.speed_max);
   }
+}
+
+void Platform::resolve_gemm_grid() {
+  gemm_grid_ = measured_gemm_flops.empty() ? nullptr : std::make_shared<const GemmGrid>(measured_gemm_flops);
 }
 
 void Platform::slow_down(int rank, double factor) {
@@ -386,10 +391,20 @@ Platform parse_platform(const nlohmann::json& document, const std::string& file)
     }
     if (calibration.has("gemm_flops")) {
       const JsonNode table = calibration.at("gemm_flops");
-      for (const std::string& key : table.keys()) platform.measured_gemm_flops[key] = table.at(key).as_quantity(Unit::flop_rate);
+      for (const std::string& key : table.keys()) {
+        const JsonNode value = table.at(key);
+        const double rate = value.as_quantity(Unit::flop_rate);
+        try {
+          parse_gemm_key(key, rate);
+        } catch (const std::invalid_argument& error) {
+          throw InputError(value.file(), value.path(), key, error.what());
+        }
+        platform.measured_gemm_flops[key] = rate;
+      }
     }
   }
   platform.resolve_speed_factors();
+  platform.resolve_gemm_grid();
   return platform;
 }
 
@@ -468,8 +483,10 @@ nlohmann::json to_json(const Platform& platform) {
                              {"network", network},
                              {"comm_compute_slowdown", platform.comm_compute_slowdown}};
   if (platform.iteration_overhead_s > 0) document["iteration_overhead"] = fmt::format("{}s", platform.iteration_overhead_s);
-  if (!platform.measured_op_s.empty() || !platform.measured_gemm_flops.empty())
-    document["calibration"] = {{"op_seconds", platform.measured_op_s}, {"gemm_flops", platform.measured_gemm_flops}};
+  if (!platform.measured_op_s.empty() || !platform.measured_gemm_flops.empty()) {
+    document["calibration"] = {{"gemm_flops", platform.measured_gemm_flops}};
+    if (!platform.measured_op_s.empty()) document["calibration"]["op_seconds"] = platform.measured_op_s;
+  }
   return document;
 }
 

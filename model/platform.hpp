@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +12,8 @@
 #include <nlohmann/json.hpp>
 
 namespace cnnpar {
+
+class GemmGrid;  // model/gemm_rate.hpp
 
 enum class Topology { crossbar, star, fat_tree, torus, dragonfly };
 /** Collective algorithms; `automatic` lets the engine pick (JSON spelling "auto"). */
@@ -141,9 +144,11 @@ struct Platform {
   /** seconds every rank spends at the start of each iteration outside the schedule's ops
    *  (framework bookkeeping, data loading); JSON `iteration_overhead`. */
   double iteration_overhead_s = 0;
-  /** measured seconds per op label from `cnnpar calibrate`; overrides the roofline when present */
+  /** measured seconds per op label (`cnnpar calibrate --op-seconds`, or by hand): an explicit
+   *  override of the op's modelled time, whatever its batch */
   std::map<std::string, double> measured_op_s;
-  /** measured GEMM rate (FLOP/s) per shape string "gemm MxNxK" from calibration */
+  /** measured GEMM rate (FLOP/s) per key "gemm MxNxK" or "gemm MxNxK phase" (the grid of
+   *  `cnnpar calibrate`, interpolated by model/gemm_rate.hpp) */
   std::map<std::string, double> measured_gemm_flops;
 
   /** Speed factor of `rank`'s node (heterogeneity); 1 when none is given. */
@@ -166,6 +171,16 @@ struct Platform {
  public:
   /** Recomputes per-node speed factors (call after changing nodes.* by hand). */
   void resolve_speed_factors();
+  /** Rebuilds the interpolation grid of measured_gemm_flops (parse_platform calls it; call it
+   *  after changing the table by hand, else only exact keys are found).
+   *  @throws std::invalid_argument for a key that is not "gemm MxNxK[ phase]" or a rate <= 0. */
+  void resolve_gemm_grid();
+  /** The grid of measured_gemm_flops as last resolved; nullptr when none. */
+  const GemmGrid* gemm_grid() const { return gemm_grid_.get(); }
+
+ private:
+  std::shared_ptr<const GemmGrid> gemm_grid_;  ///< immutable, shared by copies of the platform
+ public:
   /** Makes node `rank` (< nodes.count) `factor` times slower: its speed factor is divided by
    *  `factor` (a run's --slowdown). The other nodes keep theirs, Gaussian-drawn ones included. */
   void slow_down(int rank, double factor);

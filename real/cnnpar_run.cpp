@@ -36,6 +36,7 @@
 #include "model/strategies/strategy.hpp"
 #include "model/trace.hpp"
 #include "model/output_files.hpp"
+#include "model/op_time.hpp"
 #include "real/calibrate.hpp"
 #include "cli/strategy_flags.hpp"
 #include "model/json_node.hpp"
@@ -95,6 +96,8 @@ struct Options {
   bool calibrate = false;
   std::string out;
   int repeats = 3;
+  double max_message_bytes = 256.0 * 1024 * 1024;
+  bool op_seconds = false;
   // test hooks (hidden)
   int debug_stall_rank = -1;
   int debug_exit_rank = -1;
@@ -138,6 +141,8 @@ void add_options(CLI::App& app, Options& o) {
   app.add_flag("--calibrate", o.calibrate, "measure this machine and write a platform JSON (--out)");
   app.add_option("--out", o.out, "write the calibrated platform JSON here (with --calibrate)");
   cli::flags::repeats(app, o.repeats);
+  cli::flags::max_message(app, o.max_message_bytes);
+  cli::flags::op_seconds(app, o.op_seconds);
   app.add_option("--debug-stall-rank", o.debug_stall_rank)->group("");  // test hook: rank hangs mid-run
   app.add_option("--debug-exit-rank", o.debug_exit_rank)->group("");    // test hook: rank dies mid-run
 }
@@ -519,6 +524,11 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
   if (s.schedule.ranks() != size)
     throw InputError("command line", "/ranks", std::to_string(size),
                      fmt::format("the schedule has {} ranks, mpiexec started {}", s.schedule.ranks(), size));
+  // A calibrated platform used beyond the shapes it measured (`cnnpar run` predicts with it;
+  // --compute sleep sleeps its times): say so once.
+  if (rank == 0)
+    for (const std::string& warning : calibration_warnings(s.platform, s.schedule))
+      std::fprintf(stderr, "cnnpar-run: warning: %s\n", warning.c_str());
 
   s.interpreter.progress = s.progress;
   try {
@@ -841,6 +851,46 @@ int run_training(const Options& o, int rank, int size) {
   return 0;
 }
 
+/** The calibration's report on rank 0: the compute fit and, per collective and size, the
+ *  measured time against what the fitted platform's step pricing gives. */
+void print_calibration(const CalibrationResult& result) {
+  const ComputeSummary& c = result.compute;
+  const Platform& p = result.platform;
+  std::printf("cnnpar-run: GEMM grid: %d points (per-rank batches %lld..%lld), %d outlying repeats\n", c.gemm_points,
+              static_cast<long long>(c.batches.front()), static_cast<long long>(c.batches.back()), c.gemm_outliers);
+  std::printf("cnnpar-run: non-GEMM kernels: memory bandwidth %.3f GB/s, call overhead %.2f us (%d ops: %d outlying "
+              "repeats, %d ops beyond 3 MADs of the fit); iteration overhead %.3f ms\n",
+              p.nodes.memory_bandwidth_Bps / 1e9, p.nodes.call_overhead_s * 1e6, c.memory_points, c.op_outliers,
+              c.memory.outliers, p.iteration_overhead_s * 1e3);
+  if (c.measured_iteration_s > 0)
+    std::printf("cnnpar-run: iteration at per-rank batch %lld: measured %.4f s, modelled %.4f s (%+.1f %%)\n",
+                static_cast<long long>(c.batches.back()), c.measured_iteration_s, c.modelled_iteration_s,
+                100.0 * (c.modelled_iteration_s / c.measured_iteration_s - 1));
+  for (const auto& [kernel, seconds] : c.per_class_s)
+    std::printf("  %-8s measured %.4f s, modelled %.4f s (%+.1f %%)\n", kernel.c_str(), seconds.first, seconds.second,
+                100.0 * (seconds.second / seconds.first - 1));
+  if (result.collectives.empty()) return;
+  if (!result.network_note.empty())
+    std::printf("cnnpar-run: network NOT fitted (%s): the base platform's is kept\n", result.network_note.c_str());
+  std::printf("cnnpar-run: network: latency %.3f us, bandwidth %.3f GB/s, reduction rate %.3f GB/s, %zu "
+              "message-factor pieces\n",
+              p.network.latency_s * 1e6, p.network.bandwidth_Bps / 1e9, p.network.reduction_rate_Bps / 1e9,
+              p.network.message_factors.size());
+  for (const MessageFactor& f : p.network.message_factors)
+    std::printf("  from %12.0f B: latency x %.3f, bandwidth x %.3f\n", f.from_bytes, f.latency_factor, f.bandwidth_factor);
+  std::printf("%-15s %12s %12s %12s %8s %9s\n", "collective", "bytes", "measured s", "modelled s", "error %", "outliers");
+  for (const CollectiveCurve& curve : result.collectives) {
+    double worst = 0;
+    for (const CollectivePoint& point : curve.points) {
+      const double error = 100.0 * (point.modelled_s / point.measured_s.median - 1);
+      worst = std::max(worst, std::abs(error));
+      std::printf("%-15s %12.0f %12.4g %12.4g %+8.1f %5d/%-3d\n", curve.kind.c_str(), point.bytes,
+                  point.measured_s.median, point.modelled_s, error, point.measured_s.outliers, point.measured_s.count);
+    }
+    std::printf("%-15s worst |error| %.1f %%\n", curve.kind.c_str(), worst);
+  }
+}
+
 int run_calibration(const Options& o, int rank, int size) {
   std::exception_ptr error;
   Network network;
@@ -851,35 +901,32 @@ int run_calibration(const Options& o, int rank, int size) {
     if (rank == 0) check_output_path(o.out, "/out");
     network = load_network(o.network);
     base = load_platform(o.platform);
-    if (o.batch < size || o.batch % size != 0)
-      throw InputError("command line", "/batch", std::to_string(o.batch),
-                       fmt::format("the global batch must be a multiple of the {} ranks", size));
+    if (!(o.max_message_bytes >= 1024 && o.max_message_bytes <= 2.0 * 1024 * 1024 * 1024))
+      throw InputError("command line", "/max-message", fmt::format("{}", o.max_message_bytes),
+                       "the largest message must be 1 KiB .. 2 GiB");
   } catch (...) {
     error = std::current_exception();
   }
   if (const int status = agree_on_failure(error, rank, size, o.timeout_s); status != 0) return status;
   CalibrateOptions options;
-  options.batch = o.batch / size;  // --batch is global everywhere; ops are timed at a rank's share
+  options.batch = o.batch;  // global, as everywhere: the compute grid covers per-rank batches 1 .. batch
   options.seed = o.seed;
   options.repeats = std::max(1, o.repeats);
   options.timeout_s = o.timeout_s;
+  options.max_message_bytes = o.max_message_bytes;
+  options.op_seconds = o.op_seconds;
+  if (rank == 0 && !o.quiet)
+    options.progress = [](const std::string& line) {
+      std::printf("cnnpar-run: calibrate: %s\n", line.c_str());
+      std::fflush(stdout);
+    };
   CalibrationResult result = calibrate(network, base, options, MPI_COMM_WORLD);
   if (rank == 0) {
     write_file_atomic(o.out, to_json(result.platform).dump(2) + "\n");
-    if (!result.ping_pong.empty()) {
-      std::printf("cnnpar-run: ping-pong ranks 0-1 (one way):");
-      for (const auto& [bytes, seconds] : result.ping_pong) std::printf(" %.0fB:%.3gs", bytes, seconds);
-      std::printf("\n");
-    }
-    std::printf("cnnpar-run: allreduce over %d ranks:", size);
-    for (const auto& [bytes, seconds] : result.allreduce) std::printf(" %.0fB:%.3gs", bytes, seconds);
-    std::printf("\n");
-    std::printf("cnnpar-run: wrote %s (%zu op times, %zu GEMM rates", o.out.c_str(),
-                result.platform.measured_op_s.size(), result.platform.measured_gemm_flops.size());
-    if (size >= 2)
-      std::printf(", latency %.2f us, bandwidth %.3f GB/s", result.platform.network.latency_s * 1e6,
-                  result.platform.network.bandwidth_Bps / 1e9);
-    std::printf(")\n");
+    print_calibration(result);
+    std::printf("cnnpar-run: wrote %s (%zu GEMM grid points%s)\n", o.out.c_str(),
+                result.platform.measured_gemm_flops.size(),
+                result.platform.measured_op_s.empty() ? "" : fmt::format(", {} op times", result.platform.measured_op_s.size()).c_str());
   }
   mpi::barrier(MPI_COMM_WORLD, o.timeout_s, "final barrier");
   return 0;

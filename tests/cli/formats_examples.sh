@@ -166,7 +166,7 @@ if [ $have_mpi = 1 ]; then
     --trace "$fresh/measured-trace.json" -q || true
   must "compare output (trace --like)" "$cnnpar" trace --like "$fresh/measured-trace.json" --out "$work/predicted.json" -q || true
   must "compare output" "$cnnpar" compare "$work/predicted.json" "$fresh/measured-trace.json" --json "$fresh/compare.json" -q || true
-  must "calibrated output" "$cnnpar" calibrate --network lenet-5 --nodes 2 --batch 8 --repeats 1 \
+  must "calibrated output" "$cnnpar" calibrate --network lenet-5 --nodes 2 --batch 8 --repeats 1 --max-message 1048576 \
     --out "$fresh/calibrated.json" || true
 else
   skip "measured-trace, compare and calibrated outputs (no cnnpar-run or mpiexec)"

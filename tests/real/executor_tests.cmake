@@ -233,6 +233,7 @@ cnnpar_mpi_check(real_trace_slowdown_np2 real_slowdown_runs $<TARGET_FILE:cnnpar
 
 # Calibration on 2 ranks writes a platform that model/platform.cpp accepts.
 cnnpar_mpi_run(real_run_calibrate_np2 2 real_calibrate_runs --calibrate --network ${tiny} --batch 16 --repeats 1
+               --max-message 1048576
                --out ${run_out}/calibrated.json)
 cnnpar_mpi_check(real_platform_calibrated real_calibrate_runs $<TARGET_FILE:cnnpar_platform_check>
                  ${run_out}/calibrated.json 2)
@@ -480,7 +481,7 @@ if(TARGET cnnpar)
                        ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>"
                        PASS_REGULAR_EXPRESSION "mpiexec -genv CNNPAR_LAUNCH_CHECK two words -f [^ ]*/hosts -n 2 ")
   add_test(NAME real_cli_calibrate_np2
-           COMMAND $<TARGET_FILE:cnnpar> calibrate --network ${tiny} --nodes 2 --batch 16 --repeats 1
+           COMMAND $<TARGET_FILE:cnnpar> calibrate --network ${tiny} --nodes 2 --batch 16 --repeats 1 --max-message 1048576
                    --out ${run_out}/cli_calibrated.json)
   set_tests_properties(real_cli_calibrate_np2 PROPERTIES LABELS "real;mpi" TIMEOUT 120 FIXTURES_SETUP real_cli_cal
                        ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>")

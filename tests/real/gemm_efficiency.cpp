@@ -2,8 +2,8 @@
 // Compute efficiency of the real executor's GEMM ops: rebuilds the Schedule the trace ran
 // (strategy options from its metadata), then over the measured iterations of RANK (default 0)
 // sums the FLOPs of the GEMM compute ops and the seconds they took, and compares the
-// achieved rate with the sgemm rates `cnnpar-run --calibrate` measured for the same shapes
-// (calibrate with the trace's GEMM back-end and threads):
+// achieved rate with the GEMM grid `cnnpar-run --calibrate` measured (interpolated for the shapes
+// between its points; calibrate with the trace's GEMM back-end and threads):
 //   efficiency = Σ (flops_i / calibrated_rate(shape_i)) / Σ measured_seconds_i.
 // Also the share of an iteration spent in non-GEMM compute ops (analysis/'s
 // TraceMetrics::non_gemm_compute_s over iteration_s).
@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/gemm_rate.hpp"
 #include "model/platform.hpp"
 #include "model/scenarios.hpp"
 #include "model/strategies/registry.hpp"
@@ -62,16 +63,17 @@ int main(int argc, char** argv) {
     for (const cnnpar::ComputeRecord& c : r.compute) {
       if (c.kernel != cnnpar::KernelClass::gemm || c.start_s < measured_from_s) continue;
       const cnnpar::Op& op = ops[std::size_t(c.op)];
-      const std::string shape = op.gemm.to_string();
-      const auto rate = calibrated.measured_gemm_flops.find(shape);
-      if (rate == calibrated.measured_gemm_flops.end()) {
+      const std::string shape = cnnpar::gemm_key(op.gemm, op.phase);
+      const std::optional<cnnpar::GemmRate> rate =
+          calibrated.gemm_grid() ? cnnpar::gemm_rate(*calibrated.gemm_grid(), op.gemm, op.phase) : std::nullopt;
+      if (!rate) {
         ++missing;
         continue;
       }
       for (Sum* s : {&per_shape[shape], &total}) {
         s->flops += c.flops;
         s->seconds += c.end_s - c.start_s;
-        s->ideal_s += c.flops / rate->second;
+        s->ideal_s += c.flops / rate->rate_flops;
         ++s->ops;
       }
     }

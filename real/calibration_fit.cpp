@@ -1,0 +1,227 @@
+#include "real/calibration_fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+namespace cnnpar::real {
+
+namespace {
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) throw std::invalid_argument("median of no samples");
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+constexpr double kScaledMad = 1.4826;  // MAD of a normal sample · this = its standard deviation
+constexpr double kMinFactor = 1e-3, kMaxFactor = 1e3;  // the platform's range (model/platform.cpp)
+
+/** The points with the smallest (or largest) x: those within `limit`, else the half of the
+ *  distinct x values nearest that end (at least two). */
+std::vector<std::pair<double, double>> end_points(std::vector<std::pair<double, double>> points, bool small,
+                                                  double limit) {
+  std::sort(points.begin(), points.end());
+  if (!small) std::reverse(points.begin(), points.end());
+  std::vector<double> distinct;
+  for (const auto& p : points)
+    if (distinct.empty() || p.first != distinct.back()) distinct.push_back(p.first);
+  std::size_t within = 0;
+  for (double x : distinct)
+    if (small ? x <= limit : x >= limit) ++within;
+  const std::size_t take = within >= 2 ? within : std::max<std::size_t>(2, (distinct.size() + 1) / 2);
+  const double last = distinct[std::min(take, distinct.size()) - 1];
+  std::vector<std::pair<double, double>> out;
+  for (const auto& p : points)
+    if (small ? p.first <= last : p.first >= last) out.push_back(p);
+  return out;
+}
+
+}  // namespace
+
+RobustSummary robust_summary(std::vector<double> samples) {
+  RobustSummary out;
+  out.count = int(samples.size());
+  out.median = median_of(samples);
+  std::vector<double> deviations;
+  for (double s : samples) deviations.push_back(std::abs(s - out.median));
+  const double spread = kScaledMad * median_of(deviations);
+  if (spread > 0)
+    for (double d : deviations)
+      if (d > kOutlierMads * spread) ++out.outliers;
+  return out;
+}
+
+Line theil_sen(const std::vector<std::pair<double, double>>& points) {
+  std::vector<double> slopes;
+  for (std::size_t i = 0; i < points.size(); ++i)
+    for (std::size_t j = i + 1; j < points.size(); ++j)
+      if (points[j].first != points[i].first)
+        slopes.push_back((points[j].second - points[i].second) / (points[j].first - points[i].first));
+  if (slopes.empty()) throw std::invalid_argument("a line needs two distinct sizes");
+  Line line;
+  line.slope = median_of(slopes);
+  std::vector<double> intercepts;
+  for (const auto& [x, y] : points) intercepts.push_back(y - line.slope * x);
+  line.intercept = median_of(intercepts);
+  return line;
+}
+
+LinkFit fit_link(const std::vector<std::pair<double, double>>& samples) {
+  std::vector<std::pair<double, double>> valid;
+  for (const auto& p : samples)
+    if (p.first >= 0 && p.second > 0 && std::isfinite(p.second)) valid.push_back(p);
+  const Line large = theil_sen(end_points(valid, false, kLargeMessageBytes));
+  if (!(large.slope > 0)) throw std::invalid_argument("link fit: large messages took no longer than smaller ones");
+  const Line small = theil_sen(end_points(valid, true, kSmallMessageBytes));
+  // A falling small-size line is noise: the latency is then the typical small-message time.
+  double latency_s = small.intercept;
+  if (small.slope < 0) {
+    std::vector<double> times;
+    for (const auto& p : end_points(valid, true, kSmallMessageBytes)) times.push_back(p.second);
+    latency_s = median_of(times);
+  }
+  return LinkFit{std::max(0.0, latency_s), 1.0 / large.slope};
+}
+
+std::vector<MessageFactor> fit_message_factors(const std::vector<StepSample>& samples, double alpha_s,
+                                               double beta_Bps, double tolerance) {
+  if (samples.empty()) throw std::invalid_argument("message factors need samples");
+  if (!(alpha_s >= 0) || !(beta_Bps > 0)) throw std::invalid_argument("message factors need alpha >= 0, beta > 0");
+  std::map<double, std::vector<double>> by_size;
+  for (const StepSample& s : samples)
+    if (s.step_bytes > 0 && s.step_s > 0 && std::isfinite(s.step_s)) by_size[s.step_bytes].push_back(s.step_s);
+  if (by_size.empty()) throw std::invalid_argument("message factors need positive samples");
+  std::vector<double> size, time;
+  for (auto& [bytes, seconds] : by_size) {
+    size.push_back(bytes);
+    time.push_back(median_of(seconds));
+  }
+  // A line a + b·n as alpha·lf + n/(beta·bf) needs a >= kMinFactor·alpha (alpha > 0) and
+  // b >= 1/(kMaxFactor·beta). A line that cannot (a jump between two sizes gives a chord with a
+  // negative start-up) is replaced by the representable one through its left point, whose
+  // range it is: the right point starts the next piece.
+  const double min_a = kMinFactor * alpha_s, min_b = 1.0 / (kMaxFactor * beta_Bps);
+  const auto representable = [&](Line line, double left_size, double left_time) {
+    line.slope = std::max(line.slope, min_b);
+    line.intercept = left_time - line.slope * left_size;
+    if (alpha_s > 0 && line.intercept < min_a) {
+      line.intercept = min_a;
+      line.slope = std::max((left_time - min_a) / left_size, min_b);
+    }
+    return line;
+  };
+  const auto factors = [&](double from, const Line& line) {
+    MessageFactor f;
+    f.from_bytes = from;
+    if (alpha_s > 0) f.latency_factor = std::clamp(line.intercept / alpha_s, kMinFactor, kMaxFactor);
+    f.bandwidth_factor = std::clamp(1.0 / (line.slope * beta_Bps), kMinFactor, kMaxFactor);
+    return f;
+  };
+  const auto within = [&](const Line& line, std::size_t m) {
+    return std::abs(line.intercept + line.slope * size[m] - time[m]) <= tolerance * time[m];
+  };
+  std::vector<MessageFactor> pieces;
+  if (size.size() == 1) {  // one size: the latency keeps its factor of 1 where it can
+    const double a = std::min(alpha_s, time[0]);
+    pieces.push_back(factors(0, representable(Line{a, (time[0] - a) / size[0]}, size[0], time[0])));
+    return pieces;
+  }
+  const auto chord = [&](std::size_t i, std::size_t j) {
+    const double b = (time[j] - time[i]) / (size[j] - size[i]);
+    return representable(Line{time[i] - b * size[i], b}, size[i], time[i]);
+  };
+  std::size_t i = 0;
+  const std::size_t last = size.size() - 1;
+  Line line;
+  while (i < last) {
+    std::size_t j = i + 1;
+    while (j < last) {  // extend the chord to j+1 while every point it then spans stays within tolerance
+      const Line longer = chord(i, j + 1);
+      bool fits = true;
+      for (std::size_t m = i + 1; m <= j && fits; ++m) fits = within(longer, m);
+      if (!fits) break;
+      ++j;
+    }
+    line = chord(i, j);
+    pieces.push_back(factors(pieces.empty() ? 0.0 : size[i], line));
+    i = j;
+  }
+  // The last piece reaches beyond the largest size; it must also hold the largest point.
+  if (!within(line, last)) pieces.push_back(factors(size[last], representable(line, size[last], time[last])));
+  return pieces;
+}
+
+MemoryFit fit_memory(const std::vector<std::pair<double, double>>& samples) {
+  // Overhead: the Theil–Sen intercept of the small ops, where it is most of the time and
+  // one slow repeat cannot move it. Bandwidth: what makes the modelled total equal the
+  // measured total over every sample.
+  std::vector<std::pair<double, double>> valid;
+  for (const auto& p : samples)
+    if (p.first >= 0 && p.second >= 0 && std::isfinite(p.second)) valid.push_back(p);
+  const Line small = theil_sen(end_points(valid, true, kSmallOpBytes));
+  double bytes = 0, seconds = 0;
+  for (const auto& [x, y] : valid) {
+    bytes += x;
+    seconds += y;
+  }
+  MemoryFit fit;
+  fit.overhead_s = std::max(0.0, small.intercept);
+  if (!(seconds - double(valid.size()) * fit.overhead_s > 0)) fit.overhead_s = 0;  // all overhead: none
+  const double memory_s = seconds - double(valid.size()) * fit.overhead_s;
+  if (!(bytes > 0 && memory_s > 0)) throw std::invalid_argument("memory fit: no bytes or no time");
+  fit.bandwidth_Bps = bytes / memory_s;
+  std::vector<double> residuals;
+  for (const auto& [x, y] : valid) residuals.push_back(y - fit.overhead_s - x / fit.bandwidth_Bps);
+  fit.outliers = robust_summary(residuals).outliers;
+  return fit;
+}
+
+RooflineFit fit_roofline(const std::vector<KernelSample>& samples, double peak_flops, int rounds) {
+  RooflineFit fit;
+  // A class without a fitted efficiency runs at efficiency 1: its compute term is then far
+  // below its memory term (a few FLOPs per byte against a peak of 1e11 FLOP/s).
+  const auto modelled_s = [&](const KernelSample& k, double efficiency) {
+    return std::max(k.flops / (peak_flops * efficiency), k.bytes / fit.memory.bandwidth_Bps) + fit.memory.overhead_s;
+  };
+  const auto efficiency_of = [&](KernelClass kernel) {
+    const auto found = fit.efficiency.find(kernel);
+    return found == fit.efficiency.end() ? 1.0 : found->second;
+  };
+  std::vector<std::pair<double, double>> memory_bound;
+  for (const KernelSample& k : samples) memory_bound.emplace_back(k.bytes, k.seconds);
+  for (int round = 0; round < rounds; ++round) {
+    fit.memory = fit_memory(memory_bound);
+    std::map<KernelClass, std::vector<const KernelSample*>> by_class;
+    for (const KernelSample& k : samples)
+      if (k.flops > 0) by_class[k.kernel].push_back(&k);
+    fit.efficiency.clear();
+    for (const auto& [kernel, ops] : by_class) {
+      double measured = 0;
+      for (const KernelSample* k : ops) measured += k->seconds;
+      const auto total = [&](double efficiency) {
+        double sum = 0;
+        for (const KernelSample* k : ops) sum += modelled_s(*k, efficiency);
+        return sum;
+      };
+      if (total(1.0) >= measured) continue;  // memory explains the class (or more): efficiency 1
+      // total(efficiency) falls as efficiency rises: total(1e-6) > measured > total(1).
+      double lo = std::log(1e-6), hi = 0;
+      for (int step = 0; step < 60; ++step) {
+        const double mid = 0.5 * (lo + hi);
+        (total(std::exp(mid)) > measured ? lo : hi) = mid;
+      }
+      fit.efficiency[kernel] = std::exp(0.5 * (lo + hi));
+    }
+    memory_bound.clear();
+    for (const KernelSample& k : samples)
+      if (k.flops / (peak_flops * efficiency_of(k.kernel)) <= k.bytes / fit.memory.bandwidth_Bps)
+        memory_bound.emplace_back(k.bytes, k.seconds);
+    if (memory_bound.size() < 2) break;
+  }
+  return fit;
+}
+
+}  // namespace cnnpar::real

@@ -1,0 +1,113 @@
+#pragma once
+// The statistics of `cnnpar calibrate` (real/calibrate.cpp), free of MPI and BLAS so they can
+// be tested on synthetic samples: medians with outlier counts, Theil–Sen lines, the robust
+// link fit, the piecewise message factors and the memory-bandwidth fit of non-GEMM kernels.
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "model/platform.hpp"
+
+namespace cnnpar::real {
+
+/** A repeat lies this many scaled MADs (1.4826·MAD, the normal-consistent spread) from the
+ *  median to count as an outlier. */
+inline constexpr double kOutlierMads = 3.0;
+
+/** Median of some repeats and how many of them are outliers (kOutlierMads). */
+struct RobustSummary {
+  double median = 0;
+  int outliers = 0;
+  int count = 0;
+};
+/** @throws std::invalid_argument for no samples. */
+RobustSummary robust_summary(std::vector<double> samples);
+
+/** y = intercept + slope·x */
+struct Line {
+  double intercept = 0;
+  double slope = 0;
+};
+/** Theil–Sen: slope = median of the pairwise slopes over distinct x, intercept = median of
+ *  y − slope·x. Half the points can be wild without moving it.
+ *  @throws std::invalid_argument for fewer than two distinct x. */
+Line theil_sen(const std::vector<std::pair<double, double>>& points);
+
+/** One-message times t(n) = latency_s + n / bandwidth_Bps. */
+struct LinkFit {
+  double latency_s = 0;
+  double bandwidth_Bps = 0;
+};
+/** Messages up to this size set the latency, from this size on the bandwidth (below): below
+ *  MPICH's 16 KiB eager limit, and beyond the caches (1-4 MiB messages ran twice as fast as
+ *  DRAM-sized ones over shared memory and moved the fitted bandwidth by 24 % between runs). */
+inline constexpr double kSmallMessageBytes = 8.0 * 1024;
+inline constexpr double kLargeMessageBytes = 16.0 * 1024 * 1024;
+
+/** Robust fit of `samples` (bytes, seconds of one message, e.g. the median of repeats):
+ *  bandwidth = 1 / Theil–Sen slope of the large sizes (>= kLargeMessageBytes, else the larger
+ *  half of the distinct sizes), latency = Theil–Sen intercept of the small sizes
+ *  (<= kSmallMessageBytes, else the smaller half), at least 0. The two ends do not pull on
+ *  each other: small messages that a token bucket lets through at line rate cannot raise the
+ *  bandwidth (an all-sizes fit came out 3.3× too high over a shaped 1 Gbit/s link), and a
+ *  noisy large message cannot turn the latency into milliseconds.
+ *  @throws std::invalid_argument for fewer than two distinct sizes or no positive slope. */
+LinkFit fit_link(const std::vector<std::pair<double, double>>& samples);
+
+/** Seconds one step of a collective took with a message of step_bytes (the larger of what
+ *  it sends and receives in that step; model/collective.hpp). */
+struct StepSample {
+  double step_bytes = 0;
+  double step_s = 0;
+};
+/** Pieces of NetworkSpec::message_factors (first from 0 B) with which a message of n bytes
+ *  costs alpha_s·latency_factor + n/(beta_Bps·bandwidth_factor) as measured: the samples of
+ *  each distinct size are reduced to their median; a piece starts at a measured size and is
+ *  the chord to a later one, extended over the next sizes while it predicts each point it
+ *  spans within `tolerance` (relative); the first reaches down to 0 B, the last beyond the
+ *  largest size. A chord the factors cannot express (a jump between two sizes needs a
+ *  negative start-up; factors lie in [0.001, 1000]) becomes the expressible line through
+ *  its left point, whose range it is.
+ *  @throws std::invalid_argument for no samples or alpha_s < 0, beta_Bps <= 0. */
+std::vector<MessageFactor> fit_message_factors(const std::vector<StepSample>& samples, double alpha_s,
+                                               double beta_Bps, double tolerance = 0.05);
+
+/** Non-GEMM kernels: t = overhead_s + bytes / bandwidth_Bps. */
+struct MemoryFit {
+  double overhead_s = 0;
+  double bandwidth_Bps = 0;
+  int outliers = 0;  ///< samples whose residual is beyond kOutlierMads (reported, kept)
+};
+/** Non-GEMM ops up to this many bytes set the per-call overhead (below). */
+inline constexpr double kSmallOpBytes = 256.0 * 1024;
+/** Over (bytes, seconds) samples (each already a median of repeats): overhead = the
+ *  Theil–Sen intercept of the small ops (<= kSmallOpBytes, else the smaller half of the
+ *  sizes), at least 0; bandwidth = Σ bytes / (Σ seconds − count · overhead), so the fitted
+ *  times of the calibrated ops add up to their measured total, which is what an iteration
+ *  time needs (all overhead and no bytes' worth of time left: overhead 0).
+ *  @throws std::invalid_argument for fewer than two distinct sizes or no bytes. */
+MemoryFit fit_memory(const std::vector<std::pair<double, double>>& samples);
+
+/** One non-GEMM op as calibration timed it. */
+struct KernelSample {
+  KernelClass kernel = KernelClass::other;
+  double flops = 0;
+  double bytes = 0;
+  double seconds = 0;  ///< median of the repeats
+};
+/** The roofline of the non-GEMM kernels, t = max(flops / (peak · efficiency[class]),
+ *  bytes / bandwidth) + overhead (Processor::roofline_s + call_overhead). */
+struct RooflineFit {
+  MemoryFit memory;
+  std::map<KernelClass, double> efficiency;  ///< classes slower than memory alone explains
+};
+/** Alternates, `rounds` times: (1) memory bandwidth and overhead by fit_memory over the ops
+ *  that are memory-bound under the current efficiencies (all at first); (2) for each class
+ *  with FLOPs whose measured total exceeds its modelled total, the efficiency (bisection in
+ *  [1e-6, 1]) that makes the two equal; a class the memory term already covers gets none.
+ *  So a class slower per byte than the others is priced by its compute term, and the
+ *  memory-bound ones keep a bandwidth fitted to them.
+ *  @throws std::invalid_argument as fit_memory. */
+RooflineFit fit_roofline(const std::vector<KernelSample>& samples, double peak_flops, int rounds = 3);
+
+}  // namespace cnnpar::real

@@ -1,0 +1,148 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "model/platform.hpp"
+#include "real/calibration_fit.hpp"
+
+using namespace cnnpar;
+using namespace cnnpar::real;
+
+namespace {
+constexpr double KiB = 1024.0, MiB = 1024.0 * 1024.0;
+}  // namespace
+
+TEST_CASE("robust summary: the median of repeats, and the repeat 3 MADs away is counted") {
+  // median (1.00 + 1.01)/2 = 1.005; |deviations| 0.025 0.015 0.005 0.005 0.015 1.995 -> MAD 0.015,
+  // scaled 0.0222: only 3.0 lies beyond 3 · 0.0222 = 0.067.
+  const RobustSummary s = robust_summary({1.0, 1.01, 0.99, 1.02, 0.98, 3.0});
+  CHECK(s.median == Approx(1.005).epsilon(1e-12));
+  CHECK(s.outliers == 1);
+  CHECK(s.count == 6);
+  CHECK(robust_summary({2.0, 2.0, 2.0}).outliers == 0);  // no spread: nothing is an outlier
+  CHECK_THROWS_AS(robust_summary({}), std::invalid_argument);
+}
+
+TEST_CASE("link fit: a shaped link with burst-served small messages and outliers") {
+  // A 1 Gbit/s token bucket (125 MB/s) with a 256 KiB burst: the first 256 KiB of a message
+  // go at line rate (3 GB/s), the rest at the shaped rate, after a latency of 50 us:
+  //   t(n) = 50 us + min(n, 256 KiB)/3 GB/s + max(0, n - 256 KiB)/125 MB/s.
+  // From 16 MiB the slope is exactly 1/125 MB/s; up to 8 KiB the intercept is exactly 50 us.
+  // Two medians are wild (x 20 at 4 KiB, x 5 at 16 MiB): Theil–Sen ignores them.
+  constexpr double kLatency_s = 50e-6, kShaped_Bps = 125e6, kBurst_Bps = 3e9, kBurstBytes = 256 * KiB;
+  constexpr double kTolerance = 0.01;  // relative
+  std::vector<std::pair<double, double>> samples;
+  for (double n = 1 * KiB; n <= 256 * MiB; n *= 2) {
+    double t = kLatency_s + std::min(n, kBurstBytes) / kBurst_Bps + std::max(0.0, n - kBurstBytes) / kShaped_Bps;
+    if (n == 4 * KiB) t *= 20;
+    if (n == 16 * MiB) t *= 5;
+    samples.emplace_back(n, t);
+  }
+  const LinkFit fit = fit_link(samples);
+  CHECK(fit.bandwidth_Bps == Approx(kShaped_Bps).epsilon(kTolerance));
+  CHECK(fit.latency_s == Approx(kLatency_s).epsilon(kTolerance));
+}
+
+TEST_CASE("link fit: too few sizes or no slope is an error") {
+  CHECK_THROWS_AS(fit_link({{8, 1e-6}, {8, 2e-6}}), std::invalid_argument);
+  CHECK_THROWS_AS(fit_link({{1 * MiB, 1e-3}, {4 * MiB, 1e-3}}), std::invalid_argument);
+}
+
+TEST_CASE("message factors: the engines' pricing reproduces a piecewise curve") {
+  // alpha = 10 us, beta = 1 GB/s; the true per-message time has three regimes:
+  //   n <  64 KiB: alpha·1  + n/(beta·2)
+  //   n <   4 MiB: alpha·3  + n/(beta·1)
+  //   else:        alpha·20 + n/(beta·0.8)
+  // Each size has three samples, one of them 1.5 times too slow (the median ignores it).
+  // At every measured size the fitted factors must give the curve within the fit tolerance.
+  constexpr double kAlpha_s = 10e-6, kBeta_Bps = 1e9, kFitTolerance = 0.05;
+  NetworkSpec truth;
+  truth.latency_s = kAlpha_s;
+  truth.bandwidth_Bps = kBeta_Bps;
+  truth.message_factors = {{0, 1, 2}, {64 * KiB, 3, 1}, {4 * MiB, 20, 0.8}};
+  std::vector<StepSample> samples;
+  for (double n = 1 * KiB; n <= 256 * MiB; n *= 2) {
+    const double t = truth.message_time_s(n);
+    samples.push_back({n, t});
+    samples.push_back({n, 1.5 * t});
+    samples.push_back({n, t * (1 + 1e-3)});
+  }
+  NetworkSpec fitted = truth;
+  fitted.message_factors = fit_message_factors(samples, kAlpha_s, kBeta_Bps, kFitTolerance);
+  REQUIRE(!fitted.message_factors.empty());
+  CHECK(fitted.message_factors.front().from_bytes == 0);
+  for (double n = 1 * KiB; n <= 256 * MiB; n *= 2)
+    CHECK(fitted.message_time_s(n) == Approx(truth.message_time_s(n) * (1 + 1e-3)).epsilon(kFitTolerance));
+  // Three straight regimes and two jumps between measured sizes: five chords at most.
+  CHECK(fitted.message_factors.size() <= 5);
+  for (std::size_t i = 1; i < fitted.message_factors.size(); ++i)
+    CHECK(fitted.message_factors[i].from_bytes > fitted.message_factors[i - 1].from_bytes);
+}
+
+TEST_CASE("message factors: a pure alpha-beta link is one piece of factors 1") {
+  constexpr double kAlpha_s = 5e-6, kBeta_Bps = 2e9;
+  std::vector<StepSample> samples;
+  for (double n = 1 * KiB; n <= 64 * MiB; n *= 4) samples.push_back({n, kAlpha_s + n / kBeta_Bps});
+  const auto factors = fit_message_factors(samples, kAlpha_s, kBeta_Bps);
+  REQUIRE(factors.size() == 1);
+  CHECK(factors[0].latency_factor == Approx(1).epsilon(1e-9));
+  CHECK(factors[0].bandwidth_factor == Approx(1).epsilon(1e-9));
+  CHECK_THROWS_AS(fit_message_factors({}, kAlpha_s, kBeta_Bps), std::invalid_argument);
+}
+
+TEST_CASE("memory fit: overhead and bandwidth of non-GEMM kernels") {
+  // Exact samples of t = 3 us + bytes / 8 GB/s come back to rounding.
+  constexpr double kOverhead_s = 3e-6, kBandwidth_Bps = 8e9, kRounding = 1e-6;
+  std::vector<std::pair<double, double>> exact, noisy;
+  int sign = -1;  // the largest size ends up 5 % fast: the fitted intercept stays positive
+  for (double bytes = 4 * KiB; bytes <= 64 * MiB; bytes *= 2, sign = -sign) {
+    exact.emplace_back(bytes, kOverhead_s + bytes / kBandwidth_Bps);
+    noisy.emplace_back(bytes, (kOverhead_s + bytes / kBandwidth_Bps) * (1 + 0.05 * sign));
+  }
+  const MemoryFit fit = fit_memory(exact);
+  CHECK(fit.bandwidth_Bps == Approx(kBandwidth_Bps).epsilon(kRounding));
+  CHECK(fit.overhead_s == Approx(kOverhead_s).epsilon(kRounding));
+  // With +-5 % residuals the fitted times still add up to the measured total (the bandwidth
+  // is chosen so).
+  const MemoryFit rough = fit_memory(noisy);
+  REQUIRE(rough.overhead_s > 0);
+  double measured = 0, modelled = 0;
+  for (const auto& [bytes, seconds] : noisy) {
+    measured += seconds;
+    modelled += rough.overhead_s + bytes / rough.bandwidth_Bps;
+  }
+  CHECK(modelled == Approx(measured).epsilon(1e-9));
+  // A negative intercept becomes 0: t = bytes / 4 GB/s - 1 us gives overhead 0 and the
+  // bandwidth of the totals, 9 MiB / (9 MiB / 4 GB/s - 2 us) > 4 GB/s.
+  const MemoryFit origin = fit_memory({{1 * MiB, 1 * MiB / 4e9 - 1e-6}, {8 * MiB, 8 * MiB / 4e9 - 1e-6}});
+  CHECK(origin.overhead_s == 0);
+  CHECK(origin.bandwidth_Bps > 4e9);
+}
+
+TEST_CASE("roofline fit: a class slower per byte gets an efficiency, the rest a bandwidth") {
+  // Truth: overhead 2 us, memory bandwidth 10 GB/s, peak 100 GFLOP/s. im2col (no FLOPs) and
+  // eltwise (1 FLOP per 8 bytes) are memory-bound; pool does 20 FLOPs per 4 bytes at
+  // efficiency 0.01, so its compute term, 20/(1e11·0.01) = 20 ns per 4 bytes, is 50 times its
+  // memory term of 0.4 ns. The fit must give every class its measured total back.
+  constexpr double kOverhead_s = 2e-6, kBandwidth_Bps = 10e9, kPeak_flops = 100e9, kPoolEfficiency = 0.01;
+  constexpr double kTotalTolerance = 1e-6;  // relative, after the bisection
+  const auto truth = [&](KernelClass kernel, double flops, double bytes) {
+    const double efficiency = kernel == KernelClass::pool ? kPoolEfficiency : 1.0;
+    return std::max(flops / (kPeak_flops * efficiency), bytes / kBandwidth_Bps) + kOverhead_s;
+  };
+  std::vector<KernelSample> samples;
+  for (double bytes = 64 * KiB; bytes <= 64 * MiB; bytes *= 4) {
+    samples.push_back({KernelClass::im2col, 0, bytes, truth(KernelClass::im2col, 0, bytes)});
+    samples.push_back({KernelClass::eltwise, bytes / 8, bytes, truth(KernelClass::eltwise, bytes / 8, bytes)});
+    samples.push_back({KernelClass::pool, bytes * 5, bytes, truth(KernelClass::pool, bytes * 5, bytes)});
+  }
+  const RooflineFit fit = fit_roofline(samples, kPeak_flops);
+  CHECK(fit.memory.bandwidth_Bps == Approx(kBandwidth_Bps).epsilon(1e-6));
+  CHECK(fit.memory.overhead_s == Approx(kOverhead_s).epsilon(1e-6));
+  REQUIRE(fit.efficiency.count(KernelClass::pool) == 1);
+  CHECK(fit.efficiency.at(KernelClass::pool) == Approx(kPoolEfficiency).epsilon(kTotalTolerance));
+  CHECK(fit.efficiency.count(KernelClass::eltwise) == 0);
+}
