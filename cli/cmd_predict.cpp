@@ -2,6 +2,7 @@
 // `cnnpar simulate` (= predict --engine simgrid, with SimGrid's own options).
 #include <cstdio>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "cli/common.hpp"
 #include "cli/flags.hpp"
 #include "model/error.hpp"
+#include "model/op_time.hpp"
 #include "model/strategies/registry.hpp"
 #include "model/strategies/strategy.hpp"
 #include "sim/analytic/analytic_engine.hpp"
@@ -91,6 +93,17 @@ int run_predict(const PredictOptions& o, bool simulate_command) {
     validate_strategy_options(s.network, at_p);
   }
 
+  // A calibrated GEMM grid used outside what it measured warns once; the per-rank batch (and
+  // so every shape) is largest at the fewest nodes and smallest at the most.
+  if (!s.platform.measured_gemm_flops.empty() && !o.quiet) {
+    std::set<std::string> warned;
+    for (int p : {nodes.front(), nodes.back()}) {
+      StrategyOptions at_p = s.strategy;
+      at_p.ranks = p;
+      for (const std::string& warning : calibration_warnings(s.platform, build_schedule(s.network, s.platform, at_p)))
+        if (warned.insert(warning).second) std::fprintf(stderr, "cnnpar: warning: %s\n", warning.c_str());
+    }
+  }
   Progress progress(simulate_command || o.engine == "simgrid" ? "simulating" : "predicting", o.progress, o.quiet);
   std::vector<SweepRow> rows;
   if (o.engine == "analytic") {
