@@ -32,17 +32,31 @@ struct Later {
 
 enum class Status : std::uint8_t { ready, computing, waiting, done };
 
-struct RankState {
+// Work counted in full-speed seconds, progressing at `rate` per second since last_update_s: a
+// rank's compute op (communication slow-down) or a collective (busy fraction, contention).
+struct RatedWork {
+  double remaining_s = 0;    // full-speed seconds still to run at last_update_s
+  double last_update_s = 0;
+  double rate = 1;           // progress per second
+  std::uint32_t version = 0; // end events of older rates are stale
+
+  // Switches to `new_rate` at time_s; returns the new end time.
+  double change_rate(double time_s, double new_rate) {
+    remaining_s = std::max(0.0, remaining_s - (time_s - last_update_s) * rate);
+    last_update_s = time_s;
+    rate = new_rate;
+    ++version;
+    return time_s + remaining_s / rate;
+  }
+};
+
+struct RankState : RatedWork {
   std::size_t pc = 0;
   Status status = Status::ready;
   double clock_s = 0;        // the compute stream's time
   int waiting_on = -1;
   std::size_t wait_record = 0;
-  // compute op in flight (time-ordered replay)
-  double remaining_s = 0;    // full-speed seconds still to run
-  double last_update_s = 0;
-  double rate = 1;           // progress per second (1 or 1/(1+slowdown))
-  std::uint32_t version = 0;
+  // compute op in flight (time-ordered replay): RatedWork, rate 1 or 1/(1+slowdown)
   bool overhead_due = true;  // iteration_overhead before the next op (program start, after a mark)
   bool in_overhead = false;  // the timed interval in flight is that overhead, not an op
   std::vector<int> in_progress;  // started, unended collectives (dynamic collective rates)
@@ -53,13 +67,10 @@ struct RankState {
   int transferring = 0;      // started, not ended
 };
 
-struct CollState {
+// RatedWork only with dynamic rates (busy_bandwidth_fraction < 1 or injection contention).
+struct CollState : RatedWork {
   double duration_s = 0;     // at full speed, alone on its members' links
-  // dynamic rates (busy_bandwidth_fraction < 1 or injection contention): full-speed
-  // seconds left at last_update_s, progressing at `rate` per second
-  double remaining_s = 0, last_update_s = 0, rate = 1;
   int busy_members = 0;      // members computing now
-  std::uint32_t version = 0;
   int joined = 0;
   double max_join_s = 0;
   double start_s = 0, end_s = 0;
@@ -335,11 +346,8 @@ class Replay {
     CollState& cs = colls_[std::size_t(c)];
     const double rate = collective_rate(c);
     if (rate == cs.rate) return;
-    cs.remaining_s = std::max(0.0, cs.remaining_s - (time_s - cs.last_update_s) * cs.rate);
-    cs.last_update_s = time_s;
-    cs.rate = rate;
-    ++cs.version;
-    push(time_s + cs.remaining_s / cs.rate, c, cs.version, false);
+    const double end_s = cs.change_rate(time_s, rate);
+    push(end_s, c, cs.version, false);
   }
 
   void change_busy(int r, int delta, double time_s) {
@@ -430,11 +438,8 @@ class Replay {
     if (rs.status != Status::computing) return;
     const double rate = current_rate(rs);
     if (rate == rs.rate) return;
-    rs.remaining_s = std::max(0.0, rs.remaining_s - (time_s - rs.last_update_s) * rs.rate);
-    rs.last_update_s = time_s;
-    rs.rate = rate;
-    ++rs.version;
-    push(time_s + rs.remaining_s / rs.rate, r, rs.version, true);
+    const double end_s = rs.change_rate(time_s, rate);
+    push(end_s, r, rs.version, true);
   }
 
   void end_collective(int c) {

@@ -230,6 +230,9 @@ cnnpar_mpi_run(real_run_slowdown_np2 2 real_slowdown_runs --network vgg-a-32 --b
                --compute sleep --slowdown 1:2 --trace ${run_out}/slowdown_np2.json)
 cnnpar_mpi_check(real_trace_slowdown_np2 real_slowdown_runs $<TARGET_FILE:cnnpar_trace_check>
                  ${run_out}/slowdown_np2.json 2 --compute sleep --slowed 1 2)
+# The compute ratio it checks (within 15 %) measures this machine's two cores: alone, not beside
+# another MPI test (a CI run at -j2 once saw 2.31 for 2).
+set_tests_properties(real_run_slowdown_np2 PROPERTIES RUN_SERIAL TRUE)
 
 # Calibration on 2 ranks writes a platform that model/platform.cpp accepts.
 cnnpar_mpi_run(real_run_calibrate_np2 2 real_calibrate_runs --calibrate --network ${tiny} --batch 16 --repeats 1
