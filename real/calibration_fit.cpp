@@ -198,7 +198,8 @@ RooflineFit fit_roofline(const std::vector<KernelSample>& samples, double peak_f
     for (const KernelSample& k : samples)
       if (k.flops > 0) by_class[k.kernel].push_back(&k);
     fit.efficiency.clear();
-    for (const auto& [kernel, ops] : by_class) {
+    for (const auto& [kernel, class_ops] : by_class) {
+      const std::vector<const KernelSample*>& ops = class_ops;  // a lambda cannot capture a structured binding (clang 14)
       double measured = 0;
       for (const KernelSample* k : ops) measured += k->seconds;
       const auto total = [&](double efficiency) {
