@@ -19,13 +19,6 @@ double speedup(double iteration_1_s, double iteration_p_s) {
 
 double efficiency(double speedup_value, int ranks) { return ranks > 0 ? speedup_value / ranks : 0.0; }
 
-double median(std::vector<double> values) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
 double iteration_spread_percent(const TraceMetrics& metrics) {
   const std::vector<double>& times = metrics.iteration_times_s;
   if (times.size() < 2 || metrics.iteration_s <= 0) return 0;

@@ -32,6 +32,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/statistics.hpp"
 #include "model/trace.hpp"
 
 namespace cnnpar {
@@ -102,8 +103,7 @@ double speedup(double iteration_1_s, double iteration_p_s);
 /** S(P) / P. */
 double efficiency(double speedup, int ranks);
 
-/** Median of `values` (mean of the middle two for an even count); 0 for none. */
-double median(std::vector<double> values);
+// median(): model/statistics.hpp
 
 /** Spread of the measured iteration times: 100 · (max − min) / median (0 with fewer than two). */
 double iteration_spread_percent(const TraceMetrics& metrics);

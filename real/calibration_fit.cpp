@@ -4,6 +4,9 @@
 #include <cmath>
 #include <map>
 #include <stdexcept>
+#include <utility>
+
+#include "model/statistics.hpp"
 
 namespace cnnpar::real {
 
@@ -11,9 +14,7 @@ namespace {
 
 double median_of(std::vector<double> v) {
   if (v.empty()) throw std::invalid_argument("median of no samples");
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+  return median(std::move(v));
 }
 
 constexpr double kScaledMad = 1.4826;  // MAD of a normal sample · this = its standard deviation
