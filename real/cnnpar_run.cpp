@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -940,6 +941,28 @@ extern "C" void on_terminate_signal(int signal) {
   ::raise(signal);
 }
 
+/** Every rank passed the final barrier: the run's work and its outputs are complete, so a
+ *  finalize that cannot end must not turn it into a hang. On MPICH 4.0 ch4:ucx, whose
+ *  MPI_Finalize races (mpi::finalize_can_hang), ranks alone on their hosts leave without it;
+ *  elsewhere MPI_Finalize runs, bounded by kFinalizeBound_s. */
+constexpr double kFinalizeBound_s = 30;
+
+[[noreturn]] void leave_now() {
+  std::fflush(nullptr);
+  ::_exit(0);
+}
+
+void finish_after_final_barrier(std::unique_ptr<mpi::Environment> environment, int rank, double timeout_s) {
+  if (mpi::finalize_can_hang(mpi::library_version()) && !mpi::ranks_share_hosts(MPI_COMM_WORLD, timeout_s)) leave_now();
+  std::thread([rank] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(kFinalizeBound_s));
+    std::fprintf(stderr, "cnnpar-run: rank %d: MPI_Finalize did not return within %.0f s; the run is complete, leaving without it\n",
+                 rank, kFinalizeBound_s);
+    leave_now();
+  }).detach();
+  environment.reset();  // MPI_Finalize
+}
+
 bool wants_thread_multiple(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--comm-progress=thread") == 0) return true;
@@ -989,7 +1012,9 @@ int main(int argc, char** argv) {
   }
 
   try {
-    return options.calibrate ? run_calibration(options, rank, size) : run_training(options, rank, size);
+    const int status = options.calibrate ? run_calibration(options, rank, size) : run_training(options, rank, size);
+    if (status == 0) finish_after_final_barrier(std::move(environment), rank, options.timeout_s);
+    return status;
   } catch (const std::exception& e) {
     // After set-up a failure is local to this rank: say which, and take the job down so no
     // rank is left waiting in a collective.

@@ -1,5 +1,7 @@
 #include "real/mpi_wrap.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -37,6 +39,38 @@ Environment::~Environment() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();
+}
+
+std::string library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  check(MPI_Get_library_version(text, &length), "MPI_Get_library_version");
+  return std::string(text, std::size_t(std::max(0, length)));
+}
+
+bool finalize_can_hang(const std::string& library_version) {
+  const auto field = [&](const std::string& name) {
+    const std::size_t at = library_version.find(name);
+    if (at == std::string::npos) return std::string();
+    const std::size_t begin = library_version.find_first_not_of(" \t", at + name.size());
+    const std::size_t end = library_version.find('\n', begin);
+    return begin == std::string::npos ? std::string() : library_version.substr(begin, end - begin);
+  };
+  const std::string version = field("MPICH Version:");
+  // 4.0, 4.0.2, 4.0rc1; not 4.01 (were there one) nor 4.1
+  const bool mpich_4_0 = version.rfind("4.0", 0) == 0 && (version.size() == 3 || !std::isdigit(static_cast<unsigned char>(version[3])));
+  return mpich_4_0 && field("MPICH Device:").find("ch4:ucx") != std::string::npos;
+}
+
+bool ranks_share_hosts(MPI_Comm comm, double timeout_s) {
+  MPI_Comm host = MPI_COMM_NULL;
+  check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host), "MPI_Comm_split_type");
+  int on_host = 1;
+  check(MPI_Comm_size(host, &on_host), "MPI_Comm_size");
+  check(MPI_Comm_free(&host), "MPI_Comm_free");
+  int most = on_host;
+  allreduce(&on_host, &most, 1, MPI_INT, MPI_MAX, comm, timeout_s, "ranks per host");
+  return most > 1;
 }
 
 int world_rank() {

@@ -54,6 +54,24 @@ class Environment {
 int world_rank();
 int world_size();
 
+/** MPI_Get_library_version's text. */
+std::string library_version();
+
+/** True when `library_version` names MPICH 4.0.x on its ch4:ucx device, whose MPI_Finalize can
+ *  hang after all work is done. Its UCX finalize hook closes every endpoint in flush mode and
+ *  only then enters the blocking PMI barrier. Over TCP the flush waits for the peer's
+ *  acknowledgement (a 25-byte UCX PUT request left unread in the peer's socket), and a peer that
+ *  has finished its own closes sits in the PMI barrier and never reads it: 4 to 8 of 10 4-rank
+ *  runs across network namespaces hung so. MPICH 4.1 enters the barrier before the closes.
+ *  A run on such a library leaves after its final barrier without MPI_Finalize when every rank
+ *  is alone on its host (real/cnnpar_run.cpp). */
+bool finalize_can_hang(const std::string& library_version);
+
+/** True when some host runs more than one rank of `comm` (MPI_COMM_TYPE_SHARED groups of
+ *  more than one rank). Collective over `comm`. MPICH's Hydra kills a host's other ranks when
+ *  one leaves without MPI_Finalize, so only ranks alone on their hosts may skip it. */
+bool ranks_share_hosts(MPI_Comm comm, double timeout_s);
+
 /** Owning communicator (freed on destruction unless it is a predefined one). */
 class Comm {
  public:

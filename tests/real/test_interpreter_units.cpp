@@ -10,6 +10,7 @@
 #include "real/calibrate.hpp"
 #include "real/clock_sync.hpp"
 #include "real/interpreter.hpp"
+#include "real/mpi_wrap.hpp"
 
 using namespace cnnpar;
 using namespace cnnpar::real;
@@ -87,4 +88,19 @@ TEST_CASE("progress mode names round-trip") {
   CHECK(progress_mode_from_string("thread") == ProgressMode::thread);
   CHECK(std::string(to_string(ProgressMode::thread)) == "thread");
   CHECK_THROWS_AS(progress_mode_from_string("spin"), std::invalid_argument);
+}
+
+TEST_CASE("MPI_Finalize is skipped only on MPICH 4.0 ch4:ucx, whose finalize races") {
+  // Texts as MPI_Get_library_version prints them (MPICH: "Name:\tvalue" lines).
+  const std::string mpich_402_ucx = "MPICH Version:\t4.0.2\nMPICH Release date:\tThu Apr  7 12:34:45 CDT 2022\n"
+                                    "MPICH ABI:\t14:2:2\nMPICH Device:\tch4:ucx\nMPICH configure:\t--with-device=ch4:ucx\n";
+  CHECK(mpi::finalize_can_hang(mpich_402_ucx));
+  CHECK(mpi::finalize_can_hang("MPICH Version:\t4.0\nMPICH Device:\tch4:ucx\n"));
+  CHECK(mpi::finalize_can_hang("MPICH Version:\t4.0rc1\nMPICH Device:\tch4:ucx\n"));
+  // 4.1 enters the PMI barrier before closing its endpoints; ofi and ch3 have no UCX flush.
+  CHECK_FALSE(mpi::finalize_can_hang("MPICH Version:\t4.1.2\nMPICH Device:\tch4:ucx\n"));
+  CHECK_FALSE(mpi::finalize_can_hang("MPICH Version:\t4.0.2\nMPICH Device:\tch4:ofi\n"));
+  CHECK_FALSE(mpi::finalize_can_hang("MPICH Version:\t3.4.3\nMPICH Device:\tch3:nemesis\n"));
+  CHECK_FALSE(mpi::finalize_can_hang("Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4"));
+  CHECK_FALSE(mpi::finalize_can_hang(""));
 }
