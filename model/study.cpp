@@ -124,24 +124,10 @@ Study parse_study(const nlohmann::json& document, const std::string& file) {
     if (series.network.empty()) node.fail("no network: give one for the study or for this series");
     StrategyOptions& options = series.strategy;
     options.origin = file;
-    options.name = node.at("strategy").as_string();
     options.global_batch = node.has("batch") ? node.at("batch").as_int_in(1, limits::kMaxBatch) : batch;
     options.iterations = iterations;
     options.warmup_iterations = warmup;
-    const StrategySpec& spec = [&]() -> const StrategySpec& {
-      try {
-        return strategy_spec(options.name, file);
-      } catch (const InputError& error) {
-        node.at("strategy").fail(error.what());
-      }
-    }();
-    for (const std::string& key : node.keys()) {
-      if (std::find(std::begin(kSeriesKeys), std::end(kSeriesKeys), key) != std::end(kSeriesKeys)) continue;
-      const JsonNode value = node.at(key);
-      const OptionSpec* option = spec.option(key);
-      if (option == nullptr) value.fail(fmt::format("strategy {} has no option {}", spec.name, key));
-      options.values[key] = option->parse_value(value.raw(), file, value.path());
-    }
+    parse_strategy_object(node, kSeriesKeys, options);
     if (node.has("paper")) parse_paper(node.at("paper"), series);
     series.weak_scaling = node.bool_or("weak_scaling", false);
     if (series.weak_scaling)

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "model/error.hpp"
+#include "model/json_node.hpp"
 #include "model/limits.hpp"
 #include "model/strategies/builders.hpp"
 #include "model/units.hpp"
@@ -128,6 +129,24 @@ std::vector<SharedOption> all_strategy_options() {
       }
     }
   return shared;
+}
+
+void parse_strategy_object(const JsonNode& node, std::span<const std::string_view> own_keys, StrategyOptions& options) {
+  options.name = node.at("strategy").as_string();
+  const StrategySpec& spec = [&]() -> const StrategySpec& {
+    try {
+      return strategy_spec(options.name, node.file());
+    } catch (const InputError& error) {
+      node.at("strategy").fail(error.reason());
+    }
+  }();
+  for (const std::string& key : node.keys()) {
+    if (key == "strategy" || std::find(own_keys.begin(), own_keys.end(), key) != own_keys.end()) continue;
+    const JsonNode value = node.at(key);
+    const OptionSpec* option = spec.option(key);
+    if (option == nullptr) value.fail(fmt::format("strategy {} has no option {}", spec.name, key));
+    options.values[key] = option->parse_value(value.raw(), node.file(), value.path());
+  }
 }
 
 // ---- StrategyOptions ------------------------------------------------------------------

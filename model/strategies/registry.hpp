@@ -6,7 +6,9 @@
 //
 // Adding a strategy: its builder (a StrategySpec returned by a function beside it), its test,
 // and one line in the table of registry.cpp.
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -78,5 +80,13 @@ struct SharedOption {
   std::vector<std::string> strategies;
 };
 std::vector<SharedOption> all_strategy_options();
+
+class JsonNode;
+/** The strategy of a JSON object {"strategy": NAME, OPTION: VALUE, ...} (a study's series, a
+ *  validation grid's strategies): sets options.name and options.values; every key that is not
+ *  in `own_keys` (the enclosing object's other fields) must be an option of that strategy.
+ *  @throws InputError naming the file, the JSON path and the value (an unknown strategy, an
+ *  option it does not take, a value its schema refuses). */
+void parse_strategy_object(const JsonNode& node, std::span<const std::string_view> own_keys, StrategyOptions& options);
 
 }  // namespace cnnpar
