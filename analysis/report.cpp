@@ -732,11 +732,14 @@ bool write_study_report(const Study& study, const StudyResult& result, const std
     // gnuplot reads the CSVs relative to the report folder. An interruption (InterruptedError)
     // propagates: the caller's OutputTransaction removes the whole staged folder.
     const fs::path absolute = fs::absolute(dir);
+    ChildOptions gnuplot;
+    gnuplot.working_directory = absolute.string();
+    gnuplot.quiet = true;
     for (const auto& [name, script] : scripts) {
       const fs::path svg = absolute / (name + ".svg");
       bool ok = false;
       try {
-        ok = run_child({"gnuplot", name + ".gp"}, {absolute.string(), true}) == 0 && fs::exists(svg);
+        ok = run_child({"gnuplot", name + ".gp"}, gnuplot) == 0 && fs::exists(svg);
       } catch (const InterruptedError&) {
         throw;
       } catch (const std::runtime_error&) {  // gnuplot is not installed: the .gp scripts stay

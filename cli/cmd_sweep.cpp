@@ -310,7 +310,6 @@ int run_sweep(SweepCliOptions o) {
 
   // The rows: every (point, P); P = 1 of every point is computed too, as the speedup baseline.
   const std::string header = sweep_grid_csv_header(axes);
-  const bool has_one = nodes.front() == 1;
   struct Task {
     std::size_t point;
     int nodes;

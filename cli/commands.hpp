@@ -22,5 +22,6 @@ Runner add_list_command(CLI::App& app);       ///< networks, platforms, strategi
 Runner add_fit_command(CLI::App& app);        ///< platform parameters fitted to observations (GSL)
 Runner add_run_command(CLI::App& app);        ///< launches cnnpar-run under mpiexec (real/ helper)
 Runner add_calibrate_command(CLI::App& app);  ///< launches cnnpar-run calibration (real/ helper)
+Runner add_validate_command(CLI::App& app);   ///< calibrate, predict, run and report a validation grid
 
 }  // namespace cnnpar::cli

@@ -109,7 +109,7 @@ Trace replay_once(const Schedule& schedule, const Platform& platform, const std:
   if (engine == "analytic") return make_analytic_engine()->run(schedule, platform);
 #ifdef CNNPAR_HAVE_SIMGRID
   SimgridOptions sg;
-  sg.network_model = network_model;
+  if (!network_model.empty()) sg.network_model = network_model;
   sg.platform_xml = platform_xml;
   Trace trace = make_simgrid_engine(sg)->run(schedule, platform);
   if (!platform_xml.empty()) trace.metadata["platform_xml"] = platform_xml;

@@ -82,7 +82,7 @@ class Progress {
 };
 
 /** One replay of `schedule` on the engine `engine` ("analytic" or "simgrid"; the SimGrid one
- *  with its network model and XML platform, recorded in the trace's metadata).
+ *  with its network model, "" for its default, and XML platform, recorded in the trace's metadata).
  *  @throws InputError("command line", "--engine", engine, reason) for SimGrid in a build
  *  without it. Runs SimGrid in this process: once per process. */
 Trace replay_once(const Schedule& schedule, const Platform& platform, const std::string& engine,

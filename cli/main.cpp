@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
 #ifdef CNNPAR_HAVE_RUN_COMMANDS
   add(cnnpar::cli::add_run_command(app), "run");
   add(cnnpar::cli::add_calibrate_command(app), "calibrate");
+  add(cnnpar::cli::add_validate_command(app), "validate");
 #endif
   try {
     app.parse(argc, argv);

@@ -38,6 +38,15 @@ int run_child(const std::vector<std::string>& argv, const ChildOptions& options)
   args.push_back(nullptr);
   std::fflush(stdout);
   std::fflush(stderr);
+  // The log is opened here, so a failure is told with its reason rather than as a child status.
+  int log = -1;
+  if (!options.quiet && !options.output_file.empty()) {
+    log = ::open(options.output_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log < 0) throw std::runtime_error("cannot write the log " + options.output_file + ": " + std::strerror(errno));
+  }
+  const auto close_log = [&] {
+    if (log >= 0) ::close(log);
+  };
 
   struct sigaction forward {}, old_int {}, old_term {};
   forward.sa_handler = forward_signal;
@@ -55,6 +64,7 @@ int run_child(const std::vector<std::string>& argv, const ChildOptions& options)
   const pid_t pid = ::fork();
   if (pid < 0) {
     restore();
+    close_log();
     throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   }
   if (pid == 0) {
@@ -68,17 +78,16 @@ int run_child(const std::vector<std::string>& argv, const ChildOptions& options)
     if (::getppid() != parent) std::_Exit(128 + SIGTERM);  // cnnpar died before prctl
 #endif
     if (!options.working_directory.empty() && ::chdir(options.working_directory.c_str()) != 0) std::_Exit(127);
-    if (options.quiet) {
-      const int null = ::open("/dev/null", O_WRONLY);
-      if (null >= 0) {
-        ::dup2(null, STDOUT_FILENO);
-        ::dup2(null, STDERR_FILENO);
-      }
+    const int out = options.quiet ? ::open("/dev/null", O_WRONLY) : log;
+    if (out >= 0) {
+      ::dup2(out, STDOUT_FILENO);
+      ::dup2(out, STDERR_FILENO);
     }
     ::execvp(args[0], args.data());
     std::fprintf(stderr, "cnnpar: cannot start %s: %s\n", args[0], std::strerror(errno));
     std::_Exit(127);
   }
+  close_log();
   g_child.store(pid);
   if (const int early = g_received.load(); early != 0) ::kill(pid, early);  // arrived before the pid was known
   int status = 0;

@@ -15,6 +15,9 @@ namespace cnnpar {
 struct ChildOptions {
   std::string working_directory;  ///< "" = this process's
   bool quiet = false;             ///< child's stdout and stderr to /dev/null
+  /** "" = inherited; else the child's stdout and stderr are appended to this file (a log).
+   *  @throws std::runtime_error (from run_child) if it cannot be opened. */
+  std::string output_file;
 };
 
 /** Runs `argv` (argv[0] looked up in PATH) and returns its exit status (a child killed by a

@@ -1,14 +1,20 @@
 #include "model/statistics.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <utility>
 
 namespace cnnpar {
 
-double median(std::vector<double> values) {
+double quantile(std::vector<double> values, double q) {
   if (values.empty()) return 0.0;
   std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+  const double h = double(values.size() - 1) * std::clamp(q, 0.0, 1.0);
+  const std::size_t below = std::size_t(std::floor(h));
+  const std::size_t above = std::min(below + 1, values.size() - 1);
+  return values[below] + (h - double(below)) * (values[above] - values[below]);
 }
+
+double median(std::vector<double> values) { return quantile(std::move(values), 0.5); }
 
 }  // namespace cnnpar

@@ -3,7 +3,13 @@
 // interruption even when the child then exits 0 (hydra's mpiexec may do so).
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
 
 #include "model/child_process.hpp"
 #include "model/error.hpp"
@@ -28,4 +34,20 @@ TEST_CASE("run_child: SIGTERM to the parent reaches the child and is an interrup
   }
   // The handlers are restored: the next child runs normally.
   CHECK(run_child({"sh", "-c", "exit 0"}) == 0);
+}
+
+TEST_CASE("run_child: output_file collects the child's stdout and stderr, appended") {
+  const std::string log = (std::filesystem::temp_directory_path() / ("cnnpar-child-log-" + std::to_string(::getpid()))).string();
+  std::filesystem::remove(log);
+  ChildOptions options;
+  options.output_file = log;
+  CHECK(run_child({"sh", "-c", "echo out; echo err >&2"}, options) == 0);
+  CHECK(run_child({"sh", "-c", "echo again; exit 4"}, options) == 4);
+  std::ifstream in(log);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text == "out\nerr\nagain\n");
+  std::filesystem::remove(log);
+  // A log that cannot be opened is told with its path before anything starts.
+  options.output_file = "/nonexistent-folder/log";
+  CHECK_THROWS_WITH(run_child({"true"}, options), Catch::Contains("cannot write the log /nonexistent-folder/log"));
 }

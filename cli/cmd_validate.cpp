@@ -1,0 +1,412 @@
+// `cnnpar validate GRID.json`: for every configuration of a validation grid, calibrate (once per
+// network, link setting and rank count), run cnnpar-run for real on the testbed or a cluster,
+// predict the same schedule with the analytic and SimGrid engines from the calibrated platform,
+// and write the fidelity report (analysis/validation.hpp). Resumable: a configuration whose
+// result file exists with the same settings is not run again, nor a calibration that exists.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "analysis/compare.hpp"
+#include "analysis/metrics.hpp"
+#include "analysis/validation.hpp"
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "cli/flags.hpp"
+#include "cli/mpi_launch.hpp"
+#include "cli/validate_target.hpp"
+#include "model/child_process.hpp"
+#include "model/error.hpp"
+#include "model/json_node.hpp"
+#include "model/output_files.hpp"
+#include "model/run_spec.hpp"
+#include "model/scenarios.hpp"
+#include "model/strategies/strategy.hpp"
+#include "model/trace.hpp"
+
+namespace cnnpar::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ValidateOptions {
+  std::string grid;
+  std::string out;     ///< work folder: calibrations, runs, traces, logs
+  std::string report;  ///< report folder (report.json, .md, .csv); default: the work folder
+  std::string engines = "analytic,simgrid";
+  std::string mpiexec;
+  std::string hostfile;
+  std::string testbed = kValidationTestbedName;
+  bool keep_testbed = false;
+  bool report_only = false;
+  bool progress = false;
+  bool quiet = false;
+};
+
+/** Seconds a run may wait on one collective: the executor's stall detection. A 100 Mbit/s link
+ *  moves a VGG-sized allreduce in seconds, far below this. */
+constexpr double kRunStallTimeout_s = 300;
+/** Calibration sizes: at least 1 MiB (the bandwidth fit needs large messages), at most 256 MiB. */
+constexpr double kLeastLargestMessage_bytes = 1024.0 * 1024;
+constexpr double kMostLargestMessage_bytes = 256.0 * 1024 * 1024;
+
+std::vector<std::string> parse_engines(const std::string& text) {
+  std::vector<std::string> engines;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string engine = text.substr(start, comma - start);
+    if (engine != "analytic" && engine != "simgrid")
+      throw InputError("command line", "--engines", text, "engines are analytic and simgrid, comma-separated");
+    if (std::find(engines.begin(), engines.end(), engine) == engines.end()) engines.push_back(engine);
+    start = comma + 1;
+  }
+  return engines;
+}
+
+std::string now_utc() {
+  const std::time_t now = std::time(nullptr);
+  char text[32] = {};
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return text;
+}
+
+/** A trace's 1-minute load average when the run started, -1 when it does not say. */
+double load_average_of(const Trace& trace) {
+  const nlohmann::json& m = trace.metadata;
+  if (m.contains("load_average") && m.at("load_average").is_array() && !m.at("load_average").empty() &&
+      m.at("load_average").at(0).is_number())
+    return m.at("load_average").at(0).get<double>();
+  return -1;
+}
+
+class Validation {
+ public:
+  Validation(const ValidateOptions& o, ValidationGrid grid)
+      : o_(o), grid_(std::move(grid)), engines_(parse_engines(o.engines)),
+        out_(o.out.empty() ? "validation-" + grid_.name : o.out), report_(o.report.empty() ? out_ : o.report) {}
+
+  int run() {
+    const std::vector<ValidationConfig> configs = validation_configs(grid_);
+    std::vector<std::optional<ConfigResult>> results(configs.size());
+    fs::create_directories(out_);
+    for (std::size_t i = 0; i < configs.size(); ++i) results[i] = finished_result(configs[i]);
+    const auto finished = std::count_if(results.begin(), results.end(), [](const auto& r) { return r.has_value(); });
+    say(fmt::format("cnnpar validate: grid {} ({}): {} configurations, {} finished, {} to run; work folder {}",
+                    grid_.name, grid_.file, configs.size(), finished, configs.size() - std::size_t(finished), out_));
+    int failures = 0;
+    if (!o_.report_only && std::size_t(finished) < configs.size()) failures = measure(configs, results);
+    write_report(configs, results);
+    return failures > 0 ? 1 : 0;
+  }
+
+  /** Checks that need no run: the mode (testbed or cluster) against the grid, the outputs. */
+  void check() {
+    check_output_folder(report_, "--report");
+    if (!o_.out.empty() || !fs::exists(out_)) check_output_folder(out_, "--out");
+    if (o_.report_only) return;
+    target_ = make_run_target(grid_, o_.mpiexec, o_.hostfile, o_.testbed, o_.keep_testbed);
+    executor_ = mpi_launch::find_executor();
+  }
+
+ private:
+  void say(const std::string& line) const {
+    if (o_.quiet) return;
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  }
+
+  std::string run_folder(const ValidationConfig& config) const { return (fs::path(out_) / "runs" / config_key(grid_, config)).string(); }
+
+  std::optional<ConfigResult> finished_result(const ValidationConfig& config) const {
+    const fs::path file = fs::path(run_folder(config)) / "result.json";
+    if (!fs::exists(file)) return std::nullopt;
+    try {
+      ConfigResult result = config_result_from_json(read_json_file(file.string()), file.string());
+      if (result.settings != config_settings(grid_, config) || result.label != config_label(grid_, config)) return std::nullopt;
+      for (const std::string& engine : engines_)
+        if (result.predicted.count(engine) == 0) return std::nullopt;
+      return result;
+    } catch (const InputError&) {
+      return std::nullopt;  // a result of another version or a damaged one: run it again
+    }
+  }
+
+  int measure(const std::vector<ValidationConfig>& configs, std::vector<std::optional<ConfigResult>>& results) {
+    // OpenBLAS in every rank computes on one thread: the platform's node is one core here.
+    ::setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    target_->start();
+    base_platform_ = write_base_platform();
+    int failures = 0, done = 0;
+    const int total = int(std::count_if(results.begin(), results.end(), [](const auto& r) { return !r.has_value(); }));
+    const auto started = std::chrono::steady_clock::now();
+    // One link setting at a time (the testbed is reshaped between them), then rank counts and
+    // networks: each (network, link, ranks) is calibrated once before its runs.
+    for (std::size_t link = 0; link < grid_.links.size(); ++link) {
+      bool link_set = false;
+      for (int ranks : grid_.ranks)
+        for (const std::string& network : grid_.networks) {
+          std::vector<std::size_t> todo;
+          for (std::size_t i = 0; i < configs.size(); ++i)
+            if (!results[i] && configs[i].link == link && configs[i].strategy.ranks == ranks && configs[i].network == network)
+              todo.push_back(i);
+          if (todo.empty()) continue;
+          if (!link_set) {
+            target_->set_link(grid_.links[link]);
+            link_set = true;
+          }
+          std::string platform;
+          try {
+            platform = calibration(network, link, ranks, configs[todo.front()].compute);
+          } catch (const std::runtime_error& error) {
+            say(fmt::format("cnnpar validate: {}", error.what()));
+            failures += int(todo.size());
+            done += int(todo.size());
+            continue;
+          }
+          for (std::size_t i : todo) {
+            ++done;
+            try {
+              results[i] = measure_one(configs[i], platform);
+              say(progress_line(done, total, started, *results[i]));
+            } catch (const std::runtime_error& error) {
+              ++failures;
+              say(fmt::format("[{}/{}] {}: not measured: {}", done, total, config_label(grid_, configs[i]), error.what()));
+            }
+          }
+        }
+    }
+    target_->finish();
+    return failures;
+  }
+
+  std::string progress_line(int done, int total, std::chrono::steady_clock::time_point started, const ConfigResult& r) const {
+    std::string line = fmt::format("[{}/{}] {}: measured {:.2f} ms", done, total, r.label, 1e3 * r.measured.iteration_s);
+    for (const auto& [engine, p] : r.predicted) {
+      line += fmt::format(", {} {:.2f} ms ({:+.1f} %)", engine, 1e3 * p.iteration_s, r.error_percent(engine));
+      const auto d = r.diagnosis.find(engine);
+      if (d != r.diagnosis.end() && d->second.cause != MissCause::none) line += fmt::format(" [{}]", to_string(d->second.cause));
+    }
+    const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (done < total) line += fmt::format("; about {} left", format_seconds(elapsed_s / done * (total - done)));
+    return line;
+  }
+
+  /** The grid's platform with as many nodes as the largest rank count: the base of every
+   *  calibration, written once into the work folder. */
+  std::string write_base_platform() {
+    const fs::path file = fs::path(out_) / "calibration" / "base.json";
+    fs::create_directories(file.parent_path());
+    Platform base = load_platform(grid_.platform);
+    base.nodes.count = std::max(base.nodes.count, grid_.testbed_nodes);
+    base.nodes.speed_factors.clear();
+    base.resolve_speed_factors();
+    write_file_atomic(file.string(), to_json(base).dump(2) + "\n");
+    return file.string();
+  }
+
+  /** The largest message a calibration for `network` on `ranks` ranks needs: the largest
+   *  collective of the grid's schedules (an allgather's gathered result), a power of two. */
+  double largest_message_bytes(const std::string& network, int ranks) const {
+    const Network net = load_network(network);
+    Platform platform = load_platform(base_platform_);
+    platform.network.element_bytes = kExecutorElementBytes;
+    double largest = 0;
+    for (const ValidationConfig& config : validation_configs(grid_)) {
+      if (config.network != network || config.strategy.ranks != ranks) continue;
+      const Schedule schedule = build_schedule(net, platform, config.strategy);
+      for (const Collective& c : schedule.collectives)
+        largest = std::max(largest, c.kind == CollectiveKind::allgather ? c.bytes * double(c.group.size()) : c.bytes);
+    }
+    double bytes = kLeastLargestMessage_bytes;
+    while (bytes < largest && bytes < kMostLargestMessage_bytes) bytes *= 2;
+    return bytes;
+  }
+
+  /** The calibrated platform for (network, link, ranks): measured once, then reused. */
+  std::string calibration(const std::string& network, std::size_t link, int ranks, const std::string& compute) {
+    const std::string stem = fmt::format("{}_{}_p{}", fs::path(network).stem().string(),
+                                         grid_.links[link].key(), ranks);
+    const fs::path file = fs::path(out_) / "calibration" / (stem + ".json");
+    if (fs::exists(file)) {
+      try {
+        (void)load_platform(file.string());
+        return file.string();
+      } catch (const InputError&) {
+        // damaged: measure again
+      }
+    }
+    const double largest = largest_message_bytes(network, ranks);
+    say(fmt::format("cnnpar validate: calibrating {} on {}, {} ranks (messages up to {}); log {}.log", network,
+                    grid_.links[link].label(), ranks, format_bytes(largest), (fs::path(out_) / "calibration" / stem).string()));
+    std::vector<std::int64_t> batches = grid_.batches;
+    const std::vector<std::string> program = {
+        executor_, "--calibrate", "--network", network, "--platform", base_platform_, "--batch",
+        std::to_string(*std::max_element(batches.begin(), batches.end())), "--repeats",
+        std::to_string(grid_.calibration_repeats), "--max-message", fmt::format("{:.0f}", largest), "--threads", "1",
+        "--timeout-s", fmt::format("{:g}", kRunStallTimeout_s), "--comm-progress", grid_.comm_progress,
+        "--collectives", grid_.collectives, "--compute", compute, "--out", file.string()};
+    ChildOptions child;
+    child.output_file = (fs::path(out_) / "calibration" / (stem + ".log")).string();
+    const int status = run_child(target_->command(ranks, program), child);
+    if (status != 0 || !fs::exists(file))
+      throw std::runtime_error(fmt::format("calibration of {} on {}, {} ranks failed (status {}); see {}", network,
+                                           grid_.links[link].label(), ranks, status, child.output_file));
+    return file.string();
+  }
+
+  ConfigResult measure_one(const ValidationConfig& config, const std::string& platform_file) {
+    const fs::path folder = run_folder(config);
+    fs::create_directories(folder);
+    const std::string measured_file = (folder / "measured.json").string();
+    RunSpec spec;
+    spec.network = config.network;
+    spec.platform = platform_file;
+    spec.strategy = config.strategy;
+    spec.compute = config.compute;
+    spec.comm_progress = grid_.comm_progress;
+    spec.collectives = grid_.collectives;
+    spec.threads = 1;
+    spec.timeout_s = kRunStallTimeout_s;
+    spec.trace = measured_file;
+    const std::string spec_file = (folder / "spec.json").string();
+    write_file_atomic(spec_file, to_json(spec).dump(2) + "\n");
+    ChildOptions child;
+    child.output_file = (folder / "run.log").string();
+    // One retry: a run on a shared machine can fail for reasons of the moment (a stall timeout).
+    int status = 1;
+    for (int attempt = 0; attempt < 2 && status != 0; ++attempt) {
+      fs::remove(measured_file);
+      status = run_child(target_->command(config.strategy.ranks, {executor_, "--spec", spec_file, "--quiet"}), child);
+    }
+    if (status != 0 || !fs::exists(measured_file))
+      throw std::runtime_error(fmt::format("cnnpar-run failed twice (status {}); see {}", status, child.output_file));
+    const Trace measured = trace_from_json(read_json_file(measured_file), measured_file);
+
+    // The prediction: the same schedule on the calibrated platform, the executor's FP32 messages.
+    const Network network = load_network(config.network);
+    Platform platform = load_platform(platform_file);
+    platform.network.element_bytes = kExecutorElementBytes;
+    const Schedule schedule = build_schedule(network, platform, config.strategy);
+    verify_or_throw(schedule, "<schedule " + config.strategy.name + ">", &network);
+    const TraceMetrics measured_metrics = compute_metrics(measured);
+
+    ConfigResult result;
+    result.key = config_key(grid_, config);
+    result.label = config_label(grid_, config);
+    result.network = config.network;
+    result.strategy = strategy_label(config.strategy);
+    result.link = grid_.links[config.link].label();
+    result.batch = config.strategy.global_batch;
+    result.ranks = config.strategy.ranks;
+    result.compute = config.compute;
+    result.settings = config_settings(grid_, config);
+    result.platform = platform_file;
+    result.load_average = load_average_of(measured);
+    result.measured = fidelity_metrics(measured_metrics);
+    OutputTransaction outputs;
+    for (const std::string& engine : engines_) {
+      const Trace predicted = replay_once(schedule, platform, engine, "", "");
+      check_comparable(predicted, measured, engine, measured_file, false);
+      const TraceMetrics predicted_metrics = compute_metrics(predicted);
+      result.predicted[engine] = fidelity_metrics(predicted_metrics);
+      result.diagnosis[engine] =
+          diagnose(predicted, predicted_metrics, measured, measured_metrics, grid_.iteration_tolerance_percent);
+      outputs.file((folder / (engine + ".json")).string(), to_json(predicted).dump() + "\n");
+    }
+    outputs.file((folder / "result.json").string(), to_json(result).dump(2) + "\n");
+    outputs.commit();
+    return result;
+  }
+
+  void write_report(const std::vector<ValidationConfig>& configs, const std::vector<std::optional<ConfigResult>>& results) {
+    std::vector<ConfigResult> finished;
+    for (const auto& result : results)
+      if (result) finished.push_back(*result);
+    ValidationReport report = summarize_validation(grid_, finished);
+    nlohmann::json environment = {{"written", now_utc()}, {"work_folder", out_}, {"engines", engines_}};
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    environment["host"] = host;
+    if (target_) environment["target"] = target_->describe();
+    nlohmann::json calibrations = nlohmann::json::array();
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(fs::path(out_) / "calibration", ec))
+      if (entry.path().extension() == ".json" && entry.path().filename() != "base.json")
+        calibrations.push_back(entry.path().filename().string());
+    std::sort(calibrations.begin(), calibrations.end());
+    environment["calibrations"] = calibrations;
+    report.environment = environment;
+    fs::create_directories(report_);
+    OutputTransaction outputs;
+    outputs.file((fs::path(report_) / "report.json").string(), to_json(report).dump(2) + "\n");
+    outputs.file((fs::path(report_) / "report.md").string(), validation_markdown(report));
+    outputs.file((fs::path(report_) / "report.csv").string(), validation_csv(report));
+    outputs.commit();
+    if (o_.quiet) return;
+    std::printf("cnnpar validate: %zu of %zu configurations measured; report in %s/report.{json,md,csv}\n",
+                finished.size(), configs.size(), report_.c_str());
+    for (const auto& [engine, s] : report.engines)
+      std::printf("  %-8s MAPE %.1f %% (max %.1f %%, %d within %g %%), R mean abs. error %.1f points, rankings %d of %zu as measured\n",
+                  engine.c_str(), s.mape_percent, s.max_abs_error_percent, s.within_tolerance,
+                  grid_.iteration_tolerance_percent, s.r_mae_points, s.ranking_groups_agreeing, report.rankings.size());
+  }
+
+  const ValidateOptions& o_;
+  ValidationGrid grid_;
+  std::vector<std::string> engines_;
+  std::string out_, report_;
+  std::unique_ptr<RunTarget> target_;
+  std::string executor_;
+  std::string base_platform_;
+};
+
+int run_validate(const ValidateOptions& o) {
+  ValidationGrid grid = load_validation_grid(o.grid);
+  Validation validation(o, std::move(grid));
+  validation.check();
+  return validation.run();
+}
+
+}  // namespace
+
+Runner add_validate_command(CLI::App& app) {
+  auto options = std::make_shared<ValidateOptions>();
+  ValidateOptions& o = *options;
+  CLI::App* sub = app.add_subcommand(
+      "validate", "calibrate, predict (analytic and SimGrid), run for real (testbed or cluster) and report the fidelity of every configuration of a grid");
+  sub->add_option("grid", o.grid, "validation grid JSON (docs/formats.md \"Validation grid\"), e.g. scenarios/validation/validation.json")
+      ->required();
+  sub->add_option("--out", o.out,
+                  "work folder: calibrations, every run's traces and logs, the finished results (default validation-GRIDNAME); "
+                  "run again to resume");
+  sub->add_option("--report", o.report, "write report.json, report.md and report.csv here (default: the work folder)");
+  sub->add_option("--engines", o.engines, "engines that predict, comma-separated (default analytic,simgrid)");
+  flags::mpiexec(*sub, o.mpiexec)->description(
+      "run on a cluster with this launcher (e.g. \"srun --mpi=pmi2\", \"mpiexec -f hosts\") instead of the testbed; "
+      "the grid's links must then be native");
+  flags::hostfile(*sub, o.hostfile)->description("run on a cluster: MPICH host file (one host per rank), no testbed");
+  sub->add_option("--testbed", o.testbed, "name of the testbed to create (or reuse) for the runs (default " +
+                                              std::string(kValidationTestbedName) + ")");
+  sub->add_flag("--keep-testbed", o.keep_testbed, "leave the testbed up after the runs (cnnpar testbed destroy removes it)");
+  sub->add_flag("--report-only", o.report_only, "run nothing: write the report of the finished configurations");
+  flags::progress(*sub, o.progress);
+  flags::quiet(*sub, o.quiet);
+  return [options] { return run_validate(*options); };
+}
+
+}  // namespace cnnpar::cli
