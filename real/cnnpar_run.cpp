@@ -6,6 +6,7 @@
 // Exit status: 0 ok, 1 failure (incl. a stalled or dead rank), 2 bad input. On SIGINT/SIGTERM a
 // rank removes the temporary file of an output it is writing and dies of the signal (outputs
 // are renamed into place, so none is ever half-written).
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -974,6 +975,9 @@ bool wants_thread_multiple(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Sleeps (sleep compute, polling, the communication thread) end when asked, not up to the
+  // default 50 us timer slack later (threads inherit it). Measured: 65-86 us late -> 15-36 us.
+  ::prctl(PR_SET_TIMERSLACK, 1UL);
   std::unique_ptr<mpi::Environment> environment;
   try {
     environment = std::make_unique<mpi::Environment>(&argc, &argv, wants_thread_multiple(argc, argv));

@@ -64,14 +64,17 @@ SleepBackend::SleepBackend(const Platform& platform, int rank, double slice_s)
 
 void SleepBackend::run_compute(const Op& op, int, const std::function<void()>& poll) {
   using clock = std::chrono::steady_clock;
-  const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(
-                                           std::chrono::duration<double>(op_time_s(platform_, op, rank_)));
+  const double modelled_s = op_time_s(platform_, op, rank_);
+  const auto start = clock::now();
+  const auto deadline = start + std::chrono::duration_cast<clock::duration>(
+                                    std::chrono::duration<double>(std::max(0.0, modelled_s - late_s_)));
   for (;;) {
     const double left_s = std::chrono::duration<double>(deadline - clock::now()).count();
     if (left_s <= 0) break;
     sleep_s(std::min(left_s, slice_s_));
     if (poll) poll();
   }
+  late_s_ = std::max(0.0, late_s_ + std::chrono::duration<double>(clock::now() - start).count() - modelled_s);
 }
 
 SlowedBackend::SlowedBackend(ComputeBackend& inner, double factor, double slice_s)

@@ -69,7 +69,10 @@ class ComputeBackend {
 
 /** Compute ops sleep for their modelled time on `platform` (cnnpar::op_time_s: calibrated
  *  op seconds, then calibrated GEMM rate, then roofline), in slices with `poll` between
- *  them; collectives move zero-filled buffers of the schedule's sizes. */
+ *  them; collectives move zero-filled buffers of the schedule's sizes. A sleep ends late
+ *  (timer slack, wake-up: 15-90 us measured here), which over the many small ops of a network
+ *  would add up; the lateness so far is taken off the next op's sleep, so the ops' total stays
+ *  the modelled total within one op's lateness. */
 class SleepBackend : public ComputeBackend {
  public:
   SleepBackend(const Platform& platform, int rank, double slice_s);
@@ -83,6 +86,7 @@ class SleepBackend : public ComputeBackend {
   const Platform& platform_;
   int rank_;
   double slice_s_;
+  double late_s_ = 0;  ///< Σ (slept − modelled) over the ops so far, >= 0
   std::map<int, std::vector<float>> send_, recv_;  // per collective id
 };
 

@@ -2,6 +2,7 @@
 // per-kind buffer counts, progress-mode names.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cmath>
 
 #include "model/collective.hpp"
@@ -103,4 +104,21 @@ TEST_CASE("MPI_Finalize is skipped only on MPICH 4.0 ch4:ucx, whose finalize rac
   CHECK_FALSE(mpi::finalize_can_hang("MPICH Version:\t3.4.3\nMPICH Device:\tch3:nemesis\n"));
   CHECK_FALSE(mpi::finalize_can_hang("Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4"));
   CHECK_FALSE(mpi::finalize_can_hang(""));
+}
+
+TEST_CASE("sleep compute: the ops' total is their modelled total, never less, within one op's lateness") {
+  // 1000 ops of 20 us (an explicit per-op time): 20 ms modelled. Each sleep ends late (15-90 us
+  // here); the backend takes the lateness so far off the next sleep, so the total is
+  // 20 ms + the last lateness. Without that it would be at least 1000 x 15 us = 15 ms more.
+  Platform platform;
+  platform.measured_op_s["tiny"] = 20e-6;
+  Op op;
+  op.kind = OpKind::compute;
+  op.label = "tiny";
+  SleepBackend backend(platform, 0, 200e-6);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 1000; ++i) backend.run_compute(op, 0, {});
+  const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(total_s >= 1000 * 20e-6);
+  CHECK(total_s <= 1000 * 20e-6 + 10e-3);  // one lateness, with room for a loaded machine
 }
