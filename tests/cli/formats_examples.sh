@@ -39,7 +39,7 @@ if [ -x "$run" ] && command -v mpiexec > /dev/null; then have_mpi=1; fi
 python3 - "$doc" "$work" <<'EOF' || exit 1
 import json, re, sys
 doc, work = sys.argv[1], sys.argv[2]
-inputs = {"network", "platform", "platform-kinds", "assign", "study", "run-spec", "schedule"}
+inputs = {"network", "platform", "platform-kinds", "assign", "study", "validation-grid", "run-spec", "schedule"}
 outputs = {"trace", "measured-trace", "chrome", "predict", "simulate", "predict-csv", "compare",
            "balance", "list", "calibrated", "fit"}
 lines = open(doc, encoding="utf-8").read().split("\n")
@@ -95,6 +95,7 @@ must "platform example" "$cnnpar" predict --network lenet-5 --platform "$in/plat
 must "platform-kinds example" "$cnnpar" predict --network lenet-5 --platform "$in/platform-kinds.json" --nodes 1-3 -q || true
 must "assign example" "$cnnpar" predict --strategy per_layer --assign "$in/assign.json" --nodes 1,2 -q || true
 must "study example" "$cnnpar" report --study "$in/study.json" --out "$work/report" --no-plot -q || true
+must "validation-grid example" "$cnnpar" validate "$in/validation-grid.json" --report-only --out "$work/validation" -q || true
 # No command reads a schedule: its keys must be ones model/schedule.cpp's parser accepts.
 if [ -f "$source_dir/model/schedule.cpp" ]; then
   python3 - "$in/schedule.json" "$source_dir/model/schedule.cpp" <<'EOF' || failures=$((failures + 1))
