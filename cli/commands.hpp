@@ -22,5 +22,6 @@ Runner add_list_command(CLI::App& app);       ///< networks, platforms, strategi
 Runner add_fit_command(CLI::App& app);        ///< platform parameters fitted to observations (GSL)
 Runner add_run_command(CLI::App& app);        ///< launches cnnpar-run under mpiexec (real/ helper)
 Runner add_calibrate_command(CLI::App& app);  ///< launches cnnpar-run calibration (real/ helper)
+Runner add_testbed_command(CLI::App& app);    ///< create, destroy, status, run: a shaped namespace cluster (testbed/)
 
 }  // namespace cnnpar::cli
