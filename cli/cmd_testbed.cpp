@@ -157,7 +157,8 @@ int show_status(const StatusOptions& o) {
     document["testbeds"].push_back(testbed::to_json(status));
     text += testbed::format_status(status);
   }
-  if (names.empty()) text = fmt::format("no testbeds (netem {})\n", testbed::netem_available() ? "available" : "not in this kernel");
+  if (names.empty())
+    text = fmt::format("no testbeds (netem {})\n", testbed::netem_available() ? "available" : "not in this kernel");
   if (!o.json_out.empty()) write_file_atomic(o.json_out, document.dump(2) + "\n");
   if (o.json_out != "-") std::printf("%s", text.c_str());
   return 0;
@@ -195,7 +196,8 @@ int run(const RunOptions& o) {
     std::printf("cnnpar testbed run: %s\n", shown.c_str());
   }
   const int status = run_child(command);
-  if (!o.quiet && session.created() && !o.keep) std::printf("cnnpar testbed run: removing testbed %s\n", wanted.name.c_str());
+  if (!o.quiet && session.created() && !o.keep)
+    std::printf("cnnpar testbed run: removing testbed %s\n", wanted.name.c_str());
   return status;
 }
 

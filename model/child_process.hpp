@@ -1,8 +1,9 @@
 #pragma once
 // Starting another program (gnuplot, mpiexec; ip and tc with their output captured) from
-// cnnpar: fork/exec rather than system(), which ignores SIGINT and hides the child's status. While the child runs, SIGINT and SIGTERM
-// sent to cnnpar are forwarded to it; once it has ended, run_child throws InterruptedError so
-// that callers unwind (removing their temporary files) and main() exits with 128 + signal.
+// cnnpar: fork/exec rather than system(), which ignores SIGINT and hides the child's status.
+// While the child runs, SIGINT and SIGTERM sent to cnnpar are forwarded to it; once it has
+// ended, run_child throws InterruptedError so that callers unwind (removing their temporary
+// files) and main() exits with 128 + signal.
 // Should cnnpar die without forwarding (SIGKILL), Linux sends the child SIGTERM
 // (PR_SET_PDEATHSIG), so an mpiexec never outlives cnnpar.
 #include <csignal>

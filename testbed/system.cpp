@@ -52,10 +52,10 @@ bool valid_name(const std::string& name) {
 }
 
 std::string switch_namespace(const std::string& name) { return name + "-sw"; }
-std::string node_namespace(const std::string& name, int index) { return name + "-n" + std::to_string(index); }
-std::string node_address(int index) { return kSubnetPrefix + std::to_string(index + 1); }
-std::string switch_port(int index) { return "p" + std::to_string(index); }
-std::string state_folder(const std::string& name) { return std::string(kStateRoot) + "/" + name; }
+std::string node_namespace(const std::string& name, int index) { return fmt::format("{}-n{}", name, index); }
+std::string node_address(int index) { return fmt::format("{}{}", kSubnetPrefix, index + 1); }
+std::string switch_port(int index) { return fmt::format("p{}", index); }
+std::string state_folder(const std::string& name) { return fmt::format("{}/{}", kStateRoot, name); }
 
 std::string joined(const std::vector<std::string>& argv) {
   std::string text;
@@ -66,7 +66,8 @@ std::string joined(const std::vector<std::string>& argv) {
 CapturedOutput run_ok(const std::vector<std::string>& argv) {
   CapturedOutput result = run_captured(argv);
   if (result.status != 0)
-    throw std::runtime_error(fmt::format("`{}` failed (status {}): {}", joined(argv), result.status, first_line(result.err)));
+    throw std::runtime_error(
+        fmt::format("`{}` failed (status {}): {}", joined(argv), result.status, first_line(result.err)));
   return result;
 }
 
