@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -34,12 +35,12 @@ struct Spec {
   std::string name = "cnnpar";      ///< namespaces <name>-sw, <name>-n0 .. <name>-n<N-1>
   int nodes = 2;                    ///< 1 .. kMaxNodes
   double bandwidth_Bps = 125e6;     ///< per direction of every node link (bytes/s)
-  double latency_s = 0;             ///< one-way added latency per link; 0 = the veth's own (needs netem when > 0)
+  double latency_s = 0;             ///< one-way latency added per link end; 0 = the veth's own (> 0 needs netem)
   double burst_bytes = 256 * 1024;  ///< tbf bucket (64 KiB stalls TCP with 64 KiB GSO packets)
 };
 
-/** @throws InputError(origin, path, name, reason) unless `name` is 1 to kMaxNameLength letters, digits, '-'
- *  or '_' starting with a letter or digit (it becomes namespace names and hostnames). */
+/** @throws InputError(origin, path, name, reason) unless `name` is 1 to kMaxNameLength letters,
+ *  digits, '-' or '_' starting with a letter or digit (it becomes namespace names and hostnames). */
 void check_name(const std::string& name, const std::string& origin, const std::string& path);
 /** Checks every field of `spec`. Its keys are name, nodes, bandwidth, latency and burst, as in
  *  state.json and on the command line, so `key_prefix` "--" names flags and "/testbed/" JSON
@@ -54,8 +55,8 @@ Spec spec_from_json(const nlohmann::json& document, const std::string& origin, c
 /** True when this kernel has the netem qdisc (probed once per process in an unnamed network
  *  namespace of its own, so nothing global is touched). */
 bool netem_available();
-/** @throws InputError(origin, path, "uid N", reason) unless running as root (euid 0) with ip and
- *  tc on PATH. */
+/** @throws InputError(origin, path, "uid N", reason) unless running as root (euid 0);
+ *  InputError(origin, path, TOOL, reason) when ip, tc or unshare is not on PATH. */
 void require_root(const std::string& origin, const std::string& path);
 
 /** One node as the testbed made it. */
@@ -80,7 +81,9 @@ class Testbed {
    *  @throws std::runtime_error for one that is incomplete or damaged (destroy it). */
   static std::optional<Testbed> attach(const std::string& name);
 
-  /** Reshapes every link, both ends (`tc qdisc` replaced in place; no run should be in flight).
+  /** Reshapes every link, both ends: each end's qdiscs are removed and added anew, so no run
+   *  should be in flight. A latency without netem is recorded as in create(). On SIGINT or
+   *  SIGTERM meanwhile, every link is reshaped first, then InterruptedError is thrown.
    *  @throws InputError("testbed <name>", "/bandwidth" or "/latency", ...) for values out of range. */
   void reshape(double bandwidth_Bps, double latency_s);
 
@@ -191,7 +194,7 @@ nlohmann::json to_json(const Status& status);
 std::string format_status(const Status& status);
 
 /** Names of the testbeds on this machine: state folders, and switch namespaces whose bridge
- *  carries the testbed's mark (left by a create that was killed before its state was written). */
+ *  carries the testbed's mark (found even when its state folder was removed by hand). */
 std::vector<std::string> list();
 
 }  // namespace cnnpar::testbed
