@@ -27,9 +27,10 @@ int run_child(const std::vector<std::string>& argv, const ChildOptions& options 
 
 /** While it lives, SIGINT and SIGTERM wait (blocked on this thread) instead of ending cnnpar
  *  half-way through work that must not be cut (setting up or removing a testbed), and the
- *  children it starts (ip, tc) inherit the block. run_child unblocks them for its child, so one
- *  that waited ends that child and is reported as InterruptedError; take() consumes one; what is
- *  still pending is delivered when it ends. Create and destroy it on the same thread. */
+ *  children it starts (ip, tc) inherit the block. run_child unblocks them while its child runs
+ *  (forwarding them as always); one that waited makes run_child throw InterruptedError without
+ *  starting the child. take() consumes one; what is still pending is delivered when it ends.
+ *  Create and destroy it on the same thread. */
 class DeferredInterrupts {
  public:
   DeferredInterrupts();
