@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,9 @@ struct CalibrateOptions {
   std::string out;
   double timeout_s = 60;
   std::string mpiexec = "mpiexec";
+  bool mpiexec_given = false;  // --mpiexec on the command line (refused with --testbed)
   std::string hostfile;
+  std::string testbed;
   std::string gemm = kDefaultGemmBackend;
   int threads = 0;  // 0 = OPENBLAS_NUM_THREADS, else the cores per rank
   double max_message_bytes = 256.0 * 1024 * 1024;
@@ -55,13 +58,17 @@ int calibrate(const CalibrateOptions& o) {
   check_run_number(RunNumber::repeats, o.repeats, "command line", "/repeats");
   check_gemm_backend_name(o.gemm, "command line", "/gemm");
   check_run_number(RunNumber::threads, o.threads, "command line", "/threads");
+  const std::vector<std::string> launcher =
+      o.testbed.empty() ? mpi_launch::split_command(o.mpiexec)
+                        : mpi_launch::testbed_launcher(o.testbed, o.mpiexec_given ? std::optional(o.mpiexec) : std::nullopt,
+                                                     o.hostfile, nodes);
   if (o.threads > 0) ::setenv("OPENBLAS_NUM_THREADS", std::to_string(o.threads).c_str(), 1);
   std::vector<std::string> args = {"--gemm", o.gemm,"--calibrate",  "--network",  o.network, "--platform", o.platform,
                                          "--batch",      std::to_string(o.batch), "--repeats", std::to_string(o.repeats),
                                          "--timeout-s",  fmt::format("{}", o.timeout_s), "--out", o.out,
                                          "--max-message", fmt::format("{}", o.max_message_bytes)};
   if (o.op_seconds) args.push_back("--op-seconds");
-  const auto command = mpi_launch::command(o.mpiexec, o.hostfile, nodes, mpi_launch::find_executor(), args);
+  const auto command = mpi_launch::command(launcher, o.hostfile, nodes, mpi_launch::find_executor(), args);
   const std::string blas_threads = mpi_launch::default_blas_threads(nodes);
   std::string shown = "OPENBLAS_NUM_THREADS=" + blas_threads;
   for (const auto& part : command) shown += (shown.empty() ? "" : " ") + part;
@@ -98,13 +105,17 @@ Runner add_calibrate_command(CLI::App& app) {
   flags::repeats(*sub, o.repeats);
   sub->add_option("--out", o.out, "write the calibrated platform JSON here")->required();
   flags::timeout_s(*sub, o.timeout_s);
-  flags::mpiexec(*sub, o.mpiexec);
+  CLI::Option* mpiexec = flags::mpiexec(*sub, o.mpiexec);
   flags::hostfile(*sub, o.hostfile);
+  flags::testbed(*sub, o.testbed);
   flags::gemm(*sub, o.gemm);
   flags::threads(*sub, o.threads);
   flags::max_message(*sub, o.max_message_bytes);
   flags::op_seconds(*sub, o.op_seconds);
-  return [options] { return calibrate(*options); };
+  return [options, mpiexec] {
+    options->mpiexec_given = mpiexec->count() > 0;
+    return calibrate(*options);
+  };
 }
 
 }  // namespace cnnpar::cli

@@ -61,7 +61,9 @@ struct RunOptions {
   bool resume = false;
   std::string compare_json, compare_csv;
   std::string mpiexec = "mpiexec";
+  bool mpiexec_given = false;  // --mpiexec on the command line (refused with --testbed)
   std::string hostfile;
+  std::string testbed;
   bool no_predict = false;
   int threads = 0;  // 0 = OPENBLAS_NUM_THREADS, else the cores per rank
   std::string gemm = kDefaultGemmBackend;
@@ -104,6 +106,10 @@ int run(const RunOptions& o) {
   check_output_path(o.weights_out, "--weights-out");
   check_output_path(o.compare_json, "--compare-json");
   check_output_path(o.compare_csv, "--compare-csv");
+  const std::vector<std::string> launcher =
+      o.testbed.empty() ? mpi_launch::split_command(o.mpiexec)
+                        : mpi_launch::testbed_launcher(o.testbed, o.mpiexec_given ? std::optional(o.mpiexec) : std::nullopt,
+                                                     o.hostfile, nodes);
   RunSpec spec;
   for (const std::string& text : o.slowdown) add_slowdown(spec.slowdown, text, file, "/slowdown");
   check_slowdown_ranks(spec.slowdown, nodes, file, "/slowdown");
@@ -150,7 +156,7 @@ int run(const RunOptions& o) {
   spec.gemm = o.gemm;
   const std::string trace_path = spec.trace;
   const std::vector<std::string> command =
-      mpi_launch::command(o.mpiexec, o.hostfile, nodes, mpi_launch::find_executor(),
+      mpi_launch::command(launcher, o.hostfile, nodes, mpi_launch::find_executor(),
                           o.quiet ? std::vector<std::string>{"--spec", spec_file.path(), "--quiet"}
                                   : std::vector<std::string>{"--spec", spec_file.path()});
   write_file_atomic(spec_file.path(), to_json(spec).dump(2) + "\n");
@@ -255,12 +261,16 @@ Runner add_run_command(CLI::App& app) {
   sub->add_option("--compare-json", o.compare_json, "write the comparison as JSON here (- = standard output)");
   sub->add_option("--compare-csv", o.compare_csv,
                   "write the predicted and the measured configuration as CSV rows here (the columns of predict --csv)");
-  flags::mpiexec(*sub, o.mpiexec);
+  CLI::Option* mpiexec = flags::mpiexec(*sub, o.mpiexec);
   flags::hostfile(*sub, o.hostfile);
+  flags::testbed(*sub, o.testbed);
   flags::progress(*sub, o.progress);
   flags::quiet(*sub, o.quiet);
   sub->add_flag("--no-predict", o.no_predict, "only measure");
-  return [options] { return run(*options); };
+  return [options, mpiexec] {
+    options->mpiexec_given = mpiexec->count() > 0;
+    return run(*options);
+  };
 }
 
 }  // namespace cnnpar::cli

@@ -23,5 +23,6 @@ Runner add_fit_command(CLI::App& app);        ///< platform parameters fitted to
 Runner add_run_command(CLI::App& app);        ///< launches cnnpar-run under mpiexec (real/ helper)
 Runner add_calibrate_command(CLI::App& app);  ///< launches cnnpar-run calibration (real/ helper)
 Runner add_validate_command(CLI::App& app);   ///< calibrate, predict, run and report a validation grid
+Runner add_testbed_command(CLI::App& app);    ///< create, destroy, status, run: a shaped namespace cluster (testbed/)
 
 }  // namespace cnnpar::cli

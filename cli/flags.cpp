@@ -242,4 +242,10 @@ CLI::Option* hostfile(CLI::App& app, std::string& path) {
   return app.add_option("--hostfile", path, "MPICH host file (lines host:slots), passed to mpiexec as -f FILE");
 }
 
+CLI::Option* testbed(CLI::App& app, std::string& name) {
+  return app.add_option("--testbed", name,
+                        "run the ranks on this testbed's nodes, one per node, over its shaped links (`cnnpar testbed "
+                        "create`; root), instead of --mpiexec and --hostfile");
+}
+
 }  // namespace cnnpar::cli::flags

@@ -1,4 +1,4 @@
-// cnnpar: predict, simulate, balance, trace, compare, report (and run/calibrate, fit when built).
+// cnnpar: predict, simulate, balance, trace, compare, report, testbed (and run/calibrate, fit when built).
 // The only place that turns exceptions into exit codes: 0 ok, 1 failure, 2 bad input.
 #include <malloc.h>
 
@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   add(cnnpar::cli::add_calibrate_command(app), "calibrate");
   add(cnnpar::cli::add_validate_command(app), "validate");
 #endif
+  add(cnnpar::cli::add_testbed_command(app), "testbed");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,7 +1,7 @@
 #pragma once
-// Starting `mpiexec -n P cnnpar-run ...` from `cnnpar run` / `cnnpar calibrate`. cnnpar never
-// links MPI (libsimgrid exports MPI_* symbols), so the executor is a separate
-// program found beside the running cnnpar binary. Header-only: used by cmd_run.cpp and
+// Starting `mpiexec -n P cnnpar-run ...` from `cnnpar run` / `cnnpar calibrate`, or through a
+// testbed's launcher (--testbed). cnnpar never links MPI (libsimgrid exports MPI_* symbols), so
+// the executor is a separate program found beside the running cnnpar binary. Header-only: used by cmd_run.cpp and
 // cmd_calibrate.cpp.
 #include <unistd.h>
 
@@ -9,11 +9,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "model/error.hpp"
+#include "testbed/testbed.hpp"
 
 namespace cnnpar::cli::mpi_launch {
 
@@ -93,12 +95,12 @@ inline std::vector<std::string> split_command(const std::string& text, const std
   return words;
 }
 
-/** LAUNCHER... [-f HOSTFILE] -n P <cnnpar-run> args..., the launcher split by split_command.
- *  @throws InputError for a launcher that does not split, a host file that does not exist, or a
- *  host file with srun (Slurm takes the hosts from the allocation). */
-inline std::vector<std::string> command(const std::string& launcher, const std::string& hostfile, int ranks,
-                                        const std::string& executor, const std::vector<std::string>& args) {
-  std::vector<std::string> out = split_command(launcher);
+/** LAUNCHER... [-f HOSTFILE] -n P <cnnpar-run> args..., the launcher given as its words.
+ *  @throws InputError for a host file that does not exist, or a host file with srun (Slurm
+ *  takes the hosts from the allocation). */
+inline std::vector<std::string> command(const std::vector<std::string>& launcher, const std::string& hostfile,
+                                        int ranks, const std::string& executor, const std::vector<std::string>& args) {
+  std::vector<std::string> out = launcher;
   if (!hostfile.empty()) {
     if (std::filesystem::path(out.front()).filename() == "srun")
       throw InputError("command line", "--hostfile", hostfile,
@@ -113,6 +115,35 @@ inline std::vector<std::string> command(const std::string& launcher, const std::
   out.push_back(executor);
   out.insert(out.end(), args.begin(), args.end());
   return out;
+}
+
+/** The same with the launcher as one command line (--mpiexec), split by split_command.
+ *  @throws InputError also for a launcher that does not split. */
+inline std::vector<std::string> command(const std::string& launcher, const std::string& hostfile, int ranks,
+                                        const std::string& executor, const std::vector<std::string>& args) {
+  return command(split_command(launcher), hostfile, ranks, executor, args);
+}
+
+/** The launcher words of --testbed NAME for `ranks` ranks (one per node).
+ *  @throws InputError("command line", FLAG, VALUE, reason) with --mpiexec (`mpiexec`, when
+ *  given) or --hostfile given too, when not root, when no testbed NAME exists, or for more
+ *  ranks (--nodes) than it has nodes. @throws std::runtime_error for a damaged testbed. */
+inline std::vector<std::string> testbed_launcher(const std::string& name, const std::optional<std::string>& mpiexec,
+                                                 const std::string& hostfile, int ranks) {
+  if (mpiexec)
+    throw InputError("command line", "--mpiexec", *mpiexec, "--testbed brings its own mpiexec: give one of the two");
+  if (!hostfile.empty())
+    throw InputError("command line", "--hostfile", hostfile, "--testbed brings its own host file: give one of the two");
+  testbed::check_name(name, "command line", "--testbed");
+  testbed::require_root("command line", "--testbed");
+  const std::optional<testbed::Testbed> bed = testbed::Testbed::attach(name);
+  if (!bed)
+    throw InputError("command line", "--testbed", name,
+                     "no such testbed (make it with `cnnpar testbed create --name " + name + "`)");
+  if (ranks > bed->spec().nodes)
+    throw InputError("command line", "--nodes", std::to_string(ranks),
+                     "testbed " + name + " has " + std::to_string(bed->spec().nodes) + " nodes, one rank each");
+  return bed->launcher();
 }
 
 /** A file path in the temporary folder, removed when this object goes out of scope. */

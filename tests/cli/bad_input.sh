@@ -35,6 +35,9 @@ while IFS='|' read -r name want_file want_path want_value command; do
   case "${args[0]}" in
     cnnpar) if [ "${args[1]}" = fit ] && [ $have_fit = 0 ]; then total=$((total - 1)); continue; fi; args[0]=$cnnpar ;;
     cnnpar-run) if [ "$cnnpar_run" = "-" ]; then total=$((total - 1)); continue; fi; args[0]=$cnnpar_run ;;
+    setpriv)  # cnnpar as another user: needs setpriv and root to switch
+      if ! command -v setpriv >/dev/null || [ "$(id -u)" -ne 0 ]; then total=$((total - 1)); continue; fi
+      for i in "${!args[@]}"; do [ "${args[$i]}" = cnnpar ] && args[$i]=$cnnpar; done ;;
   esac
   before=$(cd "$case_dir" && find . | sort)
   (cd "$case_dir" && timeout -k 5 120 "${args[@]}" >"$work/out" 2>"$work/err")
