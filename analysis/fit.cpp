@@ -81,6 +81,7 @@ struct DefaultedField {
 };
 const DefaultedField kDefaultedFields[] = {
     {"nodes.call_overhead", "s", [](const Platform& p) { return p.nodes.call_overhead_s; }},
+    {"nodes.core_bandwidth", "Bps", [](const Platform& p) { return p.nodes.core_bandwidth_Bps; }},
     {"iteration_overhead", "s", [](const Platform& p) { return p.iteration_overhead_s; }},
     {"network.reduction_rate", "Bps", [](const Platform& p) { return p.network.reduction_rate_Bps; }},
     {"network.busy_bandwidth_fraction", "", [](const Platform& p) { return p.network.busy_bandwidth_fraction; }},

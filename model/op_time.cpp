@@ -1,5 +1,6 @@
 #include "model/op_time.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include <fmt/format.h>
@@ -21,6 +22,27 @@ std::optional<GemmRate> calibrated_gemm_rate(const Platform& platform, const Op&
   return std::nullopt;
 }
 
+/** Roofline seconds of `op` on the cores of its node it keeps busy (docs/formats.md "Compute
+ *  time of an op"): k = min(images, cores) for an image-parallel kernel, else every core; k/cores
+ *  of the peak and min(memory_bandwidth, k · core_bandwidth) bytes/s, divided by the speed. */
+double host_roofline_s(const Platform& platform, const Op& op, int rank) {
+  const NodeSpec& nodes = platform.nodes;
+  // A loop over images keeps only min(images, cores) cores busy.
+  const bool image_loop = nodes.image_parallel_kernels && op.kernel != KernelClass::gemm &&
+                          op.kernel != KernelClass::update && op.batch > 0 && op.batch < nodes.cores;
+  const double idle_factor = image_loop ? double(nodes.cores) / double(op.batch) : 1.0;  // cores / busy cores
+  // Without a per-core figure every core streams memory_bandwidth / cores: the whole roofline
+  // scales with the busy cores.
+  if (!(nodes.core_bandwidth_Bps > 0))
+    return platform.kernel_time_s(op.kernel, op.flops, op.bytes, rank) * idle_factor;
+  const int kind = platform.kind_of(rank);
+  const Processor& host = kind < 0 ? static_cast<const Processor&>(nodes) : nodes.kinds[std::size_t(kind)].host;
+  const double busy_cores = image_loop ? double(op.batch) : double(nodes.cores);
+  const double compute_s = platform.kernel_time_s(op.kernel, op.flops, 0, rank) * idle_factor;
+  const double memory_Bps = std::min(host.memory_bandwidth_Bps, busy_cores * nodes.core_bandwidth_Bps);
+  return std::max(compute_s, op.bytes / (memory_Bps * platform.speed_factor(rank)));
+}
+
 }  // namespace
 
 double op_time_s(const Platform& platform, const Op& op, int rank) {
@@ -33,14 +55,8 @@ double op_time_s(const Platform& platform, const Op& op, int rank) {
   if (op.kernel == KernelClass::gemm && !on_device)
     if (const auto rate = calibrated_gemm_rate(platform, op))
       return op.flops / (rate->rate_flops * platform.speed_factor(rank));
-  if (!on_device) {
-    double seconds = platform.kernel_time_s(op.kernel, op.flops, op.bytes, rank);
-    // A loop over images keeps only min(images, cores) cores busy.
-    if (platform.nodes.image_parallel_kernels && op.kernel != KernelClass::gemm && op.kernel != KernelClass::update &&
-        op.batch > 0 && op.batch < platform.nodes.cores)
-      seconds *= double(platform.nodes.cores) / double(op.batch);
-    return seconds + platform.nodes.call_overhead_s / platform.speed_factor(rank);
-  }
+  if (!on_device)
+    return host_roofline_s(platform, op, rank) + platform.nodes.call_overhead_s / platform.speed_factor(rank);
   // A GEMM moves A (m×k), B (k×n) and C (m×n) in FP32 between host and device; any other
   // device op moves the bytes it touches.
   const GemmShape& g = op.gemm;

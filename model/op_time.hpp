@@ -14,7 +14,8 @@ namespace cnnpar {
  *  slow-down). Order: measured_op_s[op.label] (an explicit override), then for GEMMs the
  *  calibrated rate of its shape (measured_gemm_flops: the exact "gemm MxNxK phase" or
  *  "gemm MxNxK" key, else interpolated on the platform's GEMM grid, model/gemm_rate.hpp),
- *  then the roofline Platform::kernel_time_s + call_overhead. Calibrated values were
+ *  then the roofline on the cores the op keeps busy (nodes.image_parallel_kernels,
+ *  nodes.core_bandwidth) + call_overhead. Calibrated values were
  *  measured on a node of speed 1 and are divided by the rank's speed factor. An op whose
  *  kernel class runs on the rank's device (nodes.kinds) skips calibration and also pays its
  *  operands over the host link: 4·(m·k + k·n + m·n) bytes for a GEMM, op.bytes for any

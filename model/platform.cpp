@@ -263,7 +263,7 @@ double speed_bound(const JsonNode& value) {
 void parse_nodes(const JsonNode& node, NodeSpec& nodes) {
   node.check_keys({"count", "cores", "peak", "memory_bandwidth", "efficiency", "default_efficiency",
                    "speed_factors", "speed_stddev", "speed_seed", "speed_min", "speed_max", "kinds", "call_overhead",
-                   "image_parallel_kernels"});
+                   "image_parallel_kernels", "core_bandwidth"});
   nodes.count = int(node.at("count").as_int_in(1, limits::kMaxPlatformNodes));
   nodes.cores = int(node.has("cores") ? node.at("cores").as_int_in(1, limits::kMaxDimension) : 1);
   parse_processor(node, nodes, true);
@@ -290,6 +290,7 @@ void parse_nodes(const JsonNode& node, NodeSpec& nodes) {
   if (node.has("kinds")) parse_kinds(node.at("kinds"), nodes);
   if (node.has("call_overhead")) nodes.call_overhead_s = node.at("call_overhead").as_quantity(Unit::time_s, true);
   if (node.has("image_parallel_kernels")) nodes.image_parallel_kernels = node.at("image_parallel_kernels").as_bool();
+  if (node.has("core_bandwidth")) nodes.core_bandwidth_Bps = node.at("core_bandwidth").as_quantity(Unit::bandwidth_Bps, true);
 }
 
 double message_factor_value(const JsonNode& value) {
@@ -477,6 +478,7 @@ nlohmann::json to_json(const Platform& platform) {
   if (platform.network.injection_contention) network["injection_contention"] = true;
   if (platform.nodes.call_overhead_s > 0) nodes["call_overhead"] = fmt::format("{}s", platform.nodes.call_overhead_s);
   if (platform.nodes.image_parallel_kernels) nodes["image_parallel_kernels"] = true;
+  if (platform.nodes.core_bandwidth_Bps > 0) nodes["core_bandwidth"] = fmt::format("{}Bps", platform.nodes.core_bandwidth_Bps);
   nlohmann::json document = {{"name", platform.name},
                              {"source", platform.source},
                              {"nodes", nodes},

@@ -83,6 +83,12 @@ struct NodeSpec : Processor {
    *  parallelized using OpenMP"): an op of b < cores images gets b/cores of the node.
    *  JSON `image_parallel_kernels`. */
   bool image_parallel_kernels = false;
+  /** Bytes per second one core streams on its own (a single-thread STREAM figure); 0 = the
+   *  node's memory bandwidth divided evenly, memory_bandwidth / cores. An op on k of the
+   *  node's cores (min(images, cores) for image-parallel kernels, else all) gets
+   *  min(memory_bandwidth, k · core_bandwidth): a few busy cores are held back by their own
+   *  concurrency, all of them by the node's DRAM. JSON `core_bandwidth`. */
+  double core_bandwidth_Bps = 0;
 };
 
 /** One piece of a size-dependent message model, like SMPI's calibrated `lat-factor` and

@@ -411,3 +411,38 @@ TEST_CASE("image-parallel kernels keep min(images, cores) cores busy") {
   platform.nodes.call_overhead_s = 1e-3;  // added once per op
   CHECK(op_time_s(platform, wide, 0) == Approx(0.011).epsilon(1e-12));
 }
+
+TEST_CASE("core bandwidth: a few busy cores stream at their own rate, all of them at the node's") {
+  // A Cori Haswell node: 32 cores, DRAM 124 GB/s, one core 19.9 GB/s (single-thread STREAM).
+  // im2col of 2 images touching 1e8 B keeps 2 cores busy:
+  //   1e8 / min(124e9, 2 · 19.9e9) = 1e8 / 39.8e9 = 2.5126 ms
+  // (the even split, 124e9 · 2/32 = 7.75e9 B/s, would give 12.903 ms). 16 images: 16 · 19.9e9 =
+  // 318.4e9 > 124e9, so DRAM: 1e8 / 124e9 = 0.80645 ms. A GEMM and the update use all 32 cores:
+  // the DRAM term, 1e8 / 124e9, or the compute term when larger.
+  const double tolerance = 1e-12;
+  Platform platform = parse_platform(minimal_platform(), "p.json");
+  platform.nodes.cores = 32;
+  platform.nodes.memory_bandwidth_Bps = 124e9;
+  platform.nodes.image_parallel_kernels = true;
+  const Op two = Op::compute_op("conv1.im2col", 0, Phase::forward, KernelClass::im2col, 0, 1e8, 2);
+  const Op sixteen = Op::compute_op("conv1.im2col", 0, Phase::forward, KernelClass::im2col, 0, 1e8, 16);
+  const Op update = Op::compute_op("conv1.upd", 0, Phase::update, KernelClass::update, 0, 1e8, 2);
+  CHECK(op_time_s(platform, two, 0) == Approx(1e8 / 7.75e9).epsilon(tolerance));  // 0 = the even split
+  platform.nodes.core_bandwidth_Bps = 19.9e9;
+  CHECK(op_time_s(platform, two, 0) == Approx(2.5125628e-3).epsilon(1e-7));
+  CHECK(op_time_s(platform, sixteen, 0) == Approx(1e8 / 124e9).epsilon(tolerance));
+  CHECK(op_time_s(platform, update, 0) == Approx(1e8 / 124e9).epsilon(tolerance));
+  // The compute term of 2 busy cores: 4e9 FLOP at 1e12 · 0.5 (minimal platform) · 2/32 = 0.128 s.
+  const Op busy = Op::compute_op("pool1.fwd", 1, Phase::forward, KernelClass::pool, 4e9, 1e8, 2);
+  platform.nodes.peak_flops = 1e12;
+  platform.nodes.default_efficiency = 0.5;
+  CHECK(op_time_s(platform, busy, 0) == Approx(0.128).epsilon(tolerance));
+  // The field round-trips through the platform's JSON form and is absent when 0.
+  const Platform again = parse_platform(to_json(platform), "again.json");
+  CHECK(again.nodes.core_bandwidth_Bps == Approx(19.9e9).epsilon(tolerance));
+  platform.nodes.core_bandwidth_Bps = 0;
+  CHECK_FALSE(to_json(platform)["nodes"].contains("core_bandwidth"));
+  nlohmann::json negative = minimal_platform();
+  negative["nodes"]["core_bandwidth"] = "-1GBps";
+  expect_error(negative, "/nodes/core_bandwidth", "-1GBps");
+}

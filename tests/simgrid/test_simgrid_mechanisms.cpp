@@ -125,6 +125,10 @@ TEST_CASE("dp and lee with every mechanism on agree across engines", "[simgrid][
       platform.network.reduction_rate_Bps = 5e9;
       platform.iteration_overhead_s = 2e-4;
       platform.nodes.call_overhead_s = 1e-5;
+      // 64/P images a rank: image loops on 8 to 32 of 32 cores, each core streaming 2e10 B/s.
+      platform.nodes.cores = 32;
+      platform.nodes.image_parallel_kernels = true;
+      platform.nodes.core_bandwidth_Bps = 2e10;
       StrategyOptions options;
       options.name = strategy;
       options.global_batch = 64;
