@@ -52,7 +52,7 @@ SeriesResult series(const std::string& label, const std::vector<double>& speedup
 
 StudyResult test_result() {
   return {{series("A", {1, 1.9, 3.5, 6}), series("A again", {1, 1.9, 3.5, 6}), series("B", {1, 1.95, 3.7, 7}),
-           series("C", {1, 1.8, 3, 4})}};
+           series("C", {1, 1.8, 3, 4})}, {}};
 }
 
 std::string slurp(const fs::path& path) {
@@ -180,7 +180,7 @@ TEST_CASE("plot styles: distinct for the first six series, never yellow, predict
 }
 
 TEST_CASE("series coincide when their speedups agree within 1 % at every node count") {
-  const StudyResult close{{series("a", {1, 2, 4}), series("b", {1, 2, 4.035}), series("c", {1, 2, 4.1})}};
+  const StudyResult close{{series("a", {1, 2, 4}), series("b", {1, 2, 4.035}), series("c", {1, 2, 4.1})}, {}};
   const std::vector<Coincidence> found = coinciding_series(close);
   REQUIRE(found.size() == 1);  // c is 2.4 % above a and 1.6 % above b
   CHECK(found[0].earlier == 0);
@@ -273,7 +273,7 @@ TEST_CASE("published iteration times are compared in seconds, components get a t
     "findings": ["The ordering holds."],
     "series": [{"label": "A", "strategy": "dp", "paper": {"iteration_s_at": {"4": 0.5, "16": 1.0}}}]
   })"), "t.json");
-  StudyResult result{{series("A", {1, 1.9, 3.5, 6})}};
+  StudyResult result{{series("A", {1, 1.9, 3.5, 6})}, {}};
   // Row at 4 nodes: iteration 1/3.5 s = 0.285714 s against 0.5 s published: −42.857 %.
   // 16 nodes is not in the study: no line.
   const std::vector<PaperComparison> comparisons = paper_comparisons(study, result);
@@ -313,7 +313,7 @@ TEST_CASE("published orderings are checked against the predicted speedups", "[re
                      ordering(StudyOrdering::Kind::increasing, {"B", "C"}, 0, 0),
                      ordering(StudyOrdering::Kind::flat_after, {"C"}, 4, 1.4),
                      ordering(StudyOrdering::Kind::flat_after, {"A"}, 4, 1.4)};
-  const StudyResult result{{series("A", {1, 1.9, 3.5, 6}), series("B", {1, 1.95, 3.7, 7}), series("C", {1, 1.8, 3, 4})}};
+  const StudyResult result{{series("A", {1, 1.9, 3.5, 6}), series("B", {1, 1.95, 3.7, 7}), series("C", {1, 1.8, 3, 4})}, {}};
   const std::vector<OrderingCheck> checks = ordering_checks(study, result);
   REQUIRE(checks.size() == 6);
   CHECK(checks[0].reproduced);
