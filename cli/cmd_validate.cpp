@@ -116,11 +116,13 @@ class Validation {
 
   /** Checks that need no run: the mode (testbed or cluster) against the grid, the outputs. */
   void check() {
+    // The target first: without root the testbed is the one thing to say.
+    if (!o_.report_only) {
+      target_ = make_run_target(grid_, o_.mpiexec, o_.hostfile, o_.testbed, o_.keep_testbed);
+      executor_ = mpi_launch::find_executor();
+    }
     check_output_folder(report_, "--report");
     if (!o_.out.empty() || !fs::exists(out_)) check_output_folder(out_, "--out");
-    if (o_.report_only) return;
-    target_ = make_run_target(grid_, o_.mpiexec, o_.hostfile, o_.testbed, o_.keep_testbed);
-    executor_ = mpi_launch::find_executor();
   }
 
  private:
@@ -172,6 +174,8 @@ class Validation {
           std::string platform;
           try {
             platform = calibration(network, link, ranks, configs[todo.front()].compute);
+          } catch (const InterruptedError&) {
+            throw;  // Ctrl-C ends the validation (main: 128 + signal); what finished is kept
           } catch (const std::runtime_error& error) {
             say(fmt::format("cnnpar validate: {}", error.what()));
             failures += int(todo.size());
@@ -183,6 +187,8 @@ class Validation {
             try {
               results[i] = measure_one(configs[i], platform);
               say(progress_line(done, total, started, *results[i]));
+            } catch (const InterruptedError&) {
+              throw;
             } catch (const std::runtime_error& error) {
               ++failures;
               say(fmt::format("[{}/{}] {}: not measured: {}", done, total, config_label(grid_, configs[i]), error.what()));
