@@ -25,6 +25,9 @@ namespace {
 
 constexpr std::string_view kFormat = "cnnpar-validation";
 constexpr const char* kEngines[] = {"analytic", "simgrid"};
+constexpr MissCause kCauses[] = {MissCause::none,     MissCause::compute,       MissCause::effective_bandwidth,
+                                 MissCause::latency,  MissCause::progress,      MissCause::tcp_behaviour,
+                                 MissCause::contention};
 
 // Message sizes per step that separate the communication causes (diagnose).
 constexpr double kLatencyBoundBytes = 64.0 * 1024;
@@ -297,8 +300,7 @@ namespace {
 
 MissCause miss_cause_from_string(const JsonNode& node) {
   const std::string text = node.as_string();
-  for (MissCause cause : {MissCause::none, MissCause::compute, MissCause::effective_bandwidth, MissCause::latency,
-                          MissCause::progress, MissCause::tcp_behaviour, MissCause::contention})
+  for (MissCause cause : kCauses)
     if (text == to_string(cause)) return cause;
   node.fail("not a cause of a miss");
 }
@@ -656,6 +658,7 @@ ValidationReport summarize_validation(const ValidationGrid& grid, std::vector<Co
   }
   for (const std::string& engine : engines) {
     EngineSummary& s = report.engines[engine];
+    for (MissCause cause : kCauses) s.causes[to_string(cause)] = 0;  // every cause, so readers find each key
     double absolute_sum = 0, overlap_sum = 0;
     for (const ConfigResult& r : report.results) {
       const double error = std::abs(r.error_percent(engine));

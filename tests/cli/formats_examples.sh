@@ -41,7 +41,7 @@ import json, re, sys
 doc, work = sys.argv[1], sys.argv[2]
 inputs = {"network", "platform", "platform-kinds", "assign", "study", "validation-grid", "run-spec", "schedule"}
 outputs = {"trace", "measured-trace", "chrome", "predict", "simulate", "predict-csv", "compare",
-           "balance", "list", "calibrated", "fit"}
+           "balance", "list", "calibrated", "fit", "validation-report", "validation-csv"}
 lines = open(doc, encoding="utf-8").read().split("\n")
 found, errors = {}, []
 tag = re.compile(r"^<!-- (example|output): ([a-z0-9-]+) -->$")
@@ -169,9 +169,19 @@ if [ $have_mpi = 1 ]; then
   must "compare output" "$cnnpar" compare "$work/predicted.json" "$fresh/measured-trace.json" --json "$fresh/compare.json" -q || true
   must "calibrated output" "$cnnpar" calibrate --network lenet-5 --nodes 2 --batch 8 --repeats 1 --max-message 1048576 \
     --out "$fresh/calibrated.json" || true
+  # A validation on this host (a cluster of one: links "native"), two small configurations.
+  cat > "$work/validation-grid.json" <<'GRID'
+{"name": "formats", "networks": ["lenet-5"], "strategies": ["dp", "dp_layerwise"], "batches": [8], "ranks": [2],
+ "iterations": 3, "warmup": 1, "calibration": {"repeats": 1}}
+GRID
+  if must "validation report" "$cnnpar" validate "$work/validation-grid.json" --mpiexec mpiexec --out "$work/validation-run" -q; then
+    cp "$work/validation-run/report.json" "$fresh/validation-report.json"
+    cp "$work/validation-run/report.csv" "$fresh/validation-csv.csv"
+  fi
 else
-  skip "measured-trace, compare and calibrated outputs (no cnnpar-run or mpiexec)"
-  for name in measured-trace compare calibrated; do cp "$out/$name.json" "$fresh/$name.json"; done
+  skip "measured-trace, compare, calibrated and validation outputs (no cnnpar-run or mpiexec)"
+  for name in measured-trace compare calibrated validation-report; do cp "$out/$name.json" "$fresh/$name.json"; done
+  cp "$out/validation-csv.csv" "$fresh/validation-csv.csv"
 fi
 
 python3 - "$out" "$fresh" <<'EOF' || failures=$((failures + 1))
