@@ -512,8 +512,8 @@ FitResult fit_parameters(const PredictFunction& predict, const std::vector<doubl
   for (std::size_t j = 0; j < p; ++j)
     if (!(column_norm[j] > 0))
       throw InputError("command line", "--free", free[j].path,
-                       fmt::format("no observation depends on {} at its start {} {}, so the fit cannot determine it",
-                                   free[j].path, start[j], free[j].unit_label()));
+                       fmt::format("no observation depends on {} at its start {}{}, so the fit cannot determine it",
+                                   free[j].path, start[j], free[j].unit_label().empty() ? "" : " " + free[j].unit_label()));
 
   int info = 0;
   status = gsl_multifit_nlinear_driver(std::size_t(options.max_iterations), options.xtol, options.gtol, 0.0, nullptr,

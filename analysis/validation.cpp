@@ -80,6 +80,12 @@ std::string safe_for_file_name(const std::string& text) {
 
 }  // namespace
 
+bool ValidationFitSpec::observes(const std::string& strategy, std::int64_t batch) const {
+  const bool strategy_kept = strategies.empty() || std::find(strategies.begin(), strategies.end(), strategy) != strategies.end();
+  const bool batch_kept = batches.empty() || std::find(batches.begin(), batches.end(), batch) != batches.end();
+  return strategy_kept && batch_kept;
+}
+
 std::string LinkSetting::label() const {
   if (latency_text == "native") return bandwidth_text;
   return bandwidth_text + " " + latency_text;
@@ -95,7 +101,7 @@ ValidationGrid parse_validation_grid(const nlohmann::json& document, const std::
   if (!document.is_object()) root.fail("a validation grid is a JSON object");
   root.check_keys({"format", "name", "description", "networks", "strategies", "bandwidths", "latencies", "batches",
                    "ranks", "real_compute_max_ranks", "iterations", "warmup", "comm_progress", "collectives",
-                   "platform", "testbed", "calibration", "tolerance"});
+                   "platform", "testbed", "calibration", "tolerance", "fit"});
   if (root.has("format") && root.at("format").as_string() != kFormat)
     root.at("format").fail(fmt::format("expected \"{}\"", kFormat));
   ValidationGrid grid;
@@ -190,6 +196,31 @@ ValidationGrid parse_validation_grid(const nlohmann::json& document, const std::
     for (const StrategyOptions& other : grid.strategies)
       if (strategy_label(other) == strategy_label(options)) node.fail("the same strategy twice");
     grid.strategies.push_back(std::move(options));
+  }
+
+  if (root.has("fit")) {
+    const JsonNode fit = root.at("fit");
+    fit.check_keys({"free", "observe"});
+    for (const JsonNode& path : fit.at("free").items()) grid.fit.free.push_back(path.as_string());
+    if (grid.fit.free.empty()) fit.at("free").fail("a fit needs at least one free parameter");
+    if (fit.has("observe")) {
+      const JsonNode observe = fit.at("observe");
+      observe.check_keys({"strategies", "batches"});
+      if (observe.has("strategies"))
+        for (const JsonNode& label : observe.at("strategies").items()) {
+          const bool known = std::any_of(grid.strategies.begin(), grid.strategies.end(),
+                                         [&](const StrategyOptions& s) { return strategy_label(s) == label.as_string(); });
+          if (!known) label.fail("not a strategy of the grid (its label, e.g. \"lee k=3 f=1\")");
+          grid.fit.strategies.push_back(label.as_string());
+        }
+      if (observe.has("batches"))
+        for (const JsonNode& batch : observe.at("batches").items()) {
+          const std::int64_t value = batch.as_int_in(1, limits::kMaxBatch);
+          if (std::find(grid.batches.begin(), grid.batches.end(), value) == grid.batches.end())
+            batch.fail("not a batch of the grid");
+          grid.fit.batches.push_back(value);
+        }
+    }
   }
 
   // Every configuration must be one the strategy accepts (batch split, k within the network...).
@@ -746,6 +777,7 @@ nlohmann::json to_json(const ValidationReport& report) {
           {"ranking_groups", report.rankings.size()},
           {"rankings", rankings},
           {"environment", report.environment},
+          {"fit", report.fit.is_null() ? nlohmann::json::object() : report.fit},
           {"results", results}};
 }
 
@@ -829,6 +861,7 @@ std::string validation_markdown(const ValidationReport& report) {
     md += "\n";
   }
 
+  md += report.fit_markdown;
   md += "## Every configuration\n\nIteration times in ms (measured: median [interquartile range] over the measured "
         "iterations); T_c, T_b and R of the measured run, then of each engine.\n\n";
   md += "| configuration | compute | load | measured | ";

@@ -42,6 +42,18 @@ struct LinkSetting {
   std::string key() const;
 };
 
+/** The grid's optional fit on real runs (issue 11): in every group of configurations predicted
+ *  on one calibrated platform, `free` is fitted to the measured runs that `strategies` and
+ *  `batches` select, and the other runs of the group are predicted on the fitted platform. */
+struct ValidationFitSpec {
+  std::vector<std::string> free;        ///< platform paths, as `cnnpar fit --free` takes them
+  std::vector<std::string> strategies;  ///< strategy labels observed (strategy_label); empty = all
+  std::vector<std::int64_t> batches;    ///< batches observed; empty = all
+  bool enabled() const { return !free.empty(); }
+  /** True when the fit observes a run of `strategy` (label) at `batch`. */
+  bool observes(const std::string& strategy, std::int64_t batch) const;
+};
+
 /** A validation grid file (docs/formats.md "Validation grid"). */
 struct ValidationGrid {
   std::string file;  ///< where it was read from
@@ -63,6 +75,7 @@ struct ValidationGrid {
   int calibration_repeats = 3;
   double iteration_tolerance_percent = 5;    ///< the acceptance the report checks
   double overlap_tolerance_points = 5;
+  ValidationFitSpec fit;
 };
 
 /** @throws InputError naming the grid file, the JSON path and the value: an unknown network, a
@@ -182,6 +195,9 @@ struct ValidationReport {
   std::map<std::string, std::map<std::string, std::map<std::string, double>>> mape_by;
   std::vector<RankingGroup> rankings;
   nlohmann::json environment;  ///< testbed or cluster, calibration files, host (set by the caller)
+  /** The fit on real runs, when the grid asks for one (set by the caller: analysis/validation_fit.hpp). */
+  nlohmann::json fit;
+  std::string fit_markdown;
 };
 ValidationReport summarize_validation(const ValidationGrid& grid, std::vector<ConfigResult> results);
 

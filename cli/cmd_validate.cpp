@@ -36,6 +36,10 @@
 #include "model/scenarios.hpp"
 #include "model/strategies/strategy.hpp"
 #include "model/trace.hpp"
+#include "sim/analytic/analytic_engine.hpp"
+#ifdef CNNPAR_HAVE_FIT
+#include "analysis/validation_fit.hpp"
+#endif
 
 namespace cnnpar::cli {
 
@@ -123,6 +127,7 @@ class Validation {
     }
     check_output_folder(report_, "--report");
     if (!o_.out.empty() || !fs::exists(out_)) check_output_folder(out_, "--out");
+    check_fit();
   }
 
  private:
@@ -130,6 +135,33 @@ class Validation {
     if (o_.quiet) return;
     std::printf("%s\n", line.c_str());
     std::fflush(stdout);
+  }
+
+  /** The fit's free paths, on the grid's platform, before anything runs. */
+  void check_fit() const {
+    if (!grid_.fit.enabled()) return;
+#ifdef CNNPAR_HAVE_FIT
+    const ScenarioDocument base = load_scenario("platforms", grid_.platform);
+    for (std::size_t i = 0; i < grid_.fit.free.size(); ++i)
+      (void)resolve_free_parameter(base.json, base.origin, grid_.fit.free[i], grid_.file, fmt::format("/fit/free/{}", i));
+#else
+    throw InputError(grid_.file, "/fit", "(a fit)", "this cnnpar was built without GSL (CNNPAR_WITH_GSL=ON): no fit");
+#endif
+  }
+
+  /** The grid's fit on the finished runs (analysis/validation_fit.hpp), into the report. */
+  void fit_into(ValidationReport& report) const {
+#ifdef CNNPAR_HAVE_FIT
+    if (!grid_.fit.enabled() || report.results.empty()) return;
+    std::vector<ValidationFitInput> inputs;
+    for (const ConfigResult& result : report.results)
+      inputs.push_back({&result, (fs::path(out_) / "runs" / result.key / "measured.json").string()});
+    const ValidationFit fit = fit_validation(grid_, inputs, [] { return make_analytic_engine(); });
+    report.fit = to_json(fit);
+    report.fit_markdown = validation_fit_markdown(fit);
+#else
+    (void)report;
+#endif
   }
 
   std::string run_folder(const ValidationConfig& config) const { return (fs::path(out_) / "runs" / config_key(grid_, config)).string(); }
@@ -357,6 +389,7 @@ class Validation {
     std::sort(calibrations.begin(), calibrations.end());
     environment["calibrations"] = calibrations;
     report.environment = environment;
+    fit_into(report);
     fs::create_directories(report_);
     OutputTransaction outputs;
     outputs.file((fs::path(report_) / "report.json").string(), to_json(report).dump(2) + "\n");
