@@ -458,6 +458,31 @@ void resolve_probe_shares(Setup& s, const Options& o, int rank, int size) {
   s.probe_s = times;
 }
 
+/** How the executor runs: --comm-progress, --collectives, --compute. */
+struct ExecutionModes {
+  ProgressMode progress = ProgressMode::poll;
+  CollectiveMode collectives = CollectiveMode::mpi;
+  bool sleep_compute = false;
+};
+/** @throws InputError("command line", "/FLAG", value, reason) for a mode that does not exist. */
+ExecutionModes parse_execution_modes(const Options& o) {
+  ExecutionModes modes;
+  try {
+    modes.progress = progress_mode_from_string(o.comm_progress);
+  } catch (const std::invalid_argument&) {
+    throw InputError("command line", "/comm-progress", o.comm_progress, "expected poll or thread");
+  }
+  if (o.compute != "real" && o.compute != "sleep")
+    throw InputError("command line", "/compute", o.compute, "expected real or sleep");
+  modes.sleep_compute = o.compute == "sleep";
+  try {
+    modes.collectives = collective_mode_from_string(o.collectives);
+  } catch (const std::invalid_argument&) {
+    throw InputError("command line", "/collectives", o.collectives, "expected mpi or p2p");
+  }
+  return modes;
+}
+
 /** GEMM column tile between polls: --gemm-tile-columns, else 4096 when polling (deep-layer
  *  GEMMs are narrower, so they run whole), else none. */
 std::int64_t executor_tile_columns(const Options& o, ProgressMode progress) {
@@ -469,13 +494,8 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
   s.network = load_network(o.network);
   s.platform = load_platform(o.platform);
   s.platform.network.element_bytes = kExecutorElementBytes;  // the executor sends FP32 tensors
-  try {
-    s.progress = progress_mode_from_string(o.comm_progress);
-  } catch (const std::invalid_argument&) {
-    throw InputError("command line", "/comm-progress", o.comm_progress, "expected poll or thread");
-  }
-  if (o.compute != "real" && o.compute != "sleep")
-    throw InputError("command line", "/compute", o.compute, "expected real or sleep");
+  const ExecutionModes modes = parse_execution_modes(o);
+  s.progress = modes.progress;
   check_slowdown_ranks(o.slowdown, size, o.slowdown_texts.empty() && !o.spec.empty() ? o.spec : "command line",
                        "/slowdown");
   if (o.iterations < 1) throw InputError("command line", "/iterations", std::to_string(o.iterations), "must be >= 1");
@@ -540,11 +560,7 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
       std::fprintf(stderr, "cnnpar-run: warning: %s\n", warning.c_str());
 
   s.interpreter.progress = s.progress;
-  try {
-    s.interpreter.collectives = collective_mode_from_string(o.collectives);
-  } catch (const std::invalid_argument&) {
-    throw InputError("command line", "/collectives", o.collectives, "expected mpi or p2p");
-  }
+  s.interpreter.collectives = modes.collectives;
   s.interpreter.platform = &s.platform;
   s.interpreter.poll_interval_s = o.poll_interval_us * 1e-6;
   s.interpreter.collective_concurrency =
@@ -954,18 +970,10 @@ int run_calibration(const Options& o, int rank, int size, bool max_message_given
       throw InputError("command line", "/max-message", fmt::format("{}", o.max_message_bytes),
                        "the largest message must be 1 KiB .. 2 GiB");
     options.parts = parse_calibration_parts(o.calibrate_parts, "command line", "/calibrate-parts");
-    try {
-      options.progress_mode = progress_mode_from_string(o.comm_progress);
-    } catch (const std::invalid_argument&) {
-      throw InputError("command line", "/comm-progress", o.comm_progress, "expected poll or thread");
-    }
-    try {
-      options.collectives = collective_mode_from_string(o.collectives);
-    } catch (const std::invalid_argument&) {
-      throw InputError("command line", "/collectives", o.collectives, "expected mpi or p2p");
-    }
-    if (o.compute != "real" && o.compute != "sleep")
-      throw InputError("command line", "/compute", o.compute, "expected real or sleep");
+    const ExecutionModes modes = parse_execution_modes(o);
+    options.progress_mode = modes.progress;
+    options.collectives = modes.collectives;
+    options.sleep_compute = modes.sleep_compute;
   } catch (...) {
     error = std::current_exception();
   }
@@ -977,7 +985,6 @@ int run_calibration(const Options& o, int rank, int size, bool max_message_given
   options.max_message_bytes = o.max_message_bytes;
   options.max_message_given = max_message_given;
   options.op_seconds = o.op_seconds;
-  options.sleep_compute = o.compute == "sleep";
   options.poll_interval_s = o.poll_interval_us * 1e-6;
   options.gemm_tile_columns = executor_tile_columns(o, options.progress_mode);
   if (rank == 0 && !o.quiet)
