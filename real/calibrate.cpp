@@ -551,7 +551,9 @@ double duration_s(const ComputeRecord& r) { return r.end_s - r.start_s; }
  *  network's backward ops alone, (2) the probe allreduce alone, (3) a chain of probe
  *  allreduces outlasting about kSlowdownProbe_s of those ops: their time against (1) gives
  *  compute_slowdown, (4) one probe allreduce under kFractionCover times its time alone of
- *  those ops: its time against (2) gives busy_bandwidth_fraction. Throws
+ *  those ops: its time against (2) gives busy_bandwidth_fraction, with the time any rank
+ *  computed (ranks on a loaded machine drift apart; the engines slow a collective while any
+ *  member computes). Times on the ranks' common clock. Throws
  *  std::invalid_argument when the network has nothing to probe with. */
 void calibrate_progress(const Network& network, const CalibrateOptions& o, const Exchange& x, MPI_Comm comm, int size,
                         Platform& platform, ProgressSummary& summary) {
@@ -590,7 +592,15 @@ void calibrate_progress(const Network& network, const CalibrateOptions& o, const
   io.collectives = o.collectives;
   io.platform = &x.platform;
   io.timeout_s = std::max(o.timeout_s, 4 * kMaxFractionProbe_s);
-  const SyncedClock clock;  // local times: every quantity below is one rank's own interval
+  // One clock for all ranks: a collective starts when its last member posts it and runs slowed
+  // while any member computes, so the probes read other ranks' times.
+  SyncedClock clock;
+  clock.synchronise(comm, 8, o.timeout_s);
+  const auto latest = [&](double seconds) {  // the latest of every rank's `seconds`
+    double out = 0;
+    mpi::allreduce(&seconds, &out, 1, MPI_DOUBLE, MPI_MAX, comm, o.timeout_s, "calibration (progress probe times)");
+    return out;
+  };
   const auto run = [&](const Schedule& probe_program) {
     tight_barrier(comm, o.timeout_s);
     Interpreter interpreter(probe_program, rank, backend, x.comms, clock, io);
@@ -608,7 +618,7 @@ void calibrate_progress(const Network& network, const CalibrateOptions& o, const
     double collective_alone_s = std::numeric_limits<double>::infinity();
     for (int i = 0; i < kAloneRuns; ++i) {
       const CollectiveRecord lone = run(probe_schedule(size, probe, 1, {}, 0)).collectives.at(0);
-      collective_alone_s = std::min(collective_alone_s, lone.comm_end_s - lone.comm_start_s);
+      collective_alone_s = std::min(collective_alone_s, lone.comm_end_s - latest(lone.comm_start_s));
     }
     // Every rank must run the same programs: size them from the slowest rank's times.
     double mine[2] = {0, collective_alone_s}, agreed[2] = {0, 0};
@@ -638,15 +648,17 @@ void calibrate_progress(const Network& network, const CalibrateOptions& o, const
     const CollectiveRecord& c = covered.collectives.at(0);
     double compute_end_s = 0;
     for (const ComputeRecord& r : covered.compute) compute_end_s = std::max(compute_end_s, r.end_s);
-    const double computing_s = std::min(c.comm_end_s, compute_end_s) - c.comm_start_s;
+    // From the last member's post to this rank's completion, computing while any member did.
+    const double start_s = latest(c.comm_start_s);
+    const double computing_s = std::min(c.comm_end_s, latest(compute_end_s)) - start_s;
     if (computing_s > 0) {
-      busy_s.push_back(c.comm_end_s - c.comm_start_s);
+      busy_s.push_back(c.comm_end_s - start_s);
       fractions.push_back(busy_bandwidth_fraction(collective_alone_s, busy_s.back(), computing_s));
     }
     say(o, fmt::format("progress: repeat {}/{}: pass {:.4f} s, allreduce {:.0f} B alone {:.4f} s, under {} passes "
                        "{:.4f} s; {} chained allreduces under {} passes: {:.1f} s",
                        repeat + 1, std::max(3, o.repeats), mine[0], bytes, collective_alone_s, summary.passes,
-                       c.comm_end_s - c.comm_start_s, summary.chain, slow_passes, now_s() - start));
+                       c.comm_end_s - start_s, summary.chain, slow_passes, now_s() - start));
   }
   const auto gathered = mpi::gather_strings(nlohmann::json{{"s", slowdowns}, {"f", fractions}}.dump(), 0, comm,
                                             o.timeout_s, "calibration (progress results)");
