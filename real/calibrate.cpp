@@ -499,7 +499,6 @@ constexpr int kMaxChain = 1000;
 // down to 1/8 still completes under compute, but for at most kMaxFractionProbe_s.
 constexpr double kFractionCover = 8;
 constexpr double kMaxFractionProbe_s = 5;
-constexpr int kAloneRuns = 3;
 
 /** The compute side of the progress probes: each compute op runs on the real kernels of
  *  `runtime` or, without one, sleeps its modelled time on `platform` (a --compute sleep run),
@@ -607,26 +606,31 @@ void calibrate_progress(const Network& network, const CalibrateOptions& o, const
     return interpreter.run();
   };
   run(probe_schedule(size, probe, 1, ops, 1));  // warm-up: connections, the thread, the code paths
+  const auto time_ops_alone = [&] {  // per op of one pass, seconds
+    std::vector<double> seconds;
+    for (const ComputeRecord& r : run(probe_schedule(size, probe, 0, ops, 1)).compute) seconds.push_back(duration_s(r));
+    return seconds;
+  };
+  const auto time_collective_alone = [&] {  // from the last member's post to this rank's completion
+    const CollectiveRecord lone = run(probe_schedule(size, probe, 1, {}, 0)).collectives.at(0);
+    return lone.comm_end_s - latest(lone.comm_start_s);
+  };
 
   std::vector<double> slowdowns, fractions, passes_s, alone_s, busy_s;
   for (int repeat = 0; repeat < std::max(3, o.repeats); ++repeat) {
     const double start = now_s();
-    const RankTrace alone_ops = run(probe_schedule(size, probe, 0, ops, 1));
-    std::vector<double> op_alone_s;
-    for (const ComputeRecord& r : alone_ops.compute) op_alone_s.push_back(duration_s(r));
-    // Alone, the calmest of kAloneRuns: a rank descheduled by other work only adds time.
-    double collective_alone_s = std::numeric_limits<double>::infinity();
-    for (int i = 0; i < kAloneRuns; ++i) {
-      const CollectiveRecord lone = run(probe_schedule(size, probe, 1, {}, 0)).collectives.at(0);
-      collective_alone_s = std::min(collective_alone_s, lone.comm_end_s - latest(lone.comm_start_s));
-    }
+    // The alone sides bracket the busy ones, so load that other work puts on the machine during
+    // the repeat biases neither side: compute alone before and after the chain (their mean),
+    // the collective alone twice before and once after the covered probe (the calmest: a rank
+    // descheduled by other work only adds time).
+    std::vector<double> op_alone_s = time_ops_alone();
+    double collective_alone_s = std::min(time_collective_alone(), time_collective_alone());
     // Every rank must run the same programs: size them from the slowest rank's times.
     double mine[2] = {0, collective_alone_s}, agreed[2] = {0, 0};
     for (double seconds : op_alone_s) mine[0] += seconds;
     mpi::allreduce(mine, agreed, 2, MPI_DOUBLE, MPI_MAX, comm, o.timeout_s, "calibration (progress probe sizes)");
     const double pass_s = std::max(agreed[0], 1e-6), collective_s = std::max(agreed[1], 1e-6);
     passes_s.push_back(mine[0]);
-    alone_s.push_back(collective_alone_s);
 
     // (3) compute while a chain of collectives progresses.
     const int slow_passes = std::max(1, int(std::ceil(kSlowdownProbe_s / pass_s)));
@@ -634,6 +638,8 @@ void calibrate_progress(const Network& network, const CalibrateOptions& o, const
     const RankTrace chained = run(probe_schedule(size, probe, summary.chain, ops, slow_passes));
     double chain_end_s = 0;
     for (const CollectiveRecord& r : chained.collectives) chain_end_s = std::max(chain_end_s, r.comm_end_s);
+    const std::vector<double> op_after_s = time_ops_alone();
+    for (std::size_t k = 0; k < op_alone_s.size(); ++k) op_alone_s[k] = 0.5 * (op_alone_s[k] + op_after_s[k]);
     std::vector<double> alone, busy;  // the ops that ended while the chain progressed
     for (std::size_t k = 0; k < chained.compute.size() && chained.compute[k].end_s <= chain_end_s; ++k) {
       busy.push_back(duration_s(chained.compute[k]));
@@ -651,6 +657,8 @@ void calibrate_progress(const Network& network, const CalibrateOptions& o, const
     // From the last member's post to this rank's completion, computing while any member did.
     const double start_s = latest(c.comm_start_s);
     const double computing_s = std::min(c.comm_end_s, latest(compute_end_s)) - start_s;
+    collective_alone_s = std::min(collective_alone_s, time_collective_alone());
+    alone_s.push_back(collective_alone_s);
     if (computing_s > 0) {
       busy_s.push_back(c.comm_end_s - start_s);
       fractions.push_back(busy_bandwidth_fraction(collective_alone_s, busy_s.back(), computing_s));
