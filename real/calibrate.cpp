@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -42,11 +43,18 @@ void say(const CalibrateOptions& o, const std::string& line) {
 
 double median(std::vector<double> v) { return robust_summary(std::move(v)).median; }
 
-/** Barrier that spins (no sleeping between tests), so every rank leaves it at once. */
+/** Tests `request` without sleeping until it completes, yielding the core between tests as the
+ *  interpreter's waits do: with more ranks than cores a spinning rank would hold the core its
+ *  peer needs for a time slice (milliseconds per message). */
+void spin_wait(mpi::Request& request, double timeout_s, const char* what) {
+  mpi::wait_with_timeout(request, timeout_s, what, std::chrono::microseconds(0), [] { std::this_thread::yield(); });
+}
+
+/** Barrier that spins, so every rank leaves it at once. */
 void tight_barrier(MPI_Comm comm, double timeout_s) {
   mpi::Request request;
   CNNPAR_MPI(MPI_Ibarrier(comm, request.out()));
-  mpi::wait_with_timeout(request, timeout_s, "calibration barrier", std::chrono::microseconds(0));
+  spin_wait(request, timeout_s, "calibration barrier");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -264,10 +272,6 @@ void calibrate_compute(const Network& network, const Platform& base, const Calib
 
 constexpr int kPingTag = 7101;
 
-void spin_wait(mpi::Request& request, double timeout_s, const char* what) {
-  mpi::wait_with_timeout(request, timeout_s, what, std::chrono::microseconds(0));
-}
-
 /** Where a measured collective runs: the executor's communicators, in the calibration's
  *  collectives mode. */
 struct Exchange {
@@ -305,7 +309,7 @@ CommBuffers buffers_for(const Collective& c, int rank, std::vector<float>& a, st
 }
 
 /** Seconds of one `c` on this rank, run as the executor runs it (RunningCollective, tested
- *  without pause); a `send` is a ping-pong between ranks 0 and 1, one way = half the round
+ *  without sleeping, as spin_wait); a `send` is a ping-pong between ranks 0 and 1, one way = half the round
  *  trip (ranks beyond them: 0). */
 double run_one(const Collective& c, const CommBuffers& buffers, const Exchange& x) {
   const double start = MPI_Wtime();
@@ -324,10 +328,12 @@ double run_one(const Collective& c, const CommBuffers& buffers, const Exchange& 
     return 0.5 * (MPI_Wtime() - start);
   }
   RunningCollective running(c, buffers, x.comms, x.rank, x.mode, &x.platform, x.tag_upper_bound);
-  while (!running.test())
+  while (!running.test()) {
     if (MPI_Wtime() - start > x.timeout_s)
       throw mpi::TimeoutError(fmt::format("rank {}: calibration {} of {:.0f} B did not complete within {:.0f} s",
                                           x.rank, to_string(c.kind), c.bytes, x.timeout_s));
+    std::this_thread::yield();  // as spin_wait
+  }
   return MPI_Wtime() - start;
 }
 
