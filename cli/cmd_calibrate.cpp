@@ -40,7 +40,14 @@ struct CalibrateOptions {
   std::string gemm = kDefaultGemmBackend;
   int threads = 0;  // 0 = OPENBLAS_NUM_THREADS, else the cores per rank
   double max_message_bytes = 256.0 * 1024 * 1024;
+  bool max_message_given = false;
   bool op_seconds = false;
+  std::string parts = kAllCalibrationParts;
+  // How the runs to be predicted execute: the network and progress parts measure that mode.
+  std::string comm_progress = "poll";
+  std::string collectives = "mpi";
+  std::string compute = "real";
+  double poll_interval_us = kDefaultPollIntervalUs;
 };
 
 int calibrate(const CalibrateOptions& o) {
@@ -58,6 +65,14 @@ int calibrate(const CalibrateOptions& o) {
   check_run_number(RunNumber::repeats, o.repeats, "command line", "/repeats");
   check_gemm_backend_name(o.gemm, "command line", "/gemm");
   check_run_number(RunNumber::threads, o.threads, "command line", "/threads");
+  check_run_number(RunNumber::poll_interval_us, o.poll_interval_us, "command line", "/poll-interval-us");
+  const CalibrationParts parts = parse_calibration_parts(o.parts, "command line", "--calibrate-parts");
+  if (o.comm_progress != "poll" && o.comm_progress != "thread")
+    throw InputError("command line", "--comm-progress", o.comm_progress, "expected poll or thread");
+  if (o.collectives != "mpi" && o.collectives != "p2p")
+    throw InputError("command line", "--collectives", o.collectives, "expected mpi or p2p");
+  if (o.compute != "real" && o.compute != "sleep")
+    throw InputError("command line", "--compute", o.compute, "expected real or sleep");
   const std::vector<std::string> launcher =
       o.testbed.empty() ? mpi_launch::split_command(o.mpiexec)
                         : mpi_launch::testbed_launcher(o.testbed, o.mpiexec_given ? std::optional(o.mpiexec) : std::nullopt,
@@ -66,7 +81,14 @@ int calibrate(const CalibrateOptions& o) {
   std::vector<std::string> args = {"--gemm", o.gemm,"--calibrate",  "--network",  o.network, "--platform", o.platform,
                                          "--batch",      std::to_string(o.batch), "--repeats", std::to_string(o.repeats),
                                          "--timeout-s",  fmt::format("{}", o.timeout_s), "--out", o.out,
-                                         "--max-message", fmt::format("{}", o.max_message_bytes)};
+                                         "--calibrate-parts", to_string(parts), "--comm-progress", o.comm_progress,
+                                         "--collectives", o.collectives, "--compute", o.compute,
+                                         "--poll-interval-us", fmt::format("{}", o.poll_interval_us)};
+  // Only a size the user asked for is measured however long it takes (else a 2 s bound).
+  if (o.max_message_given) {
+    args.push_back("--max-message");
+    args.push_back(fmt::format("{}", o.max_message_bytes));
+  }
   if (o.op_seconds) args.push_back("--op-seconds");
   const auto command = mpi_launch::command(launcher, o.hostfile, nodes, mpi_launch::find_executor(), args);
   const std::string blas_threads = mpi_launch::default_blas_threads(nodes);
@@ -79,15 +101,21 @@ int calibrate(const CalibrateOptions& o) {
     return status == 2 ? 2 : 1;
   }
   const Platform platform = load_platform(o.out);  // the file must parse as a platform
-  std::printf("calibrated: %zu GEMM grid points, memory bandwidth %.3f GB/s, call overhead %.2f us, "
+  std::printf("measured %s in %s progress with %s collectives; the rest is %s's\n", to_string(parts).c_str(),
+              o.comm_progress.c_str(), o.collectives.c_str(), o.platform.c_str());
+  std::printf("compute%s: %zu GEMM grid points, memory bandwidth %.3f GB/s, call overhead %.2f us, "
               "iteration overhead %.3f ms%s\n",
-              platform.measured_gemm_flops.size(), platform.nodes.memory_bandwidth_Bps / 1e9,
+              parts.compute ? "" : " (from the base platform)", platform.measured_gemm_flops.size(),
+              platform.nodes.memory_bandwidth_Bps / 1e9,
               platform.nodes.call_overhead_s * 1e6, platform.iteration_overhead_s * 1e3,
               platform.measured_op_s.empty() ? "" : fmt::format(", {} per-op overrides", platform.measured_op_s.size()).c_str());
   std::printf("network: latency %.3f us, bandwidth %.3f GB/s, reduction rate %.3f GB/s, %zu message-factor pieces%s\n",
               platform.network.latency_s * 1e6, platform.network.bandwidth_Bps / 1e9,
               platform.network.reduction_rate_Bps / 1e9, platform.network.message_factors.size(),
-              nodes >= 2 ? " (measured)" : " (from the base platform)");
+              nodes >= 2 && parts.network ? " (measured)" : " (from the base platform)");
+  std::printf("progress: comm_compute_slowdown %.3f, network.busy_bandwidth_fraction %.3f%s\n",
+              platform.comm_compute_slowdown, platform.network.busy_bandwidth_fraction,
+              nodes >= 2 && parts.progress ? " (measured)" : " (from the base platform)");
   std::printf("wrote %s\n", o.out.c_str());
   return 0;
 }
@@ -110,10 +138,16 @@ Runner add_calibrate_command(CLI::App& app) {
   flags::testbed(*sub, o.testbed);
   flags::gemm(*sub, o.gemm);
   flags::threads(*sub, o.threads);
-  flags::max_message(*sub, o.max_message_bytes);
+  CLI::Option* max_message = flags::max_message(*sub, o.max_message_bytes);
   flags::op_seconds(*sub, o.op_seconds);
-  return [options, mpiexec] {
+  flags::calibrate_parts(*sub, o.parts);
+  flags::comm_progress(*sub, o.comm_progress);
+  flags::collectives(*sub, o.collectives);
+  flags::compute(*sub, o.compute);
+  flags::poll_interval_us(*sub, o.poll_interval_us);
+  return [options, mpiexec, max_message] {
     options->mpiexec_given = mpiexec->count() > 0;
+    options->max_message_given = max_message->count() > 0;
     return calibrate(*options);
   };
 }

@@ -230,6 +230,15 @@ CLI::Option* op_seconds(CLI::App& app, bool& op_seconds) {
                       "explicit override that wins over the GEMM grid and the roofline whatever the batch)");
 }
 
+CLI::Option* calibrate_parts(CLI::App& app, std::string& parts) {
+  return app
+      .add_option("--calibrate-parts", parts,
+                  "calibration: what to measure, a comma list of compute (GEMM grid, memory, overheads), network "
+                  "(collective curves) and progress (comm_compute_slowdown, busy_bandwidth_fraction in the "
+                  "--comm-progress mode); the rest keeps the --platform's values")
+      ->capture_default_str();
+}
+
 CLI::Option* mpiexec(CLI::App& app, std::string& command) {
   return app
       .add_option("--mpiexec", command,

@@ -64,6 +64,8 @@ CLI::Option* resume(CLI::App& app, bool& resume);
 CLI::Option* repeats(CLI::App& app, int& repeats);
 CLI::Option* max_message(CLI::App& app, double& bytes);
 CLI::Option* op_seconds(CLI::App& app, bool& op_seconds);
+/** --calibrate-parts compute,network,progress (model/run_spec.hpp parse_calibration_parts). */
+CLI::Option* calibrate_parts(CLI::App& app, std::string& parts);
 /** --slowdown RANK:FACTOR, repeatable (model/run_spec.hpp add_slowdown parses each). */
 CLI::Option* slowdown(CLI::App& app, std::vector<std::string>& texts);
 

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdlib>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -67,6 +68,34 @@ void check_run_numbers(const RunNumbers& n, const std::string& file) {
 
 void check_gemm_backend_name(const std::string& text, const std::string& file, const std::string& path) {
   if (text != "openblas" && text != "onednn") throw InputError(file, path, text, "expected openblas or onednn");
+}
+
+CalibrationParts parse_calibration_parts(const std::string& text, const std::string& file, const std::string& path) {
+  CalibrationParts parts{false, false, false};
+  std::size_t begin = 0;
+  for (;;) {
+    const std::size_t comma = text.find(',', begin);
+    const std::string part = text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+    bool* flag = part == "compute" ? &parts.compute : part == "network" ? &parts.network
+                                                    : part == "progress" ? &parts.progress : nullptr;
+    if (!flag) throw InputError(file, path, text, "expected a comma list of compute, network and progress");
+    if (*flag) throw InputError(file, path, text, "'" + part + "' is listed twice");
+    *flag = true;
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  return parts;
+}
+
+std::string to_string(const CalibrationParts& parts) {
+  std::string out;
+  for (const auto& [set, name] : {std::pair{parts.compute, "compute"}, std::pair{parts.network, "network"},
+                                  std::pair{parts.progress, "progress"}})
+    if (set) {
+      if (!out.empty()) out += ',';
+      out += name;
+    }
+  return out;
 }
 
 std::uint64_t parse_seed(const std::string& text, const std::string& file, const std::string& path) {

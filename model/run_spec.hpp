@@ -95,6 +95,24 @@ void check_run_numbers(const RunNumbers& numbers, const std::string& file);
  *  is cnnpar-run's check). @throws InputError(file, path, text, reason) for another name. */
 void check_gemm_backend_name(const std::string& text, const std::string& file, const std::string& path);
 
+/** The parts of a platform a calibration measures (--calibrate-parts); the others keep the
+ *  base platform's values. compute: the GEMM grid, nodes.memory_bandwidth, .call_overhead,
+ *  .efficiency, iteration_overhead (and calibration.op_seconds); network: network.latency,
+ *  .bandwidth, .overhead, .message_factors, .reduction_rate; progress:
+ *  comm_compute_slowdown and network.busy_bandwidth_fraction. */
+struct CalibrationParts {
+  bool compute = true;
+  bool network = true;
+  bool progress = true;
+};
+/** The default of --calibrate-parts: every part. */
+inline constexpr const char* kAllCalibrationParts = "compute,network,progress";
+/** A comma list of compute, network and progress, each at most once, at least one.
+ *  @throws InputError(file, path, text, reason). */
+CalibrationParts parse_calibration_parts(const std::string& text, const std::string& file, const std::string& path);
+/** The comma list of the parts that are set ("" for none), in the order compute, network, progress. */
+std::string to_string(const CalibrationParts& parts);
+
 /** A seed given as text: decimal digits only, at most 2^64 - 1 (a "-1" would otherwise wrap
  *  to 2^64 - 1 unnoticed). @throws InputError(file, path, text, reason). */
 std::uint64_t parse_seed(const std::string& text, const std::string& file, const std::string& path);

@@ -7,10 +7,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
+#include <limits>
 #include <map>
+#include <memory>
 #include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "model/collective.hpp"
 #include "model/collective_algorithm.hpp"
@@ -19,6 +23,7 @@
 #include "model/op_time.hpp"
 #include "model/schedule.hpp"
 #include "model/strategies/strategy.hpp"
+#include "real/clock_sync.hpp"
 #include "real/dataset.hpp"
 #include "real/kernels.hpp"
 #include "real/mpi_wrap.hpp"
@@ -38,6 +43,20 @@ void say(const CalibrateOptions& o, const std::string& line) {
 
 double median(std::vector<double> v) { return robust_summary(std::move(v)).median; }
 
+/** Tests `request` without sleeping until it completes, yielding the core between tests as the
+ *  interpreter's waits do: with more ranks than cores a spinning rank would hold the core its
+ *  peer needs for a time slice (milliseconds per message). */
+void spin_wait(mpi::Request& request, double timeout_s, const char* what) {
+  mpi::wait_with_timeout(request, timeout_s, what, std::chrono::microseconds(0), [] { std::this_thread::yield(); });
+}
+
+/** Barrier that spins, so every rank leaves it at once. */
+void tight_barrier(MPI_Comm comm, double timeout_s) {
+  mpi::Request request;
+  CNNPAR_MPI(MPI_Ibarrier(comm, request.out()));
+  spin_wait(request, timeout_s, "calibration barrier");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Compute
 
@@ -48,23 +67,25 @@ struct BatchTimings {
   std::vector<double> outside_ops_s;                            ///< iteration minus its ops
 };
 
-/** Runs the network's one-rank dp schedule at `batch` images with the real kernels, as
- *  cnnpar-run does (same strategy defaults), timing every compute op of one iteration after
- *  a warm-up one. */
-BatchTimings time_batch(const Network& network, const Platform& base, std::int64_t batch, const CalibrateOptions& o) {
+/** The network's one-rank dp schedule at `batch` images as cnnpar-run builds it (same
+ *  strategy defaults): one warm-up iteration (caches, allocations), one timed. */
+Schedule one_rank_schedule(const Network& network, const Platform& base, std::int64_t batch, const CalibrateOptions& o) {
   StrategyOptions strategy;
   strategy.name = "dp";
   strategy.global_batch = batch;
   strategy.ranks = 1;
-  strategy.iterations = 2;  // iteration 0 warms caches and allocations up; iteration 1 is timed
+  strategy.iterations = 2;
   strategy.warmup_iterations = 1;
   strategy.recompute_columns = kExecutorRecomputesColumns;  // the executor's default schedule
   strategy.origin = o.origin;
-  const Schedule schedule = build_schedule(network, base, strategy);
+  Schedule schedule = build_schedule(network, base, strategy);
   verify_or_throw(schedule, "<calibration schedule>");
+  return schedule;
+}
 
-  SyntheticDataset data(network.input, network.classes(), 50000, o.seed);
-  Runtime runtime(network, schedule, 0, o.seed);
+/** Runs `schedule` (one rank) on `runtime` with the real kernels, timing every compute op of
+ *  its measured iterations. */
+BatchTimings run_timed(Runtime& runtime, const Schedule& schedule, const Dataset& data) {
   BatchTimings out;
   int iteration = 0;
   bool begun = false;
@@ -110,8 +131,46 @@ BatchTimings time_batch(const Network& network, const Platform& base, std::int64
   return out;
 }
 
-void calibrate_compute(const Network& network, const Platform& base, const CalibrateOptions& o, Platform& platform,
-                       ComputeSummary& summary) {
+BatchTimings time_batch(const Network& network, const Platform& base, std::int64_t batch, const CalibrateOptions& o) {
+  const Schedule schedule = one_rank_schedule(network, base, batch, o);
+  SyntheticDataset data(network.input, network.classes(), 50000, o.seed);
+  Runtime runtime(network, schedule, 0, o.seed);
+  return run_timed(runtime, schedule, data);
+}
+
+/** Adds every other rank's samples to rank 0's `timings` (every rank ran the same batches and
+ *  ops). Pooled, not reduced per rank first: every rank computes under the same contention in
+ *  a run and the engines give every rank one platform, so each rank's repeats are samples of
+ *  the same op, and the median of the pool is the typical rank's time. */
+void pool_over_ranks(std::vector<BatchTimings>& timings, MPI_Comm comm, int rank, double timeout_s) {
+  nlohmann::json mine = nlohmann::json::array();
+  for (const BatchTimings& t : timings) {
+    nlohmann::json ops = nlohmann::json::object();
+    for (const auto& [label, entry] : t.ops) ops[label] = entry.second;
+    mine.push_back({{"ops", ops}, {"iteration_s", t.iteration_s}, {"outside_ops_s", t.outside_ops_s}});
+  }
+  const std::vector<std::string> gathered =
+      mpi::gather_strings(mine.dump(), 0, comm, timeout_s, "calibration (compute samples)");
+  if (rank != 0) return;
+  const auto append = [](std::vector<double>& to, const nlohmann::json& from) {
+    for (const nlohmann::json& value : from) to.push_back(value.get<double>());
+  };
+  for (std::size_t r = 1; r < gathered.size(); ++r) {
+    const nlohmann::json theirs = nlohmann::json::parse(gathered[r]);
+    CNNPAR_ASSERT(theirs.size() == timings.size(), "every rank times the same per-rank batches");
+    for (std::size_t i = 0; i < timings.size(); ++i) {
+      const nlohmann::json& part = theirs[i];
+      for (auto& [label, entry] : timings[i].ops) append(entry.second, part.at("ops").at(label));
+      append(timings[i].iteration_s, part.at("iteration_s"));
+      append(timings[i].outside_ops_s, part.at("outside_ops_s"));
+    }
+  }
+}
+
+/** Every rank times the kernels at once (so ranks sharing a host contend as in a run); rank 0
+ *  fits the pooled samples into `platform`. */
+void calibrate_compute(const Network& network, const Platform& base, const CalibrateOptions& o, MPI_Comm comm,
+                       int rank, Platform& platform, ComputeSummary& summary) {
   summary.batches = calibration_batches(o.batch);
   std::map<std::string, std::pair<GemmShape, std::vector<double>>> gemm_seconds;  // by grid key; pooled
   std::vector<KernelSample> memory_samples;                                       // medians of the non-GEMM ops
@@ -126,6 +185,7 @@ void calibrate_compute(const Network& network, const Platform& base, const Calib
     const double start = now_s();
     for (std::size_t step = 0; step < summary.batches.size(); ++step) {
       const std::size_t i = pass % 2 == 0 ? step : summary.batches.size() - 1 - step;
+      tight_barrier(comm, std::max(o.timeout_s, 3600.0));  // the ranks time each batch together
       BatchTimings t = time_batch(network, base, summary.batches[i], o);
       BatchTimings& all = timings[i];
       for (auto& [label, entry] : t.ops) {
@@ -138,6 +198,8 @@ void calibrate_compute(const Network& network, const Platform& base, const Calib
     say(o, fmt::format("compute: pass {}/{} over per-rank batches {}..{}: {:.1f} s", pass + 1, o.repeats,
                        summary.batches.front(), summary.batches.back(), now_s() - start));
   }
+  pool_over_ranks(timings, comm, rank, o.timeout_s);
+  if (rank != 0) return;
   for (std::size_t i = 0; i < summary.batches.size(); ++i) {
     const BatchTimings& t = timings[i];
     const bool largest = i + 1 == summary.batches.size();
@@ -210,16 +272,16 @@ void calibrate_compute(const Network& network, const Platform& base, const Calib
 
 constexpr int kPingTag = 7101;
 
-/** Barrier that spins (no sleeping between tests), so every rank leaves it at once. */
-void tight_barrier(MPI_Comm comm, double timeout_s) {
-  mpi::Request request;
-  CNNPAR_MPI(MPI_Ibarrier(comm, request.out()));
-  mpi::wait_with_timeout(request, timeout_s, "calibration barrier", std::chrono::microseconds(0));
-}
-
-void spin_wait(mpi::Request& request, double timeout_s, const char* what) {
-  mpi::wait_with_timeout(request, timeout_s, what, std::chrono::microseconds(0));
-}
+/** Where a measured collective runs: the executor's communicators, in the calibration's
+ *  collectives mode. */
+struct Exchange {
+  const Communicators& comms;
+  CollectiveMode mode;
+  const Platform& platform;  ///< p2p: the algorithm rule (resolve_algorithm), as in the run
+  int rank;
+  int tag_upper_bound;
+  double timeout_s;
+};
 
 // A message-factor piece spans the measured sizes its chord predicts within 10 %: the
 // collectives' per-step times differ by more than that between kinds, so a tighter chord
@@ -236,41 +298,42 @@ int repeats_for(double bytes, int repeats) {
   return std::max(repeats, 5);
 }
 
-/** One collective of `kind` over `comm` with `bytes` by the schedule's size convention. */
-double run_one(CollectiveKind kind, double bytes, std::vector<float>& a, std::vector<float>& b, MPI_Comm comm,
-               int rank, int size, double timeout_s) {
-  const int count = std::max(1, int(bytes / 4));
-  mpi::Request request;
+/** This rank's buffers of `c` in `a` and `b` (CommBuffers conventions; zero counts off the
+ *  group), the ones the executor would post: allreduce and bcast in place. */
+CommBuffers buffers_for(const Collective& c, int rank, std::vector<float>& a, std::vector<float>& b) {
+  const CollectiveCounts counts = collective_counts(c, rank);
+  CNNPAR_ASSERT(std::size_t(counts.send) <= a.size() && std::size_t(counts.recv) <= b.size(),
+                "calibration buffers hold the largest message");
+  const bool in_place = c.kind == CollectiveKind::allreduce || c.kind == CollectiveKind::bcast;
+  return CommBuffers{a.data(), in_place ? a.data() : b.data(), counts.send, counts.recv};
+}
+
+/** Seconds of one `c` on this rank, run as the executor runs it (RunningCollective, tested
+ *  without sleeping, as spin_wait); a `send` is a ping-pong between ranks 0 and 1, one way = half the round
+ *  trip (ranks beyond them: 0). */
+double run_one(const Collective& c, const CommBuffers& buffers, const Exchange& x) {
   const double start = MPI_Wtime();
-  switch (kind) {
-    case CollectiveKind::send: {  // ping-pong between ranks 0 and 1: one way = half the round trip
-      if (rank > 1) return 0;
-      const int peer = 1 - rank;
-      for (int leg = 0; leg < 2; ++leg) {
-        if ((leg == 0) == (rank == 0))
-          CNNPAR_MPI(MPI_Isend(a.data(), count, MPI_FLOAT, peer, kPingTag, comm, request.out()));
-        else
-          CNNPAR_MPI(MPI_Irecv(a.data(), count, MPI_FLOAT, peer, kPingTag, comm, request.out()));
-        spin_wait(request, timeout_s, "calibration ping-pong");
-      }
-      return 0.5 * (MPI_Wtime() - start);
+  if (c.kind == CollectiveKind::send) {
+    if (x.rank > 1) return 0;
+    const int peer = 1 - x.rank;
+    const int count = int(std::max(buffers.send_count, buffers.recv_count));
+    for (int leg = 0; leg < 2; ++leg) {
+      mpi::Request request;
+      if ((leg == 0) == (x.rank == 0))
+        CNNPAR_MPI(MPI_Isend(buffers.send, count, MPI_FLOAT, peer, kPingTag, x.comms.point_to_point(), request.out()));
+      else
+        CNNPAR_MPI(MPI_Irecv(buffers.recv, count, MPI_FLOAT, peer, kPingTag, x.comms.point_to_point(), request.out()));
+      spin_wait(request, x.timeout_s, "calibration ping-pong");
     }
-    case CollectiveKind::allreduce:
-      CNNPAR_MPI(MPI_Iallreduce(MPI_IN_PLACE, a.data(), count, MPI_FLOAT, MPI_SUM, comm, request.out()));
-      break;
-    case CollectiveKind::allgather:  // bytes = one member's contribution
-      CNNPAR_MPI(MPI_Iallgather(a.data(), count, MPI_FLOAT, b.data(), count, MPI_FLOAT, comm, request.out()));
-      break;
-    case CollectiveKind::reduce_scatter:  // bytes = the whole vector, P blocks
-      CNNPAR_MPI(MPI_Ireduce_scatter_block(a.data(), b.data(), std::max(1, count / size), MPI_FLOAT, MPI_SUM, comm,
-                                           request.out()));
-      break;
-    case CollectiveKind::bcast:
-      CNNPAR_MPI(MPI_Ibcast(a.data(), count, MPI_FLOAT, 0, comm, request.out()));
-      break;
-    default: CNNPAR_ASSERT(false, "calibration measures send, allreduce, allgather, reduce_scatter and bcast");
+    return 0.5 * (MPI_Wtime() - start);
   }
-  spin_wait(request, timeout_s, "calibration collective");
+  RunningCollective running(c, buffers, x.comms, x.rank, x.mode, &x.platform, x.tag_upper_bound);
+  while (!running.test()) {
+    if (MPI_Wtime() - start > x.timeout_s)
+      throw mpi::TimeoutError(fmt::format("rank {}: calibration {} of {:.0f} B did not complete within {:.0f} s",
+                                          x.rank, to_string(c.kind), c.bytes, x.timeout_s));
+    std::this_thread::yield();  // as spin_wait
+  }
   return MPI_Wtime() - start;
 }
 
@@ -304,12 +367,13 @@ double priced_s(const Collective& c, const Platform& platform) {
   return seconds;
 }
 
-void calibrate_network(const CalibrateOptions& o, MPI_Comm comm, int rank, int size, Platform& platform,
-                       std::vector<CollectiveCurve>& curves, std::string& network_note) {
+void calibrate_network(const CalibrateOptions& o, const Exchange& x, MPI_Comm comm, int rank, int size,
+                       Platform& platform, std::vector<CollectiveCurve>& curves, std::string& network_note) {
   std::vector<double> sizes;
   for (double bytes = o.min_message_bytes; bytes < o.max_message_bytes; bytes *= 2) sizes.push_back(bytes);
   sizes.push_back(o.max_message_bytes);
-  const std::size_t floats = std::size_t(o.max_message_bytes / 4) + 1;
+  // Room for the largest message and a reduce_scatter's padding to P blocks.
+  const std::size_t floats = std::size_t(o.max_message_bytes / 4) + 1 + std::size_t(size);
   std::vector<float> a(floats, 1.0f), b(floats, 0.0f);
   const CollectiveKind kinds[] = {CollectiveKind::send, CollectiveKind::allreduce, CollectiveKind::allgather,
                                   CollectiveKind::reduce_scatter, CollectiveKind::bcast};
@@ -319,13 +383,29 @@ void calibrate_network(const CalibrateOptions& o, MPI_Comm comm, int rank, int s
     const double start = now_s();
     // Wake the transport up (connections, a rank that slept through the compute timing): the
     // first size measured came out 10 times slower than the next without this.
-    for (int i = 0; i < kWarmUpCalls; ++i) run_one(kind, sizes.front(), a, b, comm, rank, size, o.timeout_s);
+    {
+      const Collective first = measured_collective(kind, sizes.front(), size);
+      const CommBuffers buffers = buffers_for(first, rank, a, b);
+      for (int i = 0; i < kWarmUpCalls; ++i) run_one(first, buffers, x);
+    }
+    std::vector<std::pair<double, double>> measured;  // (bytes, median seconds) so far; equal on every rank
     for (double bytes : sizes) {
       // The gathered result is P contributions: keep it within the largest message.
       if (kind == CollectiveKind::allgather && bytes * size > o.max_message_bytes) break;
       if (kind == CollectiveKind::reduce_scatter && bytes < 4.0 * size) continue;
+      if (!o.max_message_given && !measured.empty()) {
+        const double predicted_s = extrapolated_transfer_s(measured, bytes);
+        if (predicted_s > o.max_transfer_s) {
+          curve.stopped = fmt::format("{:.0f} B and beyond skipped: one transfer predicted {:.2f} s > {:g} s (give "
+                                      "--max-message to measure them)",
+                                      bytes, predicted_s, o.max_transfer_s);
+          break;
+        }
+      }
+      const Collective c = measured_collective(kind, bytes, size);
+      const CommBuffers buffers = buffers_for(c, rank, a, b);
       const int repeats = repeats_for(bytes, o.repeats);
-      run_one(kind, bytes, a, b, comm, rank, size, o.timeout_s);  // warm-up: registration, protocol set-up
+      run_one(c, buffers, x);  // warm-up: registration, protocol set-up
       // On a loaded machine a rank descheduled for a time slice (milliseconds) can spoil most
       // repeats of a microsecond message: up to kRounds rounds, the calmest one (smallest
       // median) kept - noise only adds time. Large messages outlast a time slice: one round.
@@ -335,7 +415,7 @@ void calibrate_network(const CalibrateOptions& o, MPI_Comm comm, int rank, int s
         std::vector<double> mine(static_cast<std::size_t>(repeats)), slowest(static_cast<std::size_t>(repeats));
         for (int i = 0; i < repeats; ++i) {
           tight_barrier(comm, o.timeout_s);
-          mine[std::size_t(i)] = run_one(kind, bytes, a, b, comm, rank, size, o.timeout_s);
+          mine[std::size_t(i)] = run_one(c, buffers, x);
         }
         mpi::allreduce(mine.data(), slowest.data(), repeats, MPI_DOUBLE, MPI_MAX, comm, o.timeout_s,
                        "calibration (collective times)");
@@ -343,9 +423,11 @@ void calibrate_network(const CalibrateOptions& o, MPI_Comm comm, int rank, int s
         if (round == 0 || summary.median < best.median) best = summary;
       }
       curve.points.push_back(CollectivePoint{bytes, best, 0});
+      measured.emplace_back(bytes, best.median);
     }
-    say(o, fmt::format("network: {:<14} {} sizes {:.0f} B .. {:.0f} B, {:.1f} s", curve.kind, curve.points.size(),
-                       curve.points.front().bytes, curve.points.back().bytes, now_s() - start));
+    say(o, fmt::format("network: {:<14} {} sizes {:.0f} B .. {:.0f} B, {:.1f} s{}", curve.kind, curve.points.size(),
+                       curve.points.front().bytes, curve.points.back().bytes, now_s() - start,
+                       curve.stopped.empty() ? "" : "; " + curve.stopped));
     curves.push_back(std::move(curve));
   }
   if (rank != 0) return;
@@ -410,6 +492,218 @@ void calibrate_network(const CalibrateOptions& o, MPI_Comm comm, int rank, int s
       point.modelled_s = priced_s(measured_collective(collective_kind_from_string(curve.kind), point.bytes, size), platform);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Progress
+
+// The slowdown probe computes for about this long under its chain of collectives.
+constexpr double kSlowdownProbe_s = 0.5;
+// The chain outlasts that compute by this factor at full speed (a busy fraction below 1 only
+// lengthens it), so every op of the probe runs while a collective progresses.
+constexpr double kChainMargin = 1.5;
+constexpr int kMaxChain = 1000;
+// The fraction probe computes for this many times the collective's time alone, so a fraction
+// down to 1/8 still completes under compute, but for at most kMaxFractionProbe_s.
+constexpr double kFractionCover = 8;
+constexpr double kMaxFractionProbe_s = 5;
+
+/** The compute side of the progress probes: each compute op runs on the real kernels of
+ *  `runtime` or, without one, sleeps its modelled time on `platform` (a --compute sleep run),
+ *  polling as the run's backends do. Every probe collective gets the same buffers: the
+ *  communication engine runs them one at a time and their contents do not matter. */
+class ProbeBackend final : public ComputeBackend {
+ public:
+  ProbeBackend(Runtime* runtime, const Platform& platform, int rank, double slice_s, const Collective& probe)
+      : runtime_(runtime), sleeper_(platform, rank, slice_s), buffers_(sleeper_.prepare(probe)) {}
+  std::string mode() const override { return runtime_ ? "real" : "sleep"; }
+  void begin_iteration(int) override {}
+  void run_compute(const Op& op, int iteration, const std::function<void()>& poll) override {
+    if (runtime_) {
+      runtime_->run_compute(op, 0, poll);  // the ops of the warmed-up iteration 0
+    } else {
+      sleeper_.run_compute(op, iteration, poll);
+    }
+  }
+  CommBuffers prepare(const Collective&) override { return buffers_; }
+  void complete(const Collective&) override {}
+
+ private:
+  Runtime* runtime_;
+  SleepBackend sleeper_;
+  CommBuffers buffers_;
+};
+
+/** Every rank's program: post `chain` copies of `probe`, run `passes` passes of `ops`, wait
+ *  for the collectives, mark. */
+Schedule probe_schedule(int ranks, const Collective& probe, int chain, const std::vector<Op>& ops, int passes) {
+  Schedule s;
+  s.strategy = "calibration probe";
+  s.iterations = 1;
+  std::vector<Op> program;
+  for (int i = 0; i < chain; ++i) program.push_back(Op::post_op(s.add_collective(probe)));
+  for (int pass = 0; pass < passes; ++pass) program.insert(program.end(), ops.begin(), ops.end());
+  for (int i = 0; i < chain; ++i) program.push_back(Op::wait_op(i));
+  program.push_back(Op::mark_op(0));
+  const OpList shared(std::move(program));
+  for (int r = 0; r < ranks; ++r) s.programs.push_back(Program{r, shared, {}});
+  return s;
+}
+
+double duration_s(const ComputeRecord& r) { return r.end_s - r.start_s; }
+
+/** The progress part (every rank at once): comm_compute_slowdown and
+ *  network.busy_bandwidth_fraction of the calibration's progress mode, into `platform` on
+ *  rank 0. Each repeat runs, through the executor's Interpreter, (1) one pass of the
+ *  network's backward ops alone, (2) the probe allreduce alone, (3) a chain of probe
+ *  allreduces outlasting about kSlowdownProbe_s of those ops: their time against (1) gives
+ *  compute_slowdown, (4) one probe allreduce under kFractionCover times its time alone of
+ *  those ops: its time against (2) gives busy_bandwidth_fraction, with the time any rank
+ *  computed (ranks on a loaded machine drift apart; the engines slow a collective while any
+ *  member computes). Times on the ranks' common clock. Throws
+ *  std::invalid_argument when the network has nothing to probe with. */
+void calibrate_progress(const Network& network, const CalibrateOptions& o, const Exchange& x, MPI_Comm comm, int size,
+                        Platform& platform, ProgressSummary& summary) {
+  const int rank = x.rank;
+  // The compute ops: the backward pass of one rank at the run's per-rank batch (dp).
+  summary.batch = std::max<std::int64_t>(1, o.batch / size);
+  const Schedule schedule = one_rank_schedule(network, platform, summary.batch, o);
+  std::vector<Op> ops;
+  for (const Op& op : schedule.programs[0].ops) {
+    if (op.kind == OpKind::mark) break;  // the first (warm-up) iteration's ops
+    if (op.kind == OpKind::compute && (op.phase == Phase::backward_data || op.phase == Phase::backward_weight))
+      ops.push_back(op);
+  }
+  // The probe: the network's largest gradient allreduce (what dp and dp_layerwise post).
+  double bytes = 0;
+  for (const Collective& c : schedule.collectives) bytes = std::max(bytes, c.bytes);
+  bytes = std::min(bytes, o.max_message_bytes);
+  if (ops.empty() || bytes <= 0) throw std::invalid_argument("the network has no backward ops or no gradients to probe with");
+  Collective probe = measured_collective(CollectiveKind::allreduce, bytes, size);
+  probe.label = "calibration progress probe";
+  summary.collective_bytes = bytes;
+  summary.compute_ops = ops.size();
+
+  std::unique_ptr<Runtime> runtime;
+  if (!o.sleep_compute) {
+    SyntheticDataset data(network.input, network.classes(), 50000, o.seed);
+    runtime = std::make_unique<Runtime>(network, schedule, 0, o.seed);
+    runtime->set_gemm_tile_columns(o.gemm_tile_columns);
+    run_timed(*runtime, schedule, data);  // activations and errors for the backward ops; warm caches
+  }
+  ProbeBackend backend(runtime.get(), platform, rank, std::max(o.poll_interval_s, 1e-6), probe);
+  InterpreterOptions io;
+  io.progress = o.progress_mode;
+  io.poll_interval_s = o.poll_interval_s;
+  io.collective_concurrency = 1;
+  io.collectives = o.collectives;
+  io.platform = &x.platform;
+  io.timeout_s = std::max(o.timeout_s, 4 * kMaxFractionProbe_s);
+  // One clock for all ranks: a collective starts when its last member posts it and runs slowed
+  // while any member computes, so the probes read other ranks' times.
+  SyncedClock clock;
+  clock.synchronise(comm, 8, o.timeout_s);
+  const auto latest = [&](double seconds) {  // the latest of every rank's `seconds`
+    double out = 0;
+    mpi::allreduce(&seconds, &out, 1, MPI_DOUBLE, MPI_MAX, comm, o.timeout_s, "calibration (progress probe times)");
+    return out;
+  };
+  const auto run = [&](const Schedule& probe_program) {
+    tight_barrier(comm, o.timeout_s);
+    Interpreter interpreter(probe_program, rank, backend, x.comms, clock, io);
+    return interpreter.run();
+  };
+  run(probe_schedule(size, probe, 1, ops, 1));  // warm-up: connections, the thread, the code paths
+  const auto time_ops_alone = [&] {  // per op of one pass, seconds
+    std::vector<double> seconds;
+    for (const ComputeRecord& r : run(probe_schedule(size, probe, 0, ops, 1)).compute) seconds.push_back(duration_s(r));
+    return seconds;
+  };
+  const auto time_collective_alone = [&] {  // from the last member's post to this rank's completion
+    const CollectiveRecord lone = run(probe_schedule(size, probe, 1, {}, 0)).collectives.at(0);
+    return lone.comm_end_s - latest(lone.comm_start_s);
+  };
+
+  std::vector<double> slowdowns, fractions, passes_s, alone_s, busy_s;
+  for (int repeat = 0; repeat < std::max(3, o.repeats); ++repeat) {
+    const double start = now_s();
+    // The alone sides bracket the busy ones, so load that other work puts on the machine during
+    // the repeat biases neither side: compute alone before and after the chain (their mean),
+    // the collective alone twice before and once after the covered probe (the calmest: a rank
+    // descheduled by other work only adds time).
+    std::vector<double> op_alone_s = time_ops_alone();
+    double collective_alone_s = std::min(time_collective_alone(), time_collective_alone());
+    // Every rank must run the same programs: size them from the slowest rank's times.
+    double mine[2] = {0, collective_alone_s}, agreed[2] = {0, 0};
+    for (double seconds : op_alone_s) mine[0] += seconds;
+    mpi::allreduce(mine, agreed, 2, MPI_DOUBLE, MPI_MAX, comm, o.timeout_s, "calibration (progress probe sizes)");
+    const double pass_s = std::max(agreed[0], 1e-6), collective_s = std::max(agreed[1], 1e-6);
+    passes_s.push_back(mine[0]);
+
+    // (3) compute while a chain of collectives progresses.
+    const int slow_passes = std::max(1, int(std::ceil(kSlowdownProbe_s / pass_s)));
+    summary.chain = std::clamp(int(std::ceil(kChainMargin * slow_passes * pass_s / collective_s)) + 1, 2, kMaxChain);
+    const RankTrace chained = run(probe_schedule(size, probe, summary.chain, ops, slow_passes));
+    double chain_end_s = 0;
+    for (const CollectiveRecord& r : chained.collectives) chain_end_s = std::max(chain_end_s, r.comm_end_s);
+    const std::vector<double> op_after_s = time_ops_alone();
+    for (std::size_t k = 0; k < op_alone_s.size(); ++k) op_alone_s[k] = 0.5 * (op_alone_s[k] + op_after_s[k]);
+    std::vector<double> alone, busy;  // the ops that ended while the chain progressed
+    for (std::size_t k = 0; k < chained.compute.size() && chained.compute[k].end_s <= chain_end_s; ++k) {
+      busy.push_back(duration_s(chained.compute[k]));
+      alone.push_back(op_alone_s[k % op_alone_s.size()]);
+    }
+    if (!busy.empty()) slowdowns.push_back(compute_slowdown(alone, busy));
+
+    // (4) one collective while the ops run (with the run's poll points).
+    summary.passes = std::clamp(int(std::ceil(kFractionCover * collective_s / pass_s)), 1,
+                                std::max(1, int(kMaxFractionProbe_s / pass_s)));
+    const RankTrace covered = run(probe_schedule(size, probe, 1, ops, summary.passes));
+    const CollectiveRecord& c = covered.collectives.at(0);
+    double compute_end_s = 0;
+    for (const ComputeRecord& r : covered.compute) compute_end_s = std::max(compute_end_s, r.end_s);
+    // From the last member's post to this rank's completion, computing while any member did.
+    const double start_s = latest(c.comm_start_s);
+    const double computing_s = std::min(c.comm_end_s, latest(compute_end_s)) - start_s;
+    collective_alone_s = std::min(collective_alone_s, time_collective_alone());
+    alone_s.push_back(collective_alone_s);
+    if (computing_s > 0) {
+      busy_s.push_back(c.comm_end_s - start_s);
+      fractions.push_back(busy_bandwidth_fraction(collective_alone_s, busy_s.back(), computing_s));
+    }
+    say(o, fmt::format("progress: repeat {}/{}: pass {:.4f} s, allreduce {:.0f} B alone {:.4f} s, under {} passes "
+                       "{:.4f} s; {} chained allreduces under {} passes: {:.1f} s",
+                       repeat + 1, std::max(3, o.repeats), mine[0], bytes, collective_alone_s, summary.passes,
+                       c.comm_end_s - start_s, summary.chain, slow_passes, now_s() - start));
+  }
+  const auto gathered = mpi::gather_strings(nlohmann::json{{"s", slowdowns}, {"f", fractions}}.dump(), 0, comm,
+                                            o.timeout_s, "calibration (progress results)");
+  if (rank != 0) return;
+  std::vector<double> all_s, all_f;
+  for (const std::string& text : gathered) {
+    const nlohmann::json part = nlohmann::json::parse(text);
+    for (const nlohmann::json& v : part.at("s")) all_s.push_back(v.get<double>());
+    for (const nlohmann::json& v : part.at("f")) all_f.push_back(v.get<double>());
+  }
+  if (all_s.empty() || all_f.empty())
+    throw std::invalid_argument("no probe overlapped compute and communication");
+  summary.pass_alone_s = median(passes_s);
+  summary.collective_alone_s = median(alone_s);
+  summary.collective_busy_s = busy_s.empty() ? 0 : median(busy_s);
+  summary.slowdown = robust_summary(all_s);
+  summary.fraction = robust_summary(all_f);
+  platform.comm_compute_slowdown = std::clamp(summary.slowdown.median, 0.0, 100.0);
+  platform.network.busy_bandwidth_fraction = std::clamp(summary.fraction.median, kMinBusyFraction, 1.0);
+}
+
+/** Rank 0's `platform` on every rank (the sleeping probes price ops with it). */
+void share_platform(Platform& platform, MPI_Comm comm, int rank, double timeout_s) {
+  std::string text = rank == 0 ? to_json(platform).dump() : std::string();
+  unsigned long long length = text.size();
+  mpi::bcast(&length, 1, MPI_UNSIGNED_LONG_LONG, 0, comm, timeout_s, "calibration (platform)");
+  text.resize(std::size_t(length));
+  mpi::bcast(text.data(), int(length), MPI_CHAR, 0, comm, timeout_s, "calibration (platform)");
+  if (rank != 0) platform = parse_platform(nlohmann::json::parse(text), "<calibrated platform of rank 0>");
+}
+
 }  // namespace
 
 std::vector<std::int64_t> calibration_batches(std::int64_t batch) {
@@ -419,57 +713,124 @@ std::vector<std::int64_t> calibration_batches(std::int64_t batch) {
   return out;
 }
 
+namespace {
+
+/** `source` of the calibrated platform: how each measured part was measured, and the base
+ *  platform (its own `source`) for the parts kept from it. */
+std::string describe_source(const Network& network, const Platform& base, const CalibrateOptions& o, int size,
+                            const CalibrationResult& result) {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  const std::time_t now = std::time(nullptr);
+  char date[32] = {};
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  const char* threads = std::getenv("OPENBLAS_NUM_THREADS");
+  std::string text = fmt::format(
+      "cnnpar calibrate on {} at {}, {} MPI ranks, {} comm progress, {} collectives, {} compute threads "
+      "(OPENBLAS_NUM_THREADS={}); measured: {}",
+      host, date, size, to_string(o.progress_mode), to_string(o.collectives), compute_threads(),
+      threads ? threads : "default", to_string(result.measured).empty() ? "nothing" : to_string(result.measured));
+  if (result.measured.compute) {
+    const ComputeSummary& c = result.compute;
+    text += fmt::format(
+        "; compute (every rank at once, samples pooled over ranks): {} at per-rank batches {}..{} (global batch {}), "
+        "GEMMs on {}, GEMM grid of {} points (median of {} repeats x {} ranks, {} outlying repeats); non-GEMM kernels "
+        "t = {:.3g} s + bytes / {:.4g} B/s over {} ops ({} outlying)",
+        network.name, c.batches.front(), c.batches.back(), o.batch, to_string(gemm_backend()), c.gemm_points,
+        o.repeats, size, c.gemm_outliers, c.memory.overhead_s, c.memory.bandwidth_Bps, c.memory_points,
+        c.memory.outliers);
+  }
+  if (result.measured.network) {
+    int outliers = 0, repeats = 0;
+    std::string ends;
+    for (const CollectiveCurve& curve : result.collectives) {
+      for (const CollectivePoint& point : curve.points) {
+        outliers += point.measured_s.outliers;
+        repeats += point.measured_s.count;
+      }
+      if (!curve.stopped.empty())
+        ends += fmt::format("{}{} up to {:.0f} B", ends.empty() ? "" : ", ", curve.kind, curve.points.back().bytes);
+    }
+    text += fmt::format(
+        "; network: send, allreduce, allgather, reduce_scatter and bcast over {} ranks, {:.0f} B .. {:.0f} B{}, "
+        "median of repeats ({} of {} repeats outlying), {}",
+        size, o.min_message_bytes, o.max_message_bytes,
+        ends.empty() ? "" : fmt::format(" ({}: larger sizes predicted beyond {:g} s per transfer)", ends, o.max_transfer_s),
+        outliers, repeats,
+        result.network_note.empty()
+            ? std::string("robust latency/bandwidth fit, piecewise message factors, reduction rate")
+            : "not fitted, the base platform's network kept: " + result.network_note);
+  }
+  if (result.measured.progress && !result.progress_note.empty()) {
+    text += "; progress: not fitted, the base platform's comm_compute_slowdown and busy_bandwidth_fraction kept: " +
+            result.progress_note;
+  } else if (result.measured.progress) {
+    const ProgressSummary& p = result.progress;
+    text += fmt::format(
+        "; progress: {} backward ops at per-rank batch {} ({} compute) and a {:.0f} B allreduce, median of {} "
+        "probes: compute under communication {:+.1f} % ({} outlying), communication under compute at {:.3f} of its "
+        "speed (alone {:.4g} s, under compute {:.4g} s; {} outlying)",
+        p.compute_ops, p.batch, o.sleep_compute ? "sleep" : "real", p.collective_bytes, p.slowdown.count,
+        100 * p.slowdown.median, p.slowdown.outliers, p.fraction.median, p.collective_alone_s, p.collective_busy_s,
+        p.fraction.outliers);
+  }
+  const CalibrationParts& m = result.measured;
+  const CalibrationParts kept{!m.compute, !m.network, !m.progress};
+  if (!to_string(kept).empty())
+    text += fmt::format("; kept from the base platform {}: {} (base source: {})", base.name, to_string(kept),
+                        base.source.empty() ? "none" : base.source);
+  else
+    text += "; base platform: " + base.name;
+  return text;
+}
+
+}  // namespace
+
 CalibrationResult calibrate(const Network& network, const Platform& base, const CalibrateOptions& o, MPI_Comm comm) {
   int rank = 0, size = 1;
   CNNPAR_MPI(MPI_Comm_rank(comm, &rank));
   CNNPAR_MPI(MPI_Comm_size(comm, &size));
   CalibrationResult result;
   result.platform = base;
-  result.platform.measured_op_s.clear();
-  result.platform.measured_gemm_flops.clear();
+  result.measured = o.parts;
+  result.measured.network = o.parts.network && size >= 2;
+  result.measured.progress = o.parts.progress && size >= 2;
 
-  if (rank == 0) calibrate_compute(network, base, o, result.platform, result.compute);
-  // Other ranks idle here while rank 0 times kernels; the wait can be long on big networks.
-  // They test the barrier every 20 ms only: a waiting rank that wakes every 50 us takes time
-  // slices from rank 0's kernels on a small machine and makes them slower than in a run.
-  {
-    mpi::Request request;
-    CNNPAR_MPI(MPI_Ibarrier(comm, request.out()));
-    mpi::wait_with_timeout(request, std::max(o.timeout_s, 3600.0), "calibration (compute timing)",
-                           rank == 0 ? std::chrono::microseconds(0) : std::chrono::microseconds(20000));
+  if (o.parts.compute) {
+    result.platform.measured_op_s.clear();
+    result.platform.measured_gemm_flops.clear();
+    calibrate_compute(network, base, o, comm, rank, result.platform, result.compute);
   }
-  if (size >= 2) calibrate_network(o, comm, rank, size, result.platform, result.collectives, result.network_note);
-
-  if (rank == 0) {
-    char host[256] = {};
-    gethostname(host, sizeof host - 1);
-    const std::time_t now = std::time(nullptr);
-    char date[32] = {};
-    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-    const char* threads = std::getenv("OPENBLAS_NUM_THREADS");
-    int outliers = 0, repeats = 0;
-    for (const CollectiveCurve& curve : result.collectives)
-      for (const CollectivePoint& point : curve.points) {
-        outliers += point.measured_s.outliers;
-        repeats += point.measured_s.count;
+  if (size < 2) {
+    if (o.parts.network || o.parts.progress) say(o, "network and progress not measured: one rank");
+  } else {
+    // The executor's communicators over the ranks (every measured group is the world).
+    Schedule world;
+    for (int r = 0; r < size; ++r) world.programs.push_back(Program{r, {}, {}});
+    const Communicators comms(world, rank);
+    const Exchange x{comms, o.collectives, result.platform, rank, tag_upper_bound(), o.timeout_s};
+    if (o.parts.network)
+      calibrate_network(o, x, comm, rank, size, result.platform, result.collectives, result.network_note);
+    if (o.parts.progress) {
+      if (o.parts.compute && o.sleep_compute) share_platform(result.platform, comm, rank, o.timeout_s);
+      try {
+        calibrate_progress(network, o, x, comm, size, result.platform, result.progress);
+      } catch (const std::invalid_argument& error) {
+        // Nothing to probe with, or no probe overlapped: the base platform's values stay.
+        result.progress_note = error.what();
       }
-    const ComputeSummary& c = result.compute;
-    result.platform.name = base.name + "-calibrated";
-    result.platform.source = fmt::format(
-        "cnnpar calibrate on {} at {}: {} at per-rank batches {}..{} (global batch {}), GEMMs on {}, {} compute "
-        "threads (OPENBLAS_NUM_THREADS={}), {} MPI ranks; GEMM grid of {} points (median of {} repeats, {} outlying "
-        "repeats); non-GEMM kernels t = {:.3g} s + bytes / {:.4g} B/s over {} ops ({} outlying); {}; base platform: {}",
-        host, date, network.name, c.batches.front(), c.batches.back(), o.batch, to_string(gemm_backend()),
-        compute_threads(), threads ? threads : "default", size, c.gemm_points, o.repeats, c.gemm_outliers,
-        c.memory.overhead_s, c.memory.bandwidth_Bps, c.memory_points, c.memory.outliers,
-        size >= 2 ? fmt::format("network from send, allreduce, allgather, reduce_scatter and bcast over {} ranks, "
-                                "{:.0f} B .. {:.0f} B, median of repeats ({} of {} repeats outlying), {}",
-                                size, o.min_message_bytes, o.max_message_bytes, outliers, repeats,
-                                result.network_note.empty()
-                                    ? std::string("robust latency/bandwidth fit, piecewise message factors, reduction rate")
-                                    : "not fitted, the base platform's network kept: " + result.network_note)
-                  : std::string("network not measured (one rank)"),
-        base.name);
+    }
+  }
+  // The ranks measured are nodes of the platform (a 4-rank calibration predicts 4 nodes); a
+  // platform of node kinds or per-node speeds states its count by them and stays as it is.
+  if (result.platform.nodes.kinds.empty() && result.platform.nodes.speed_factors.empty() &&
+      result.platform.nodes.count < size) {
+    result.platform.nodes.count = size;
+    result.platform.resolve_speed_factors();
+  }
+  if (rank == 0) {
+    result.platform.name = base.name.ends_with("-calibrated") ? base.name : base.name + "-calibrated";
+    result.platform.source = describe_source(network, base, o, size, result);
   }
   return result;
 }

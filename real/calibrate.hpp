@@ -1,18 +1,28 @@
 #pragma once
 // `cnnpar-run --calibrate`: measures this machine and writes a platform JSON that the
-// analytic and SimGrid engines accept (docs/formats.md "calibrated platform"):
-//  * compute (rank 0): the network's one-rank schedule is run with the real kernels at every
-//    per-rank batch 1, 2, 4, ... up to the global batch. Each GEMM op gives a point of the
-//    GEMM grid (calibration.gemm_flops, "gemm MxNxK phase" → FLOP/s, median of the repeats),
-//    which model/gemm_rate.hpp interpolates; the non-GEMM ops (im2col, col2im, pooling,
-//    element-wise, update) give nodes.memory_bandwidth and nodes.call_overhead from a fit of
-//    t = overhead + bytes / bandwidth; the time an iteration spends outside its ops gives
-//    iteration_overhead. Per-op seconds only with `op_seconds` (an explicit override);
+// analytic and SimGrid engines accept (docs/formats.md "calibrated platform"), in up to three
+// parts (--calibrate-parts); a part not measured keeps the base platform's values:
+//  * compute (every rank at once, so ranks that share a host contend as in a run): the
+//    network's one-rank schedule is run with the real kernels at every per-rank batch 1, 2,
+//    4, ... up to the global batch. Each GEMM op gives a point of the GEMM grid
+//    (calibration.gemm_flops, "gemm MxNxK phase" → FLOP/s, the median of every rank's
+//    repeats), which model/gemm_rate.hpp interpolates; the non-GEMM ops (im2col, col2im,
+//    pooling, element-wise, update) give nodes.memory_bandwidth and nodes.call_overhead from a
+//    fit of t = overhead + bytes / bandwidth; the time an iteration spends outside its ops
+//    gives iteration_overhead. Per-op seconds only with `op_seconds` (an explicit override);
 //  * network (P >= 2, every rank): send (ping-pong between ranks 0 and 1), allreduce,
-//    allgather, reduce_scatter and bcast from min to max message size, the median of repeats
-//    (max over ranks per repeat), outliers counted; each time is split into the steps the
-//    engines price (model/collective.hpp), and network.latency, .bandwidth and
-//    .message_factors are fitted so that the step pricing reproduces the curves.
+//    allgather, reduce_scatter and bcast from min to max message size, run as the executor
+//    runs them in the calibration's collectives mode (real/interpreter.hpp RunningCollective:
+//    MPI's own collectives or the engines' steps), the median of repeats (max over ranks per
+//    repeat), outliers counted, sizes whose predicted transfer exceeds a bound skipped; each
+//    time is split into the steps the engines price (model/collective.hpp), and
+//    network.latency, .bandwidth and .message_factors are fitted so that the step pricing
+//    reproduces the curves;
+//  * progress (P >= 2, every rank): with the executor's Interpreter in the calibration's
+//    progress mode (poll | thread), the network's backward ops run alone and while a chain of
+//    its largest gradient allreduce progresses (comm_compute_slowdown), and that allreduce
+//    runs alone and while the ops run with the executor's poll points
+//    (network.busy_bandwidth_fraction).
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -24,7 +34,9 @@
 
 #include "model/network.hpp"
 #include "model/platform.hpp"
+#include "model/run_spec.hpp"
 #include "real/calibration_fit.hpp"
+#include "real/interpreter.hpp"
 
 namespace cnnpar::real {
 
@@ -34,7 +46,21 @@ struct CalibrateOptions {
   int repeats = 3;          ///< timed repetitions of each op (the median is kept)
   double min_message_bytes = 1024;
   double max_message_bytes = 256.0 * 1024 * 1024;
+  /** True when the user asked for max_message_bytes: every size up to it is measured however
+   *  long it takes; else a size whose single transfer is predicted (from the smaller sizes of
+   *  its kind, extrapolated_transfer_s) to exceed max_transfer_s ends its curve. */
+  bool max_message_given = false;
+  double max_transfer_s = 2;
   bool op_seconds = false;  ///< also store calibration.op_seconds at the global batch
+  CalibrationParts parts;
+  // How the runs to be predicted execute (the network and progress parts measure that mode):
+  ProgressMode progress_mode = ProgressMode::poll;
+  CollectiveMode collectives = CollectiveMode::mpi;
+  /** progress part: compute ops sleep their modelled time on the platform (a --compute sleep
+   *  run) instead of running the real kernels */
+  bool sleep_compute = false;
+  double poll_interval_s = kDefaultPollIntervalUs * 1e-6;
+  std::int64_t gemm_tile_columns = 4096;  ///< GEMM column tile between polls (0 = none), as the run
   double timeout_s = 60;
   std::string origin = "command line";  ///< for InputError
   /** progress lines (rank 0); may be empty */
@@ -51,6 +77,8 @@ struct CollectivePoint {
 struct CollectiveCurve {
   std::string kind;  ///< "send", "allreduce", "allgather", "reduce_scatter", "bcast"
   std::vector<CollectivePoint> points;
+  /** Why the curve ends before the largest size ("" = it reaches it). */
+  std::string stopped;
 };
 
 /** What the compute fit saw, for the report. */
@@ -67,19 +95,41 @@ struct ComputeSummary {
   std::map<std::string, std::pair<double, double>> per_class_s;
 };
 
+/** What the progress probes saw, for the report. Every per-probe value is one rank's in one
+ *  repeat; the platform takes the medians. */
+struct ProgressSummary {
+  double collective_bytes = 0;     ///< the probe allreduce (the network's largest gradient collective)
+  std::int64_t batch = 0;          ///< per-rank batch of the compute ops
+  std::size_t compute_ops = 0;     ///< backward ops of one pass
+  double pass_alone_s = 0;         ///< one pass of them alone (median)
+  double collective_alone_s = 0;   ///< the allreduce alone (median)
+  double collective_busy_s = 0;    ///< the allreduce while the ops ran (median)
+  int chain = 0;                   ///< allreduces chained under the slowdown probe's compute (last repeat)
+  int passes = 0;                  ///< passes of compute under the fraction probe's allreduce (last repeat)
+  RobustSummary slowdown;          ///< compute_slowdown per rank and repeat
+  RobustSummary fraction;          ///< busy_bandwidth_fraction per rank and repeat, before clamping
+};
+
 struct CalibrationResult {
-  Platform platform;  ///< the base platform with calibration, network and count filled in
+  /** the base platform with the measured parts replaced, and at least as many nodes as ranks */
+  Platform platform;
+  CalibrationParts measured;  ///< the parts measured (network and progress need P >= 2)
   ComputeSummary compute;
-  std::vector<CollectiveCurve> collectives;  ///< empty on one rank
+  std::vector<CollectiveCurve> collectives;  ///< empty when the network was not measured
   std::string network_note;  ///< why the network was not fitted (the base platform's kept); "" = fitted
+  ProgressSummary progress;
+  std::string progress_note;  ///< why the progress mechanisms were not fitted (the base's kept); "" = fitted
 };
 
 /** Per-rank batches the compute calibration runs for global batch `batch`: 1, 2, 4, ... and
  *  `batch` itself. */
 std::vector<std::int64_t> calibration_batches(std::int64_t batch);
 
-/** Collective over `comm`: every rank takes part in the network measurements; rank 0 times
- *  the compute ops (the others wait at a barrier). The result is complete on rank 0 only. */
+/** busy_bandwidth_fraction is kept in [kMinBusyFraction, 1] (the platform's range is (0, 1]). */
+inline constexpr double kMinBusyFraction = 0.01;
+
+/** Collective over `comm` (MPI_COMM_WORLD: the probes use the executor's Communicators):
+ *  every rank takes part in every part. The result is complete on rank 0 only. */
 CalibrationResult calibrate(const Network& network, const Platform& base, const CalibrateOptions& options,
                             MPI_Comm comm);
 

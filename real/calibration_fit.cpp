@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <stdexcept>
 #include <utility>
@@ -224,6 +225,38 @@ RooflineFit fit_roofline(const std::vector<KernelSample>& samples, double peak_f
     if (memory_bound.size() < 2) break;
   }
   return fit;
+}
+
+double extrapolated_transfer_s(const std::vector<std::pair<double, double>>& measured, double bytes) {
+  if (measured.empty()) throw std::invalid_argument("no measured sizes to extrapolate from");
+  std::map<double, double> by_size;  // the last time given for a size wins
+  for (const auto& [size, seconds] : measured) {
+    if (!(size > 0)) throw std::invalid_argument("a measured size must be positive");
+    by_size[size] = seconds;
+  }
+  const auto largest = std::prev(by_size.end());
+  if (by_size.size() == 1) return largest->second * bytes / largest->first;
+  const auto before = std::prev(largest);
+  const double slope = (largest->second - before->second) / (largest->first - before->first);
+  return std::max(largest->second, largest->second + slope * (bytes - largest->first));
+}
+
+double compute_slowdown(const std::vector<double>& alone_s, const std::vector<double>& busy_s) {
+  if (alone_s.empty() || alone_s.size() != busy_s.size())
+    throw std::invalid_argument("compute slowdown needs the same ops timed alone and busy");
+  double alone = 0, busy = 0;
+  for (std::size_t i = 0; i < alone_s.size(); ++i) {
+    alone += alone_s[i];
+    busy += busy_s[i];
+  }
+  if (!(alone > 0)) throw std::invalid_argument("compute slowdown: the ops took no time alone");
+  return busy / alone - 1;
+}
+
+double busy_bandwidth_fraction(double alone_s, double busy_s, double computing_s) {
+  if (!(computing_s > 0) || computing_s > busy_s)
+    throw std::invalid_argument("busy fraction: the compute must overlap the collective for part of its time");
+  return (alone_s - busy_s + computing_s) / computing_s;
 }
 
 }  // namespace cnnpar::real

@@ -1,7 +1,8 @@
 #pragma once
 // The statistics of `cnnpar calibrate` (real/calibrate.cpp), free of MPI and BLAS so they can
 // be tested on synthetic samples: medians with outlier counts, Theil–Sen lines, the robust
-// link fit, the piecewise message factors and the memory-bandwidth fit of non-GEMM kernels.
+// link fit, the piecewise message factors, the memory-bandwidth fit of non-GEMM kernels, the
+// size bound of the collective curves and the two progress mechanisms.
 #include <map>
 #include <utility>
 #include <vector>
@@ -109,5 +110,29 @@ struct RooflineFit {
  *  memory-bound ones keep a bandwidth fitted to them.
  *  @throws std::invalid_argument as fit_memory. */
 RooflineFit fit_roofline(const std::vector<KernelSample>& samples, double peak_flops, int rounds = 3);
+
+/** Seconds a transfer of `bytes` is predicted to take from the sizes of one curve measured so
+ *  far, (bytes, seconds): the line through the two largest distinct sizes (a message time is
+ *  latency + bytes / bandwidth, so its chord is what a larger size extends), never below the
+ *  largest size's time; with one size, that time scaled by the size ratio (an upper bound, as
+ *  the time per byte falls with the size). Calibration skips a size whose prediction exceeds
+ *  its bound (CalibrateOptions::max_transfer_s).
+ *  @throws std::invalid_argument for no samples or a non-positive size. */
+double extrapolated_transfer_s(const std::vector<std::pair<double, double>>& measured, double bytes);
+
+/** `comm_compute_slowdown` s from one probe: the same compute ops timed alone and while the
+ *  rank's collectives progressed. The engines run compute 1 + s times slower while a
+ *  collective of its rank progresses, so s = Σ busy / Σ alone − 1 (negative when the busy run
+ *  was faster: noise, left to the median over repeats).
+ *  @throws std::invalid_argument for no ops, lists of unequal length or Σ alone <= 0. */
+double compute_slowdown(const std::vector<double>& alone_s, const std::vector<double>& busy_s);
+
+/** `network.busy_bandwidth_fraction` f from one probe: a collective that takes `alone_s` on
+ *  its own took `busy_s` when its ranks computed for the first `computing_s` of it (the rest,
+ *  busy_s − computing_s, with no compute). The engines give it f of its speed while computing
+ *  and all of it otherwise, so alone_s = f·computing_s + (busy_s − computing_s):
+ *  f = (alone_s − busy_s + computing_s) / computing_s. Not clamped (noise can leave (0, 1]).
+ *  @throws std::invalid_argument for computing_s <= 0 or computing_s > busy_s. */
+double busy_bandwidth_fraction(double alone_s, double busy_s, double computing_s);
 
 }  // namespace cnnpar::real

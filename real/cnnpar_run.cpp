@@ -100,6 +100,7 @@ struct Options {
   int repeats = 3;
   double max_message_bytes = 256.0 * 1024 * 1024;
   bool op_seconds = false;
+  std::string calibrate_parts = kAllCalibrationParts;
   // test hooks (hidden)
   int debug_stall_rank = -1;
   int debug_exit_rank = -1;
@@ -145,6 +146,7 @@ void add_options(CLI::App& app, Options& o) {
   cli::flags::repeats(app, o.repeats);
   cli::flags::max_message(app, o.max_message_bytes);
   cli::flags::op_seconds(app, o.op_seconds);
+  cli::flags::calibrate_parts(app, o.calibrate_parts);
   app.add_option("--debug-stall-rank", o.debug_stall_rank)->group("");  // test hook: rank hangs mid-run
   app.add_option("--debug-exit-rank", o.debug_exit_rank)->group("");    // test hook: rank dies mid-run
 }
@@ -457,18 +459,44 @@ void resolve_probe_shares(Setup& s, const Options& o, int rank, int size) {
   s.probe_s = times;
 }
 
-/** Fills `s` in place: the Runtime keeps references to s.network and s.schedule. */
-void prepare(Setup& s, const Options& o, int rank, int size) {
-  s.network = load_network(o.network);
-  s.platform = load_platform(o.platform);
-  s.platform.network.element_bytes = kExecutorElementBytes;  // the executor sends FP32 tensors
+/** How the executor runs: --comm-progress, --collectives, --compute. */
+struct ExecutionModes {
+  ProgressMode progress = ProgressMode::poll;
+  CollectiveMode collectives = CollectiveMode::mpi;
+  bool sleep_compute = false;
+};
+/** @throws InputError("command line", "/FLAG", value, reason) for a mode that does not exist. */
+ExecutionModes parse_execution_modes(const Options& o) {
+  ExecutionModes modes;
   try {
-    s.progress = progress_mode_from_string(o.comm_progress);
+    modes.progress = progress_mode_from_string(o.comm_progress);
   } catch (const std::invalid_argument&) {
     throw InputError("command line", "/comm-progress", o.comm_progress, "expected poll or thread");
   }
   if (o.compute != "real" && o.compute != "sleep")
     throw InputError("command line", "/compute", o.compute, "expected real or sleep");
+  modes.sleep_compute = o.compute == "sleep";
+  try {
+    modes.collectives = collective_mode_from_string(o.collectives);
+  } catch (const std::invalid_argument&) {
+    throw InputError("command line", "/collectives", o.collectives, "expected mpi or p2p");
+  }
+  return modes;
+}
+
+/** GEMM column tile between polls: --gemm-tile-columns, else 4096 when polling (deep-layer
+ *  GEMMs are narrower, so they run whole), else none. */
+std::int64_t executor_tile_columns(const Options& o, ProgressMode progress) {
+  return o.gemm_tile_columns >= 0 ? o.gemm_tile_columns : (progress == ProgressMode::poll ? 4096 : 0);
+}
+
+/** Fills `s` in place: the Runtime keeps references to s.network and s.schedule. */
+void prepare(Setup& s, const Options& o, int rank, int size) {
+  s.network = load_network(o.network);
+  s.platform = load_platform(o.platform);
+  s.platform.network.element_bytes = kExecutorElementBytes;  // the executor sends FP32 tensors
+  const ExecutionModes modes = parse_execution_modes(o);
+  s.progress = modes.progress;
   check_slowdown_ranks(o.slowdown, size, o.slowdown_texts.empty() && !o.spec.empty() ? o.spec : "command line",
                        "/slowdown");
   if (o.iterations < 1) throw InputError("command line", "/iterations", std::to_string(o.iterations), "must be >= 1");
@@ -533,18 +561,14 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
       std::fprintf(stderr, "cnnpar-run: warning: %s\n", warning.c_str());
 
   s.interpreter.progress = s.progress;
-  try {
-    s.interpreter.collectives = collective_mode_from_string(o.collectives);
-  } catch (const std::invalid_argument&) {
-    throw InputError("command line", "/collectives", o.collectives, "expected mpi or p2p");
-  }
+  s.interpreter.collectives = modes.collectives;
   s.interpreter.platform = &s.platform;
   s.interpreter.poll_interval_s = o.poll_interval_us * 1e-6;
   s.interpreter.collective_concurrency =
       o.collective_concurrency > 0 ? o.collective_concurrency : std::max(1, s.platform.network.collective_concurrency);
   s.interpreter.timeout_s = o.timeout_s;
   s.interpreter.debug_stall = rank == o.debug_stall_rank;
-  s.tile_columns = o.gemm_tile_columns >= 0 ? o.gemm_tile_columns : (s.progress == ProgressMode::poll ? 4096 : 0);
+  s.tile_columns = executor_tile_columns(o, s.progress);
 
   // What a resumed run must repeat (real/checkpoint.hpp says why each one).
   CheckpointRun& id = s.checkpoint_run;
@@ -853,11 +877,24 @@ int run_training(const Options& o, int rank, int size) {
   return 0;
 }
 
-/** The calibration's report on rank 0: the compute fit and, per collective and size, the
- *  measured time against what the fitted platform's step pricing gives. */
+void print_compute_calibration(const ComputeSummary& c, const Platform& p);
+void print_network_calibration(const CalibrationResult& result);
+void print_progress_calibration(const CalibrationResult& result);
+
+/** The calibration's report on rank 0: the compute fit, per collective and size the measured
+ *  time against what the fitted platform's step pricing gives, and the progress mechanisms. */
 void print_calibration(const CalibrationResult& result) {
   const ComputeSummary& c = result.compute;
   const Platform& p = result.platform;
+  const CalibrationParts& m = result.measured;
+  std::printf("cnnpar-run: measured %s; kept from the base platform: %s\n", to_string(m).c_str(),
+              to_string(CalibrationParts{!m.compute, !m.network, !m.progress}).c_str());
+  if (m.compute) print_compute_calibration(c, p);
+  if (m.network) print_network_calibration(result);
+  if (m.progress) print_progress_calibration(result);
+}
+
+void print_compute_calibration(const ComputeSummary& c, const Platform& p) {
   std::printf("cnnpar-run: GEMM grid: %d points (per-rank batches %lld..%lld), %d outlying repeats\n", c.gemm_points,
               static_cast<long long>(c.batches.front()), static_cast<long long>(c.batches.back()), c.gemm_outliers);
   std::printf("cnnpar-run: non-GEMM kernels: memory bandwidth %.3f GB/s, call overhead %.2f us (%d ops: %d outlying "
@@ -871,7 +908,10 @@ void print_calibration(const CalibrationResult& result) {
   for (const auto& [kernel, seconds] : c.per_class_s)
     std::printf("  %-8s measured %.4f s, modelled %.4f s (%+.1f %%)\n", kernel.c_str(), seconds.first, seconds.second,
                 100.0 * (seconds.second / seconds.first - 1));
-  if (result.collectives.empty()) return;
+}
+
+void print_network_calibration(const CalibrationResult& result) {
+  const Platform& p = result.platform;
   if (!result.network_note.empty())
     std::printf("cnnpar-run: network NOT fitted (%s): the base platform's is kept\n", result.network_note.c_str());
   std::printf("cnnpar-run: network: latency %.3f us, bandwidth %.3f GB/s, reduction rate %.3f GB/s, %zu "
@@ -889,14 +929,38 @@ void print_calibration(const CalibrationResult& result) {
       std::printf("%-15s %12.0f %12.4g %12.4g %+8.1f %5d/%-3d\n", curve.kind.c_str(), point.bytes,
                   point.measured_s.median, point.modelled_s, error, point.measured_s.outliers, point.measured_s.count);
     }
-    std::printf("%-15s worst |error| %.1f %%\n", curve.kind.c_str(), worst);
+    std::printf("%-15s worst |error| %.1f %%%s%s\n", curve.kind.c_str(), worst, curve.stopped.empty() ? "" : "; ",
+                curve.stopped.c_str());
   }
 }
 
-int run_calibration(const Options& o, int rank, int size) {
+void print_progress_calibration(const CalibrationResult& result) {
+  const ProgressSummary& s = result.progress;
+  const Platform& p = result.platform;
+  if (!result.progress_note.empty()) {
+    std::printf("cnnpar-run: progress NOT fitted (%s): the base platform's values are kept\n",
+                result.progress_note.c_str());
+    return;
+  }
+  std::printf("cnnpar-run: progress: %zu backward ops at per-rank batch %lld (one pass %.4f s alone), a %.0f B "
+              "allreduce (%.4f s alone)\n",
+              s.compute_ops, static_cast<long long>(s.batch), s.pass_alone_s, s.collective_bytes, s.collective_alone_s);
+  std::printf("cnnpar-run:   comm_compute_slowdown %.3f: compute under a chain of %d allreduces %+.1f %% (median of "
+              "%d rank-repeats, %d outlying)\n",
+              p.comm_compute_slowdown, s.chain, 100 * s.slowdown.median, s.slowdown.count, s.slowdown.outliers);
+  std::printf("cnnpar-run:   network.busy_bandwidth_fraction %.3f: the allreduce under %d passes of compute took "
+              "%.4f s (median of %d rank-repeats, %d outlying%s)\n",
+              p.network.busy_bandwidth_fraction, s.passes, s.collective_busy_s, s.fraction.count, s.fraction.outliers,
+              s.fraction.median != p.network.busy_bandwidth_fraction
+                  ? fmt::format("; measured {:.3f}, clamped to [{}, 1]", s.fraction.median, kMinBusyFraction).c_str()
+                  : "");
+}
+
+int run_calibration(const Options& o, int rank, int size, bool max_message_given) {
   std::exception_ptr error;
   Network network;
   Platform base;
+  CalibrateOptions options;
   try {
     configure_compute(o);
     if (o.out.empty()) throw InputError("command line", "/out", "", "--calibrate needs --out PLATFORM.json");
@@ -906,17 +970,24 @@ int run_calibration(const Options& o, int rank, int size) {
     if (!(o.max_message_bytes >= 1024 && o.max_message_bytes <= 2.0 * 1024 * 1024 * 1024))
       throw InputError("command line", "/max-message", fmt::format("{}", o.max_message_bytes),
                        "the largest message must be 1 KiB .. 2 GiB");
+    options.parts = parse_calibration_parts(o.calibrate_parts, "command line", "/calibrate-parts");
+    const ExecutionModes modes = parse_execution_modes(o);
+    options.progress_mode = modes.progress;
+    options.collectives = modes.collectives;
+    options.sleep_compute = modes.sleep_compute;
   } catch (...) {
     error = std::current_exception();
   }
   if (const int status = agree_on_failure(error, rank, size, o.timeout_s); status != 0) return status;
-  CalibrateOptions options;
   options.batch = o.batch;  // global, as everywhere: the compute grid covers per-rank batches 1 .. batch
   options.seed = o.seed;
   options.repeats = std::max(1, o.repeats);
   options.timeout_s = o.timeout_s;
   options.max_message_bytes = o.max_message_bytes;
+  options.max_message_given = max_message_given;
   options.op_seconds = o.op_seconds;
+  options.poll_interval_s = o.poll_interval_us * 1e-6;
+  options.gemm_tile_columns = executor_tile_columns(o, options.progress_mode);
   if (rank == 0 && !o.quiet)
     options.progress = [](const std::string& line) {
       std::printf("cnnpar-run: calibrate: %s\n", line.c_str());
@@ -1016,7 +1087,7 @@ int main(int argc, char** argv) {
   }
 
   try {
-    const int status = options.calibrate ? run_calibration(options, rank, size) : run_training(options, rank, size);
+    const int status = options.calibrate ? run_calibration(options, rank, size, app.count("--max-message") > 0) : run_training(options, rank, size);
     if (status == 0) finish_after_final_barrier(std::move(environment), rank, options.timeout_s);
     return status;
   } catch (const std::exception& e) {

@@ -224,70 +224,93 @@ mpi::Request start_collective(const Collective& c, const CommBuffers& b, const C
 }
 
 // ---------------------------------------------------------------------------------------
+// One collective in flight.
+
+/** A collective run as point-to-point steps (CollectiveMode::p2p): one step's Isend and
+ *  Irecv at a time; the next step is posted when both completed. */
+struct RunningCollective::Steps {
+  StepRunner runner;
+  MPI_Comm comm;
+  int tag;
+  std::size_t step = 0;
+  mpi::Request send, receive;
+
+  Steps(const Collective& c, Algorithm algorithm, int member, const CommBuffers& b, MPI_Comm comm_, int tag_)
+      : runner(c, algorithm, member, b.send, b.recv, b.send_count, b.recv_count), comm(comm_), tag(tag_) {}
+
+  void post_step(const Collective& c) {
+    const CollectiveStep& s = runner.plan().steps[step];
+    if (s.receive_from >= 0) {
+      const std::span<float> in = runner.incoming(step);
+      CNNPAR_MPI(MPI_Irecv(in.data(), to_int(std::int64_t(in.size()), c), MPI_FLOAT, c.group[std::size_t(s.receive_from)],
+                           tag, comm, receive.out()));
+    }
+    if (s.send_to >= 0) {
+      const std::span<const float> out = runner.outgoing(step);
+      CNNPAR_MPI(MPI_Isend(out.data(), to_int(std::int64_t(out.size()), c), MPI_FLOAT, c.group[std::size_t(s.send_to)],
+                           tag, comm, send.out()));
+    }
+  }
+  /** Advances as far as completed messages allow; true once every step is done. */
+  bool test(const Collective& c) {
+    while (step < runner.steps()) {
+      const bool sent = !send.active() || send.test();
+      const bool received = !receive.active() || receive.test();
+      if (!sent || !received) return false;
+      runner.apply(step);
+      if (++step < runner.steps()) post_step(c);
+    }
+    runner.finish();
+    return true;
+  }
+};
+
+int tag_upper_bound() {
+  int* tag_ub = nullptr;
+  int flag = 0;
+  CNNPAR_MPI(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag));
+  return flag && tag_ub ? *tag_ub : 32767;
+}
+
+RunningCollective::RunningCollective(const Collective& c, const CommBuffers& buffers, const Communicators& comms,
+                                     int world_rank, CollectiveMode mode, const Platform* platform,
+                                     int tag_upper_bound)
+    : collective_(c) {
+  if (mode == CollectiveMode::p2p && c.kind != CollectiveKind::send && c.group.size() > 1) {
+    const Algorithm algorithm = resolve_algorithm(c, platform ? *platform : Platform{});
+    const int member = int(std::lower_bound(c.group.begin(), c.group.end(), world_rank) - c.group.begin());
+    steps_ = std::make_unique<Steps>(c, algorithm, member, buffers, comms.point_to_point(), c.id % (tag_upper_bound + 1));
+    if (steps_->runner.steps() > 0) steps_->post_step(c);
+  } else {
+    request_ = start_collective(c, buffers, comms, world_rank, tag_upper_bound);
+  }
+}
+
+RunningCollective::~RunningCollective() = default;
+
+bool RunningCollective::test() {
+  if (done_) return true;
+  done_ = steps_ ? steps_->test(collective_) : request_.test();
+  return done_;
+}
+
+// ---------------------------------------------------------------------------------------
 // The communication engine: collectives in posting order, at most `concurrency` started
 // and unfinished at once. In poll mode the compute stream drives it (progress()); in thread
 // mode a communication thread does, and the compute stream only enqueues and waits.
 
 struct Interpreter::Engine {
-  /** A collective run as point-to-point steps (CollectiveMode::p2p): one step's Isend and
-   *  Irecv at a time; the next step is posted when both completed. */
-  struct StepCollective {
-    StepRunner runner;
-    MPI_Comm comm;
-    int tag;
-    std::size_t step = 0;
-    mpi::Request send, receive;
-    bool started = false;
-
-    StepCollective(const Collective& c, Algorithm algorithm, int member, const CommBuffers& b, MPI_Comm comm_, int tag_)
-        : runner(c, algorithm, member, b.send, b.recv, b.send_count, b.recv_count), comm(comm_), tag(tag_) {}
-
-    void post_step(const Collective& c) {
-      const CollectiveStep& s = runner.plan().steps[step];
-      if (s.receive_from >= 0) {
-        const std::span<float> in = runner.incoming(step);
-        CNNPAR_MPI(MPI_Irecv(in.data(), to_int(std::int64_t(in.size()), c), MPI_FLOAT, c.group[std::size_t(s.receive_from)],
-                             tag, comm, receive.out()));
-      }
-      if (s.send_to >= 0) {
-        const std::span<const float> out = runner.outgoing(step);
-        CNNPAR_MPI(MPI_Isend(out.data(), to_int(std::int64_t(out.size()), c), MPI_FLOAT, c.group[std::size_t(s.send_to)],
-                             tag, comm, send.out()));
-      }
-    }
-    /** Advances as far as completed messages allow; true once every step is done. */
-    bool test(const Collective& c) {
-      if (!started) {
-        started = true;
-        if (runner.steps() > 0) post_step(c);
-      }
-      while (step < runner.steps()) {
-        const bool sent = !send.active() || send.test();
-        const bool received = !receive.active() || receive.test();
-        if (!sent || !received) return false;
-        runner.apply(step);
-        if (++step < runner.steps()) post_step(c);
-      }
-      runner.finish();
-      return true;
-    }
-  };
-
   struct Entry {
     const Collective* collective = nullptr;
     CommBuffers buffers;
-    mpi::Request request;
-    std::unique_ptr<StepCollective> steps;  ///< p2p mode (sends always go through `request`)
+    std::unique_ptr<RunningCollective> running;  ///< once started
     std::size_t record = 0;
     bool done = false;
   };
 
   Engine(const Communicators& comms, const SyncedClock& clock, int rank, const InterpreterOptions& options)
       : comms_(comms), clock_(clock), rank_(rank), options_(options) {
-    int* tag_ub = nullptr;
-    int flag = 0;
-    CNNPAR_MPI(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag));
-    tag_upper_bound_ = flag && tag_ub ? *tag_ub : 32767;
+    tag_upper_bound_ = tag_upper_bound();
     if (options_.progress == ProgressMode::thread) thread_ = std::thread([this] { thread_main(); });
   }
 
@@ -379,7 +402,7 @@ struct Interpreter::Engine {
     bool changed = false;
     for (auto it = active_.begin(); it != active_.end();) {
       Entry* entry = *it;
-      if (entry->steps ? entry->steps->test(*entry->collective) : entry->request.test()) {
+      if (entry->running->test()) {
         entry->done = true;
         records_[entry->record].comm_end_s = clock_.now_s();
         it = active_.erase(it);
@@ -392,16 +415,8 @@ struct Interpreter::Engine {
       Entry* entry = queue_.front();
       queue_.pop_front();
       records_[entry->record].comm_start_s = clock_.now_s();
-      const Collective& c = *entry->collective;
-      if (options_.collectives == CollectiveMode::p2p && c.kind != CollectiveKind::send && c.group.size() > 1) {
-        const Algorithm algorithm = resolve_algorithm(c, options_.platform ? *options_.platform : Platform{});
-        const int member = int(std::lower_bound(c.group.begin(), c.group.end(), rank_) - c.group.begin());
-        entry->steps = std::make_unique<StepCollective>(c, algorithm, member, entry->buffers, comms_.point_to_point(),
-                                                        c.id % (tag_upper_bound_ + 1));
-        entry->steps->test(c);  // posts the first step
-      } else {
-        entry->request = start_collective(c, entry->buffers, comms_, rank_, tag_upper_bound_);
-      }
+      entry->running = std::make_unique<RunningCollective>(*entry->collective, entry->buffers, comms_, rank_,
+                                                           options_.collectives, options_.platform, tag_upper_bound_);
       active_.push_back(entry);
       changed = true;
     }

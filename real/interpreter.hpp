@@ -154,6 +154,31 @@ class Communicators {
 mpi::Request start_collective(const Collective& collective, const CommBuffers& buffers,
                               const Communicators& comms, int world_rank, int tag_upper_bound);
 
+/** MPI_TAG_UB of MPI_COMM_WORLD (32767, the least the standard allows, when unset). */
+int tag_upper_bound();
+
+/** One collective in flight on this rank, run as the interpreter runs it: the MPI library's
+ *  MPI_I* collective (CollectiveMode::mpi, and every send) or the engines' steps as
+ *  MPI_Isend/MPI_Irecv (p2p; the algorithm resolve_algorithm picks on `platform`, automatic
+ *  without one). The constructor starts it; `collective` and `buffers` must outlive it. */
+class RunningCollective {
+ public:
+  RunningCollective(const Collective& collective, const CommBuffers& buffers, const Communicators& comms,
+                    int world_rank, CollectiveMode mode, const Platform* platform, int tag_upper_bound);
+  ~RunningCollective();
+  RunningCollective(const RunningCollective&) = delete;
+  RunningCollective& operator=(const RunningCollective&) = delete;
+  /** Advances as far as completed messages allow; true once complete on this rank. */
+  bool test();
+
+ private:
+  struct Steps;
+  const Collective& collective_;
+  mpi::Request request_;
+  std::unique_ptr<Steps> steps_;
+  bool done_ = false;
+};
+
 /** Runs `rank`'s program of `schedule`; returns its records (times from `clock`). */
 class Interpreter {
  public:

@@ -137,3 +137,22 @@ TEST_CASE("run-spec: the JSON round trip keeps every field; bad specs name file,
   spec.seed = 18446744073709551615ULL;
   CHECK(run_spec_from_json(to_json(spec), "spec.json").seed == 18446744073709551615ULL);
 }
+
+TEST_CASE("calibration parts: a comma list of compute, network and progress, each once") {
+  const CalibrationParts all = parse_calibration_parts(kAllCalibrationParts, "command line", "--calibrate-parts");
+  CHECK((all.compute && all.network && all.progress));
+  const CalibrationParts two = parse_calibration_parts("progress,network", "command line", "--calibrate-parts");
+  CHECK((!two.compute && two.network && two.progress));
+  CHECK(to_string(two) == "network,progress");  // written in the fixed order
+  CHECK(to_string(CalibrationParts{false, false, false}).empty());
+  for (const char* text : {"", "compute,", ",network", "compute,compute", "gemm", "Compute", "compute network"}) {
+    INFO(text);
+    try {
+      parse_calibration_parts(text, "command line", "--calibrate-parts");
+      FAIL("accepted '" << text << "'");
+    } catch (const InputError& e) {
+      CHECK(e.json_path() == "--calibrate-parts");
+      CHECK(e.value() == text);
+    }
+  }
+}

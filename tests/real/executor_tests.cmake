@@ -27,6 +27,8 @@ add_executable(cnnpar_trace_check ${CMAKE_CURRENT_SOURCE_DIR}/trace_check.cpp)
 target_link_libraries(cnnpar_trace_check PRIVATE cnnpar_settings cnnpar_test_settings cnnpar_model)
 add_executable(cnnpar_platform_check ${CMAKE_CURRENT_SOURCE_DIR}/platform_check.cpp)
 target_link_libraries(cnnpar_platform_check PRIVATE cnnpar_settings cnnpar_test_settings cnnpar_model)
+add_executable(cnnpar_platform_parts_check ${CMAKE_CURRENT_SOURCE_DIR}/platform_parts_check.cpp)
+target_link_libraries(cnnpar_platform_parts_check PRIVATE cnnpar_settings cnnpar_test_settings cnnpar_model)
 
 set(run_out ${CMAKE_CURRENT_BINARY_DIR}/mpi_runs)
 file(MAKE_DIRECTORY ${run_out})
@@ -240,6 +242,28 @@ cnnpar_mpi_run(real_run_calibrate_np2 2 real_calibrate_runs --calibrate --networ
                --out ${run_out}/calibrated.json)
 cnnpar_mpi_check(real_platform_calibrated real_calibrate_runs $<TARGET_FILE:cnnpar_platform_check>
                  ${run_out}/calibrated.json 2)
+# Calibration in parts, on that platform: a part not measured keeps the base's values bit for
+# bit. Small and quick (batch 8, messages to 64 KiB); the curves also run as the engines'
+# steps (p2p), the progress probes also with a communication thread.
+foreach(part network compute progress)
+  if(part STREQUAL "network")
+    set(kept compute,progress)
+    set(mode --collectives p2p)
+  elseif(part STREQUAL "compute")
+    set(kept network,progress)
+    set(mode)
+  else()
+    set(kept compute,network)
+    set(mode --comm-progress thread --collectives p2p)
+  endif()
+  cnnpar_mpi_run(real_run_calibrate_${part}_np2 2 real_calibrate_${part}_runs --calibrate --calibrate-parts ${part}
+                 --platform ${run_out}/calibrated.json --network ${tiny} --batch 8 --repeats 1 --max-message 65536
+                 ${mode} --out ${run_out}/calibrated_${part}.json)
+  set_tests_properties(real_run_calibrate_${part}_np2 PROPERTIES FIXTURES_REQUIRED real_calibrate_runs)
+  cnnpar_mpi_check(real_platform_calibrated_${part} "real_calibrate_runs;real_calibrate_${part}_runs"
+                   $<TARGET_FILE:cnnpar_platform_parts_check> ${run_out}/calibrated.json
+                   ${run_out}/calibrated_${part}.json ${kept})
+endforeach()
 
 # Failures end the job, non-zero, naming the rank: a stalled rank within --timeout-s + 5 s,
 # a killed rank within 5 s (mpiexec sees it die; measured 0.5 s, and 2.8 s for a stall with

@@ -3,7 +3,8 @@
 // bandwidth and call overhead, no per-op seconds (written only with --op-seconds), and -
 // when RANKS >= 2 - a network bandwidth and latency that are positive and finite and
 // message factors that start at 0 B (measured), unless `source` says the curves could not be
-// fitted and the base network was kept.
+// fitted and the base network was kept, and measured progress mechanisms: `source` reports
+// them, comm_compute_slowdown finite in [0, 100], network.busy_bandwidth_fraction in (0, 1].
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -47,9 +48,16 @@ int main(int argc, char** argv) {
     if (kept) std::printf("platform_check: network not fitted (see source): base network kept\n");
     expect(kept || (!p.network.message_factors.empty() && p.network.message_factors.front().from_bytes == 0),
            "message factors from 0 B");
+    expect(p.source.find("; progress: ") != std::string::npos && p.source.find("progress: not fitted") == std::string::npos,
+           "progress mechanisms measured (source)");
+    expect(std::isfinite(p.comm_compute_slowdown) && p.comm_compute_slowdown >= 0 && p.comm_compute_slowdown <= 100,
+           "comm_compute_slowdown in [0, 100]");
+    expect(p.network.busy_bandwidth_fraction > 0 && p.network.busy_bandwidth_fraction <= 1,
+           "busy_bandwidth_fraction in (0, 1]");
   }
-  std::printf("platform_check: %s: %zu GEMM rates, %zu op times, bandwidth %.3g B/s, latency %.3g s, %d failure(s)\n",
+  std::printf("platform_check: %s: %zu GEMM rates, %zu op times, bandwidth %.3g B/s, latency %.3g s, comm_compute_slowdown "
+              "%.3g, busy_bandwidth_fraction %.3g, %d failure(s)\n",
               argv[1], p.measured_gemm_flops.size(), p.measured_op_s.size(), p.network.bandwidth_Bps,
-              p.network.latency_s, failures);
+              p.network.latency_s, p.comm_compute_slowdown, p.network.busy_bandwidth_fraction, failures);
   return failures == 0 ? 0 : 1;
 }

@@ -146,3 +146,46 @@ TEST_CASE("roofline fit: a class slower per byte gets an efficiency, the rest a 
   CHECK(fit.efficiency.at(KernelClass::pool) == Approx(kPoolEfficiency).epsilon(kTotalTolerance));
   CHECK(fit.efficiency.count(KernelClass::eltwise) == 0);
 }
+
+TEST_CASE("size bound: a transfer is predicted by the chord of the two largest sizes measured") {
+  constexpr double kTolerance = 1e-12;  // relative: exact arithmetic on these values
+  // A 100 Mbit/s link (12.5 MB/s) with 50 us latency: t(n) = 50e-6 + n / 12.5e6.
+  // 8 MiB: 0.67113864 s, 16 MiB: 1.34222728 s; the chord extends to 32 MiB exactly:
+  // 50e-6 + 33554432 / 12.5e6 = 2.68440456 s (beyond a 2 s bound, so calibration stops there).
+  const auto t = [](double n) { return 50e-6 + n / 12.5e6; };
+  const std::vector<std::pair<double, double>> measured = {{1 * KiB, t(1 * KiB)}, {8 * MiB, t(8 * MiB)},
+                                                           {16 * MiB, t(16 * MiB)}};
+  CHECK(extrapolated_transfer_s(measured, 32 * MiB) == Approx(2.68440456).epsilon(kTolerance));
+  // One size: scaled by the size ratio, 0.5 s at 4 MiB -> 1.0 s at 8 MiB.
+  CHECK(extrapolated_transfer_s({{4 * MiB, 0.5}}, 8 * MiB) == Approx(1.0).epsilon(kTolerance));
+  // A falling chord (burst-served sizes, noise) never predicts less than the largest time.
+  CHECK(extrapolated_transfer_s({{1 * MiB, 0.3}, {2 * MiB, 0.2}}, 4 * MiB) == Approx(0.2).epsilon(kTolerance));
+  CHECK_THROWS_AS(extrapolated_transfer_s({}, 1 * MiB), std::invalid_argument);
+  CHECK_THROWS_AS(extrapolated_transfer_s({{0, 1.0}}, 1 * MiB), std::invalid_argument);
+}
+
+TEST_CASE("progress: compute slowdown is the busy ops' total over their total alone, minus 1") {
+  constexpr double kTolerance = 1e-12;
+  // Three ops of 0.10, 0.20 and 0.30 s alone (0.60 s) took 0.12, 0.23 and 0.40 s (0.75 s)
+  // while collectives progressed: s = 0.75 / 0.60 - 1 = 0.25 (the engines then price them
+  // 1.25 times longer, 0.75 s in all).
+  CHECK(compute_slowdown({0.10, 0.20, 0.30}, {0.12, 0.23, 0.40}) == Approx(0.25).epsilon(kTolerance));
+  CHECK(compute_slowdown({0.5}, {0.45}) == Approx(-0.1).epsilon(kTolerance));  // noise: left to the median
+  CHECK_THROWS_AS(compute_slowdown({}, {}), std::invalid_argument);
+  CHECK_THROWS_AS(compute_slowdown({0.1, 0.2}, {0.1}), std::invalid_argument);
+  CHECK_THROWS_AS(compute_slowdown({0.0}, {0.1}), std::invalid_argument);
+}
+
+TEST_CASE("progress: busy bandwidth fraction from a collective that outlasts or ends under compute") {
+  constexpr double kTolerance = 1e-12;
+  // Ends under compute: 0.08 s alone, 0.80 s while its ranks computed all along:
+  // 0.08 = f · 0.80 -> f = 0.1 (a polling rank moving 12.5 of 125 MB/s).
+  CHECK(busy_bandwidth_fraction(0.08, 0.80, 0.80) == Approx(0.1).epsilon(kTolerance));
+  // Outlasts it: 0.5 s alone, 1.4 s in all, the first 1.0 s under compute; the last 0.4 s at
+  // full speed did 0.4 s of its work, so the compute second did 0.1 s: f = 0.1.
+  CHECK(busy_bandwidth_fraction(0.5, 1.4, 1.0) == Approx(0.1).epsilon(kTolerance));
+  // A communication thread: as fast as alone, f = 1.
+  CHECK(busy_bandwidth_fraction(0.2, 0.2, 0.2) == Approx(1.0).epsilon(kTolerance));
+  CHECK_THROWS_AS(busy_bandwidth_fraction(0.1, 0.5, 0.0), std::invalid_argument);
+  CHECK_THROWS_AS(busy_bandwidth_fraction(0.1, 0.5, 0.6), std::invalid_argument);
+}
