@@ -275,35 +275,62 @@ class Validation {
     return bytes;
   }
 
-  /** The calibrated platform for (network, link, ranks): measured once, then reused. */
-  std::string calibration(const std::string& network, std::size_t link, int ranks, const std::string& compute) {
-    const std::string stem = fmt::format("{}_{}_p{}", fs::path(network).stem().string(),
-                                         grid_.links[link].key(), ranks);
-    const fs::path file = fs::path(out_) / "calibration" / (stem + ".json");
-    if (fs::exists(file)) {
-      try {
-        (void)load_platform(file.string());
-        return file.string();
-      } catch (const InputError&) {
-        // damaged: measure again
-      }
+  /** True for a calibration file that reads back as a platform (absent or damaged: measure it). */
+  static bool usable_platform(const fs::path& file) {
+    if (!fs::exists(file)) return false;
+    try {
+      (void)load_platform(file.string());
+      return true;
+    } catch (const InputError&) {
+      return false;
     }
-    const double largest = largest_message_bytes(network, ranks);
-    say(fmt::format("cnnpar validate: calibrating {} on {}, {} ranks (messages up to {}); log {}.log", network,
-                    grid_.links[link].label(), ranks, format_bytes(largest), (fs::path(out_) / "calibration" / stem).string()));
-    std::vector<std::int64_t> batches = grid_.batches;
-    const std::vector<std::string> program = {
-        executor_, "--calibrate", "--network", network, "--platform", base_platform_, "--batch",
-        std::to_string(*std::max_element(batches.begin(), batches.end())), "--repeats",
-        std::to_string(grid_.calibration_repeats), "--max-message", fmt::format("{:.0f}", largest), "--threads", "1",
-        "--timeout-s", fmt::format("{:g}", kRunStallTimeout_s), "--comm-progress", grid_.comm_progress,
-        "--collectives", grid_.collectives, "--compute", compute, "--out", file.string()};
+  }
+
+  /** Runs one `cnnpar-run --calibrate` on `ranks` ranks into `file`, its output into FILE.log. */
+  void run_calibration(const fs::path& file, int ranks, const std::vector<std::string>& arguments, const std::string& what) {
+    const std::string log = (fs::path(file).replace_extension(".log")).string();
+    say(fmt::format("cnnpar validate: calibrating {}; log {}", what, log));
+    std::vector<std::string> program = {executor_, "--calibrate", "--threads", "1", "--repeats",
+                                        std::to_string(grid_.calibration_repeats), "--timeout-s",
+                                        fmt::format("{:g}", kRunStallTimeout_s), "--out", file.string()};
+    program.insert(program.end(), arguments.begin(), arguments.end());
     ChildOptions child;
-    child.output_file = (fs::path(out_) / "calibration" / (stem + ".log")).string();
+    child.output_file = log;
     const int status = run_child(target_->command(ranks, program), child);
     if (status != 0 || !fs::exists(file))
-      throw std::runtime_error(fmt::format("calibration of {} on {}, {} ranks failed (status {}); see {}", network,
-                                           grid_.links[link].label(), ranks, status, child.output_file));
+      throw std::runtime_error(fmt::format("calibration of {} failed (status {}); see {}", what, status, log));
+  }
+
+  /** Compute, once per network: the GEMM grid up to the largest batch, timed on the ranks that
+   *  compute for real, all at once (so co-located ranks contend as in the runs). */
+  std::string compute_calibration(const std::string& network) {
+    const fs::path file = fs::path(out_) / "calibration" / (fs::path(network).stem().string() + "_compute.json");
+    if (usable_platform(file)) return file.string();
+    const int ranks = std::max(1, std::min(grid_.real_compute_max_ranks, grid_.testbed_nodes));
+    const std::int64_t batch = *std::max_element(grid_.batches.begin(), grid_.batches.end());
+    run_calibration(file, ranks,
+                    {"--calibrate-parts", "compute", "--network", network, "--platform", base_platform_, "--batch",
+                     std::to_string(batch), "--compute", "real"},
+                    fmt::format("the compute of {} on {} ranks", network, ranks));
+    return file.string();
+  }
+
+  /** Network and progress, once per (network, link setting, rank count), from the network's
+   *  compute calibration: collective curves in the runs' collective mode, and the progress
+   *  mechanisms in their progress and compute modes. */
+  std::string calibration(const std::string& network, std::size_t link, int ranks, const std::string& compute) {
+    const std::string stem = fmt::format("{}_{}_p{}", fs::path(network).stem().string(), grid_.links[link].key(), ranks);
+    const fs::path file = fs::path(out_) / "calibration" / (stem + ".json");
+    if (usable_platform(file)) return file.string();
+    const std::string compute_file = compute_calibration(network);
+    const std::int64_t batch = *std::max_element(grid_.batches.begin(), grid_.batches.end());
+    const double largest = largest_message_bytes(network, ranks);
+    run_calibration(file, ranks,
+                    {"--calibrate-parts", "network,progress", "--network", network, "--platform", compute_file,
+                     "--batch", std::to_string(batch), "--max-message", fmt::format("{:.0f}", largest),
+                     "--comm-progress", grid_.comm_progress, "--collectives", grid_.collectives, "--compute", compute},
+                    fmt::format("{} on {}, {} ranks (messages up to {})", network, grid_.links[link].label(), ranks,
+                                format_bytes(largest)));
     return file.string();
   }
 

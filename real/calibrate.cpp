@@ -281,7 +281,27 @@ struct Exchange {
   int rank;
   int tag_upper_bound;
   double timeout_s;
+  /** Seconds between two tests of a request in flight: the poll interval with a communication
+   *  thread (it sleeps that long between its progress calls, so in a run every step of a
+   *  collective waits for the thread's next call), 0 when polling (a waiting rank tests
+   *  without pause, yielding the core). */
+  double test_interval_s;
 };
+
+/** Tests with `done` until it is true, `x.test_interval_s` apart (else yielding): how the run
+ *  to be predicted drives a request in flight. */
+template <class Done>
+void drive(const Done& done, const Exchange& x, double start, const std::string& what) {
+  while (!done()) {
+    if (MPI_Wtime() - start > x.timeout_s)
+      throw mpi::TimeoutError(fmt::format("rank {}: calibration {} did not complete within {:.0f} s", x.rank, what, x.timeout_s));
+    if (x.test_interval_s > 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(x.test_interval_s));
+    } else {
+      std::this_thread::yield();
+    }
+  }
+}
 
 // A message-factor piece spans the measured sizes its chord predicts within 10 %: the
 // collectives' per-step times differ by more than that between kinds, so a tighter chord
@@ -308,11 +328,12 @@ CommBuffers buffers_for(const Collective& c, int rank, std::vector<float>& a, st
   return CommBuffers{a.data(), in_place ? a.data() : b.data(), counts.send, counts.recv};
 }
 
-/** Seconds of one `c` on this rank, run as the executor runs it (RunningCollective, tested
- *  without sleeping, as spin_wait); a `send` is a ping-pong between ranks 0 and 1, one way = half the round
- *  trip (ranks beyond them: 0). */
+/** Seconds of one `c` on this rank, run as the executor runs it (RunningCollective, driven as
+ *  the run's progress mode drives it); a `send` is a ping-pong between ranks 0 and 1, one way =
+ *  half the round trip (ranks beyond them: 0). */
 double run_one(const Collective& c, const CommBuffers& buffers, const Exchange& x) {
   const double start = MPI_Wtime();
+  const std::string what = fmt::format("{} of {:.0f} B", to_string(c.kind), c.bytes);
   if (c.kind == CollectiveKind::send) {
     if (x.rank > 1) return 0;
     const int peer = 1 - x.rank;
@@ -323,17 +344,12 @@ double run_one(const Collective& c, const CommBuffers& buffers, const Exchange& 
         CNNPAR_MPI(MPI_Isend(buffers.send, count, MPI_FLOAT, peer, kPingTag, x.comms.point_to_point(), request.out()));
       else
         CNNPAR_MPI(MPI_Irecv(buffers.recv, count, MPI_FLOAT, peer, kPingTag, x.comms.point_to_point(), request.out()));
-      spin_wait(request, x.timeout_s, "calibration ping-pong");
+      drive([&] { return request.test(); }, x, start, what);
     }
     return 0.5 * (MPI_Wtime() - start);
   }
   RunningCollective running(c, buffers, x.comms, x.rank, x.mode, &x.platform, x.tag_upper_bound);
-  while (!running.test()) {
-    if (MPI_Wtime() - start > x.timeout_s)
-      throw mpi::TimeoutError(fmt::format("rank {}: calibration {} of {:.0f} B did not complete within {:.0f} s",
-                                          x.rank, to_string(c.kind), c.bytes, x.timeout_s));
-    std::this_thread::yield();  // as spin_wait
-  }
+  drive([&] { return running.test(); }, x, start, what);
   return MPI_Wtime() - start;
 }
 
@@ -808,7 +824,8 @@ CalibrationResult calibrate(const Network& network, const Platform& base, const 
     Schedule world;
     for (int r = 0; r < size; ++r) world.programs.push_back(Program{r, {}, {}});
     const Communicators comms(world, rank);
-    const Exchange x{comms, o.collectives, result.platform, rank, tag_upper_bound(), o.timeout_s};
+    const Exchange x{comms, o.collectives, result.platform, rank, tag_upper_bound(), o.timeout_s,
+                     o.progress_mode == ProgressMode::thread ? o.poll_interval_s : 0.0};
     if (o.parts.network)
       calibrate_network(o, x, comm, rank, size, result.platform, result.collectives, result.network_note);
     if (o.parts.progress) {
