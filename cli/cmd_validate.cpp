@@ -57,8 +57,7 @@ struct ValidateOptions {
   std::string testbed = kValidationTestbedName;
   bool keep_testbed = false;
   bool report_only = false;
-  bool progress = false;
-  bool quiet = false;
+  bool quiet = false;  ///< else a line per calibration and per configuration (stdout)
 };
 
 /** Seconds a run may wait on one collective: the executor's stall detection. A 100 Mbit/s link
@@ -470,7 +469,6 @@ Runner add_validate_command(CLI::App& app) {
                                               std::string(kValidationTestbedName) + ")");
   sub->add_flag("--keep-testbed", o.keep_testbed, "leave the testbed up after the runs (cnnpar testbed destroy removes it)");
   sub->add_flag("--report-only", o.report_only, "run nothing: write the report of the finished configurations");
-  flags::progress(*sub, o.progress);
   flags::quiet(*sub, o.quiet);
   return [options] { return run_validate(*options); };
 }
