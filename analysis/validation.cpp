@@ -100,7 +100,7 @@ ValidationGrid parse_validation_grid(const nlohmann::json& document, const std::
   const JsonNode root(document, file);
   if (!document.is_object()) root.fail("a validation grid is a JSON object");
   root.check_keys({"format", "name", "description", "networks", "strategies", "bandwidths", "latencies", "batches",
-                   "ranks", "real_compute_max_ranks", "iterations", "warmup", "comm_progress", "collectives",
+                   "ranks", "real_compute_max_ranks", "iterations", "warmup", "measure_seconds", "comm_progress", "collectives",
                    "platform", "testbed", "calibration", "tolerance", "fit"});
   if (root.has("format") && root.at("format").as_string() != kFormat)
     root.at("format").fail(fmt::format("expected \"{}\"", kFormat));
@@ -114,6 +114,7 @@ ValidationGrid parse_validation_grid(const nlohmann::json& document, const std::
   grid.warmup = int(root.int_or("warmup", grid.warmup));
   if (root.has("iterations")) grid.iterations = int(root.at("iterations").as_int_in(2, limits::kMaxIterations));
   if (root.has("warmup")) grid.warmup = int(root.at("warmup").as_int_in(0, grid.iterations - 1));
+  if (root.has("measure_seconds")) grid.measure_seconds = root.at("measure_seconds").as_number_in(0, 3600);
   grid.comm_progress = root.string_or("comm_progress", grid.comm_progress);
   if (grid.comm_progress != "poll" && grid.comm_progress != "thread") root.at("comm_progress").fail("expected poll or thread");
   grid.collectives = root.string_or("collectives", grid.collectives);
@@ -296,9 +297,17 @@ std::string config_key(const ValidationGrid& grid, const ValidationConfig& confi
 }
 
 std::string config_settings(const ValidationGrid& grid, const ValidationConfig& config) {
-  return fmt::format("{} iterations ({} warm-up), {} compute, {} progress, {} collectives, platform {}",
-                     config.strategy.iterations, config.strategy.warmup_iterations, config.compute, grid.comm_progress,
-                     grid.collectives, grid.platform);
+  const std::string measured_time =
+      grid.measure_seconds > 0 ? fmt::format(", at least {:g} s measured", grid.measure_seconds) : "";
+  return fmt::format("{} iterations ({} warm-up){}, {} compute, {} progress, {} collectives, platform {}",
+                     config.strategy.iterations, config.strategy.warmup_iterations, measured_time, config.compute,
+                     grid.comm_progress, grid.collectives, grid.platform);
+}
+
+int run_iterations(const ValidationGrid& grid, double predicted_iteration_s) {
+  if (grid.measure_seconds <= 0 || !(predicted_iteration_s > 0)) return grid.iterations;
+  const double needed = grid.warmup + std::ceil(grid.measure_seconds / predicted_iteration_s);
+  return int(std::clamp(needed, double(grid.iterations), double(kMaxValidationIterations)));
 }
 
 FidelityMetrics fidelity_metrics(const TraceMetrics& metrics) {

@@ -67,6 +67,9 @@ struct ValidationGrid {
   int real_compute_max_ranks = 2;            ///< more ranks than this compute by sleeping (--compute sleep)
   int iterations = 12;                       ///< per run, warm-up included
   int warmup = 2;
+  /// Least measured time per run (s): a configuration whose predicted iteration is short runs
+  /// more iterations than `iterations` (run_iterations), so its median is not a few noisy samples.
+  double measure_seconds = 0;
   std::string comm_progress = "thread";      ///< the executor's progress mode: poll | thread
   std::string collectives = "p2p";           ///< mpi (the library's algorithms) | p2p (the engines' steps)
   std::string platform = "local";            ///< base platform of the calibrations
@@ -93,6 +96,11 @@ struct ValidationConfig {
 };
 /** The cross product in grid order (network, strategy, link, batch, ranks; ranks fastest). */
 std::vector<ValidationConfig> validation_configs(const ValidationGrid& grid);
+/** Iterations (warm-up included) a run of `grid` takes when its predicted iteration is
+ *  `predicted_iteration_s`: at least grid.iterations, and enough that the measured ones last
+ *  grid.measure_seconds, at most kMaxValidationIterations. */
+inline constexpr int kMaxValidationIterations = 1000;
+int run_iterations(const ValidationGrid& grid, double predicted_iteration_s);
 /** "lee k=3 f=1" */
 std::string strategy_label(const StrategyOptions& strategy);
 /** "vgg-a-32 lee k=3 f=1, 1Gbps, batch 64, 2 ranks" */

@@ -337,10 +337,26 @@ class Validation {
     const fs::path folder = run_folder(config);
     fs::create_directories(folder);
     const std::string measured_file = (folder / "measured.json").string();
+
+    // The prediction: the same schedule on the calibrated platform, the executor's FP32 messages.
+    // Made first, as its iteration time sets how many iterations the run needs (measure_seconds).
+    const Network network = load_network(config.network);
+    Platform platform = load_platform(platform_file);
+    platform.network.element_bytes = kExecutorElementBytes;
+    StrategyOptions strategy = config.strategy;
+    if (grid_.measure_seconds > 0) {
+      const Schedule first = build_schedule(network, platform, strategy);
+      verify_or_throw(first, "<schedule " + strategy.name + ">", &network);
+      const double predicted_s = compute_metrics(replay_once(first, platform, "analytic", "", "")).iteration_s;
+      strategy.iterations = run_iterations(grid_, predicted_s);
+    }
+    const Schedule schedule = build_schedule(network, platform, strategy);
+    verify_or_throw(schedule, "<schedule " + strategy.name + ">", &network);
+
     RunSpec spec;
     spec.network = config.network;
     spec.platform = platform_file;
-    spec.strategy = config.strategy;
+    spec.strategy = strategy;
     spec.compute = config.compute;
     spec.comm_progress = grid_.comm_progress;
     spec.collectives = grid_.collectives;
@@ -360,13 +376,6 @@ class Validation {
     if (status != 0 || !fs::exists(measured_file))
       throw std::runtime_error(fmt::format("cnnpar-run failed twice (status {}); see {}", status, child.output_file));
     const Trace measured = trace_from_json(read_json_file(measured_file), measured_file);
-
-    // The prediction: the same schedule on the calibrated platform, the executor's FP32 messages.
-    const Network network = load_network(config.network);
-    Platform platform = load_platform(platform_file);
-    platform.network.element_bytes = kExecutorElementBytes;
-    const Schedule schedule = build_schedule(network, platform, config.strategy);
-    verify_or_throw(schedule, "<schedule " + config.strategy.name + ">", &network);
     const TraceMetrics measured_metrics = compute_metrics(measured);
 
     ConfigResult result;

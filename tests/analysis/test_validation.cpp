@@ -123,6 +123,23 @@ TEST_CASE("a grid is the cross product of its dimensions, in order", "[validatio
   CHECK(config_settings(grid, lee) == "12 iterations (2 warm-up), real compute, thread progress, p2p collectives, platform local");
 }
 
+TEST_CASE("measure_seconds sets how many iterations a fast configuration runs", "[validation]") {
+  nlohmann::json document = small_grid();
+  ValidationGrid grid = parse_validation_grid(document, "grid.json");
+  CHECK(run_iterations(grid, 0.04) == grid.iterations);  // off by default
+  document["measure_seconds"] = 3;
+  document["warmup"] = 3;
+  grid = parse_validation_grid(document, "grid.json");
+  // 3 warm-up + ceil(3 s / 0.04 s) = 3 + 75 = 78 measured-time iterations
+  CHECK(run_iterations(grid, 0.04) == 78);
+  CHECK(run_iterations(grid, 4.0) == 12);                  // slow: the grid's 12 are enough
+  CHECK(run_iterations(grid, 1e-6) == kMaxValidationIterations);
+  CHECK(config_settings(grid, validation_configs(grid).front()) ==
+        "12 iterations (3 warm-up), at least 3 s measured, real compute, thread progress, p2p collectives, platform local");
+  document["measure_seconds"] = -1;
+  CHECK_THROWS_WITH(parse_validation_grid(document, "grid.json"), Catch::Contains("/measure_seconds"));
+}
+
 TEST_CASE("a bad grid names the file, the JSON path and the value", "[validation]") {
   SECTION("an unknown network") {
     nlohmann::json g = small_grid();

@@ -82,6 +82,28 @@ TEST_CASE("message factors: the engines' pricing reproduces a piecewise curve") 
     CHECK(fitted.message_factors[i].from_bytes > fitted.message_factors[i - 1].from_bytes);
 }
 
+TEST_CASE("message factors: a token bucket's head start is priced within the tolerance up to the largest size") {
+  // The shaped link of "link fit": beyond the 256 KiB burst
+  //   t(n) = 50 us + 256 KiB/3 GB/s + (n - 256 KiB)/125 MB/s = n/125 MB/s - 1.96 ms,
+  // a line with a negative start-up that no factors >= 0 give: each piece must still hold
+  // every size it spans, the largest ones (where the time of a big gradient's allreduce is) too.
+  constexpr double kLatency_s = 50e-6, kShaped_Bps = 125e6, kBurst_Bps = 3e9, kBurstBytes = 256 * KiB;
+  constexpr double kFitTolerance = 0.03;
+  NetworkSpec link;
+  link.latency_s = kLatency_s;
+  link.bandwidth_Bps = kShaped_Bps;
+  std::vector<StepSample> samples;
+  const auto truth = [&](double n) {
+    return kLatency_s + std::min(n, kBurstBytes) / kBurst_Bps + std::max(0.0, n - kBurstBytes) / kShaped_Bps;
+  };
+  for (double n = 1 * KiB; n <= 16 * MiB; n *= 2) samples.push_back({n, truth(n)});
+  link.message_factors = fit_message_factors(samples, kLatency_s, kShaped_Bps, kFitTolerance);
+  for (double n = 1 * KiB; n <= 16 * MiB; n *= 2) {
+    INFO("size " << n << " B: fitted " << link.message_time_s(n) << " s, true " << truth(n) << " s");
+    CHECK(link.message_time_s(n) == Approx(truth(n)).epsilon(kFitTolerance));
+  }
+}
+
 TEST_CASE("message factors: a pure alpha-beta link is one piece of factors 1") {
   constexpr double kAlpha_s = 5e-6, kBeta_Bps = 2e9;
   std::vector<StepSample> samples;
