@@ -1,6 +1,7 @@
 #include "analysis/validation_fit.hpp"
 
 #include <cmath>
+#include <filesystem>
 #include <map>
 
 #include <fmt/format.h>
@@ -150,7 +151,9 @@ std::string validation_fit_markdown(const ValidationFit& fit) {
       values += fmt::format("{}{} = {}{}", values.empty() ? "" : ", ", g.free[i].path, g.free[i].text(g.fitted[i]),
                             g.sigma[i] ? fmt::format(" ± {:.2g}", *g.sigma[i]) : std::string());
     if (!g.skipped.empty()) values = "not fitted: " + g.skipped;
-    md += fmt::format("| {} | {} | {} | {} | {} | {} |\n", g.platform, g.observed.size(), values, g.held_out.size(),
+    // The calibrations share the work folder's calibration/ (the report's environment names it).
+    const std::string platform = std::filesystem::path(g.platform).filename().string();
+    md += fmt::format("| {} | {} | {} | {} | {} | {} |\n", platform, g.observed.size(), values, g.held_out.size(),
                       g.before_percent.empty() ? std::string("—") : fmt::format("{:.1f} %", mean_abs(g.before_percent)),
                       g.after_percent.empty() ? std::string("—") : fmt::format("{:.1f} %", mean_abs(g.after_percent)));
   }
