@@ -100,8 +100,8 @@ ValidationGrid parse_validation_grid(const nlohmann::json& document, const std::
   const JsonNode root(document, file);
   if (!document.is_object()) root.fail("a validation grid is a JSON object");
   root.check_keys({"format", "name", "description", "networks", "strategies", "bandwidths", "latencies", "batches",
-                   "ranks", "real_compute_max_ranks", "iterations", "warmup", "measure_seconds", "comm_progress", "collectives",
-                   "platform", "testbed", "calibration", "tolerance", "fit"});
+                   "ranks", "real_compute_max_ranks", "iterations", "warmup", "measure_seconds", "comm_progress",
+                   "collectives", "platform", "testbed", "calibration", "tolerance", "fit"});
   if (root.has("format") && root.at("format").as_string() != kFormat)
     root.at("format").fail(fmt::format("expected \"{}\"", kFormat));
   ValidationGrid grid;
