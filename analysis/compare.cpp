@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include <fmt/format.h>
@@ -149,9 +150,9 @@ std::vector<std::string> measurement_warnings(const Trace* predicted, const Trac
   std::vector<std::string> warnings;
   const nlohmann::json& m = measured.metadata;
   if (!m.is_object()) return warnings;
-  if (m.contains("load_average") && m.at("load_average").is_array() && !m.at("load_average").empty() &&
-      m.contains("cores") && m.at("cores").is_number()) {
-    const double load = m.at("load_average").at(0).get<double>();
+  const std::optional<double> start_load = run_load_average(measured);
+  if (start_load && m.contains("cores") && m.at("cores").is_number()) {
+    const double load = *start_load;
     const double cores = m.at("cores").get<double>();
     if (cores > 0 && load > 0.5 * cores)
       warnings.push_back(fmt::format("the machine was busy: load average {:.2f} on {:.0f} cores when the run started, "

@@ -491,11 +491,10 @@ Diagnosis diagnose(const Trace& predicted, const TraceMetrics& pm, const Trace& 
       skew.predicted_s += predicted_last_start.at(c.collective) - found->second->comm_start_s;
       ++skew.count;
       const bool with_compute = covered_s(c.comm_start_s, c.comm_end_s, busy) > kOverlapFraction * measured_s;
-      for (Deviation* d : {with_compute ? &during_compute : &idle}) {
-        d->measured_s += measured_s;
-        d->predicted_s += predicted_s;
-        ++d->count;
-      }
+      Deviation& d = with_compute ? during_compute : idle;
+      d.measured_s += measured_s;
+      d.predicted_s += predicted_s;
+      ++d.count;
       if (with_compute) continue;  // sizes are judged on collectives that had the link to themselves
       const double bytes = step_bytes(c, ranks);
       Deviation& by_size = bytes < kLatencyBoundBytes ? small : bytes < kBandwidthBoundBytes ? middle : large;

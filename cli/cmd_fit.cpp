@@ -3,7 +3,6 @@
 // fitted values with their uncertainty, every observation's residual, leave-one-out
 // cross-validation and held-out studies; writes the fitted platform JSON.
 #include <cstdio>
-#include <ctime>
 #include <memory>
 #include <set>
 #include <string>
@@ -18,6 +17,7 @@
 #include "cli/flags.hpp"
 #include "model/error.hpp"
 #include "model/json_node.hpp"
+#include "model/output_files.hpp"
 #include "model/overrides.hpp"
 #include "model/scenarios.hpp"
 #include "model/study.hpp"
@@ -72,13 +72,6 @@ std::string trace_platform(const Trace& trace) {
     if (trace.metadata.is_object() && trace.metadata.contains(key) && trace.metadata.at(key).is_string())
       return trace.metadata.at(key).get<std::string>();
   return "";
-}
-
-std::string utc_now() {
-  char date[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return date;
 }
 
 // The observations must be of one network: --network's, else the first observation's.
@@ -219,7 +212,7 @@ int run_fit(const FitCommandOptions& o) {
   }
 
   OutputTransaction outputs;
-  outputs.file(o.out, fitted_platform_json(fitted, report.platform_fitted, report, utc_now()).dump(2) + "\n");
+  outputs.file(o.out, fitted_platform_json(fitted, report.platform_fitted, report, utc_timestamp()).dump(2) + "\n");
   if (!o.json_out.empty()) outputs.file(o.json_out, to_json(report).dump(2) + "\n");
   outputs.commit();
   if (!o.quiet && o.out != "-" && o.json_out != "-")

@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -79,22 +78,6 @@ std::vector<std::string> parse_engines(const std::string& text) {
     start = comma + 1;
   }
   return engines;
-}
-
-std::string now_utc() {
-  const std::time_t now = std::time(nullptr);
-  char text[32] = {};
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return text;
-}
-
-/** A trace's 1-minute load average when the run started, -1 when it does not say. */
-double load_average_of(const Trace& trace) {
-  const nlohmann::json& m = trace.metadata;
-  if (m.contains("load_average") && m.at("load_average").is_array() && !m.at("load_average").empty() &&
-      m.at("load_average").at(0).is_number())
-    return m.at("load_average").at(0).get<double>();
-  return -1;
 }
 
 class Validation {
@@ -389,7 +372,7 @@ class Validation {
     result.compute = config.compute;
     result.settings = config_settings(grid_, config);
     result.platform = platform_file;
-    result.load_average = load_average_of(measured);
+    result.load_average = run_load_average(measured).value_or(-1);  // -1: not recorded
     result.measured = fidelity_metrics(measured_metrics);
     OutputTransaction outputs;
     for (const std::string& engine : engines_) {
@@ -411,7 +394,7 @@ class Validation {
     for (const auto& result : results)
       if (result) finished.push_back(*result);
     ValidationReport report = summarize_validation(grid_, finished);
-    nlohmann::json environment = {{"written", now_utc()}, {"work_folder", out_}, {"engines", engines_}};
+    nlohmann::json environment = {{"written", utc_timestamp()}, {"work_folder", out_}, {"engines", engines_}};
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
     environment["host"] = host;

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <stdexcept>
 #include <system_error>
@@ -184,6 +185,13 @@ void OutputTransaction::commit() {
   staged_.clear();
   for (const auto& [path, content] : streams_) write_stream(path, content.data(), content.size());
   streams_.clear();
+}
+
+std::string utc_timestamp() {
+  const std::time_t now = std::time(nullptr);
+  char text[32] = {};
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return text;
 }
 
 }  // namespace cnnpar

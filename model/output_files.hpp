@@ -23,6 +23,10 @@ bool is_stream_output(const std::string& path);
 void write_file_atomic(const std::string& path, const void* data, std::size_t bytes);
 void write_file_atomic(const std::string& path, const std::string& content);
 
+/** Now in UTC to the second, ISO 8601 ("2026-11-25T20:33:13Z"): the time outputs record in
+ *  their provenance (a calibration's or a fit's source, a report's environment). */
+std::string utc_timestamp();
+
 /** Removes the temporary file of a write_file_atomic in progress, if any. Async-signal-safe:
  *  for SIGINT/SIGTERM handlers, so an interrupted write leaves nothing behind. */
 void remove_pending_temporary() noexcept;

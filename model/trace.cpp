@@ -123,6 +123,14 @@ CollectiveRecord describe_collective(const Collective& collective) {
   return record;
 }
 
+std::optional<double> run_load_average(const Trace& trace) {
+  const nlohmann::json& m = trace.metadata;
+  if (!m.is_object() || !m.contains("load_average")) return std::nullopt;
+  const nlohmann::json& load = m.at("load_average");
+  if (!load.is_array() || load.empty() || !load.at(0).is_number()) return std::nullopt;
+  return load.at(0).get<double>();
+}
+
 Trace make_empty_trace(const Schedule& schedule, const std::string& engine) {
   Trace trace;
   trace.engine = engine;

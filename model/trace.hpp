@@ -4,6 +4,7 @@
 // record carries the op's label, layer and phase so traces from different back-ends can
 // be compared without the Schedule.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,10 @@ Trace trace_from_json(const nlohmann::json& document, const std::string& file);
 ComputeRecord describe_compute(const Op& op, int op_index);
 /** The record of a posted collective, times left for the back-end to fill. */
 CollectiveRecord describe_collective(const Collective& collective);
+
+/** The 1-minute load average a measured trace's metadata records for the start of its run
+ *  (cnnpar-run's "load_average": [1, 5, 15 min]); none when it records none. */
+std::optional<double> run_load_average(const Trace& trace);
 
 /** Helper for back-ends: a Trace with one RankTrace per rank and the schedule's metadata. */
 Trace make_empty_trace(const Schedule& schedule, const std::string& engine);

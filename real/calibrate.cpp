@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <ctime>
 #include <limits>
 #include <map>
 #include <memory>
@@ -20,6 +19,7 @@
 #include "model/collective_algorithm.hpp"
 #include "model/error.hpp"
 #include "model/gemm_rate.hpp"
+#include "model/output_files.hpp"
 #include "model/op_time.hpp"
 #include "model/schedule.hpp"
 #include "model/strategies/strategy.hpp"
@@ -738,9 +738,7 @@ std::string describe_source(const Network& network, const Platform& base, const 
                             const CalibrationResult& result) {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
-  const std::time_t now = std::time(nullptr);
-  char date[32] = {};
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  const std::string date = utc_timestamp();
   const char* threads = std::getenv("OPENBLAS_NUM_THREADS");
   std::string text = fmt::format(
       "cnnpar calibrate on {} at {}, {} MPI ranks, {} comm progress, {} collectives, {} compute threads "

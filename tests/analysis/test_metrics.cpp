@@ -292,6 +292,8 @@ TEST_CASE("measurement warnings: a busy machine, a wide spread, shared memory on
   measured.metadata = {{"load_average", {1.2, 1.0, 1.0}}, {"cores", 2}};
   REQUIRE(measurement_warnings(&predicted, measured).size() == 1);
   CHECK(measurement_warnings(&predicted, measured)[0].find("load average 1.20 on 2 cores") != std::string::npos);
+  measured.metadata["load_average"] = {"high"};  // not a number: nothing recorded, nothing to say
+  CHECK(measurement_warnings(&predicted, measured).empty());
   measured.metadata["load_average"] = {0.9, 1.0, 1.0};
   CHECK(measurement_warnings(&predicted, measured).empty());
 
