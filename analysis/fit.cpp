@@ -83,6 +83,7 @@ const DefaultedField kDefaultedFields[] = {
     {"nodes.call_overhead", "s", [](const Platform& p) { return p.nodes.call_overhead_s; }},
     {"nodes.core_bandwidth", "Bps", [](const Platform& p) { return p.nodes.core_bandwidth_Bps; }},
     {"iteration_overhead", "s", [](const Platform& p) { return p.iteration_overhead_s; }},
+    {"input_per_image", "s", [](const Platform& p) { return p.input_per_image_s; }},
     {"network.reduction_rate", "Bps", [](const Platform& p) { return p.network.reduction_rate_Bps; }},
     {"network.busy_bandwidth_fraction", "", [](const Platform& p) { return p.network.busy_bandwidth_fraction; }},
 };

@@ -104,10 +104,10 @@ int calibrate(const CalibrateOptions& o) {
   std::printf("measured %s in %s progress with %s collectives; the rest is %s's\n", to_string(parts).c_str(),
               o.comm_progress.c_str(), o.collectives.c_str(), o.platform.c_str());
   std::printf("compute%s: %zu GEMM grid points, memory bandwidth %.3f GB/s, call overhead %.2f us, "
-              "iteration overhead %.3f ms%s\n",
+              "iteration overhead %.3f ms + %.1f us per image%s\n",
               parts.compute ? "" : " (from the base platform)", platform.measured_gemm_flops.size(),
               platform.nodes.memory_bandwidth_Bps / 1e9,
-              platform.nodes.call_overhead_s * 1e6, platform.iteration_overhead_s * 1e3,
+              platform.nodes.call_overhead_s * 1e6, platform.iteration_overhead_s * 1e3, platform.input_per_image_s * 1e6,
               platform.measured_op_s.empty() ? "" : fmt::format(", {} per-op overrides", platform.measured_op_s.size()).c_str());
   std::printf("network: latency %.3f us, bandwidth %.3f GB/s, reduction rate %.3f GB/s, %zu message-factor pieces%s\n",
               platform.network.latency_s * 1e6, platform.network.bandwidth_Bps / 1e9,

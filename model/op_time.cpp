@@ -66,6 +66,32 @@ double op_time_s(const Platform& platform, const Op& op, int rank) {
   return platform.kernel_time_s(op.kernel, op.flops, op.bytes, rank, link_bytes);
 }
 
+bool input_arrives_by_collective(const Schedule& schedule, int rank) {
+  for (const Collective& c : schedule.collectives)
+    if (c.payload == Payload::activations && !c.layers.empty() && c.layers.front() == 0 &&
+        (c.kind == CollectiveKind::send || c.kind == CollectiveKind::bcast) && c.root != rank &&
+        std::find(c.group.begin(), c.group.end(), rank) != c.group.end())
+      return true;
+  return false;
+}
+
+std::int64_t input_images(const Schedule& schedule, int rank) {
+  if (input_arrives_by_collective(schedule, rank)) return 0;
+  const Program& program = schedule.programs.at(std::size_t(rank));
+  if (!program.partitions.empty()) return program.partitions.front().batch.count;
+  for (const Op& op : program.ops)
+    if (op.kind == OpKind::compute && op.layer >= 0 && op.phase == Phase::forward) return op.batch;
+  return schedule.ranks() > 0 ? schedule.global_batch / schedule.ranks() : 0;
+}
+
+double iteration_overhead_s(const Platform& platform, std::int64_t images) {
+  return std::max(0.0, platform.iteration_overhead_s) + std::max(0.0, platform.input_per_image_s) * double(images);
+}
+
+double iteration_overhead_s(const Platform& platform, const Schedule& schedule, int rank) {
+  return iteration_overhead_s(platform, input_images(schedule, rank));
+}
+
 std::vector<std::string> calibration_warnings(const Platform& platform, const Schedule& schedule) {
   std::vector<std::string> warnings;
   if (platform.measured_gemm_flops.empty()) return warnings;

@@ -2,6 +2,7 @@
 // Duration of one compute op on one rank, shared by every simulating engine: the single
 // place that decides between a calibrated measurement and the roofline
 // (docs/formats.md "Compute time of an op").
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,22 @@ namespace cnnpar {
  *  operands over the host link: 4·(m·k + k·n + m·n) bytes for a GEMM, op.bytes for any
  *  other op. */
 double op_time_s(const Platform& platform, const Op& op, int rank);
+
+/** True when `rank`'s input arrives by a collective (a send or bcast of layer 0's activations
+ *  rooted elsewhere: a conv_split worker) instead of from the dataset. */
+bool input_arrives_by_collective(const Schedule& schedule, int rank);
+
+/** Images `rank` reads from the dataset each iteration: its slice of the first layer's batch
+ *  (the first forward op's batch for a program without partitions), 0 when its input arrives
+ *  by a collective. The executor reads exactly these (real/runtime.cpp). */
+std::int64_t input_images(const Schedule& schedule, int rank);
+
+/** Seconds a rank that reads `images` images spends at the start of each iteration outside
+ *  the schedule's ops: iteration_overhead + input_per_image · images. Unscaled by the node's
+ *  speed factor, as iteration_overhead always was. */
+double iteration_overhead_s(const Platform& platform, std::int64_t images);
+/** The same for `rank` of `schedule`: images = input_images(schedule, rank). */
+double iteration_overhead_s(const Platform& platform, const Schedule& schedule, int rank);
 
 /** One line per kind of extrapolation in `schedule` on `platform`: GEMM shapes outside the
  *  calibrated grid (their rates clamped to its nearest end), with a count and an example.

@@ -373,7 +373,7 @@ void parse_network(const JsonNode& node, NetworkSpec& network) {
 
 Platform parse_platform(const nlohmann::json& document, const std::string& file) {
   const JsonNode root(document, file);
-  root.check_keys({"name", "source", "nodes", "network", "comm_compute_slowdown", "iteration_overhead", "calibration"});
+  root.check_keys({"name", "source", "nodes", "network", "comm_compute_slowdown", "iteration_overhead", "input_per_image", "calibration"});
   Platform platform;
   platform.name = root.at("name").as_string();
   platform.source = root.string_or("source", "");
@@ -383,6 +383,8 @@ Platform parse_platform(const nlohmann::json& document, const std::string& file)
     platform.comm_compute_slowdown = root.at("comm_compute_slowdown").as_number_in(0, 100);
   if (root.has("iteration_overhead"))
     platform.iteration_overhead_s = root.at("iteration_overhead").as_quantity(Unit::time_s, true);
+  if (root.has("input_per_image"))
+    platform.input_per_image_s = root.at("input_per_image").as_quantity(Unit::time_s, true);
   if (root.has("calibration")) {
     const JsonNode calibration = root.at("calibration");
     calibration.check_keys({"op_seconds", "gemm_flops", "notes"});
@@ -485,6 +487,7 @@ nlohmann::json to_json(const Platform& platform) {
                              {"network", network},
                              {"comm_compute_slowdown", platform.comm_compute_slowdown}};
   if (platform.iteration_overhead_s > 0) document["iteration_overhead"] = fmt::format("{}s", platform.iteration_overhead_s);
+  if (platform.input_per_image_s > 0) document["input_per_image"] = fmt::format("{}s", platform.input_per_image_s);
   if (!platform.measured_op_s.empty() || !platform.measured_gemm_flops.empty()) {
     document["calibration"] = {{"gemm_flops", platform.measured_gemm_flops}};
     if (!platform.measured_op_s.empty()) document["calibration"]["op_seconds"] = platform.measured_op_s;

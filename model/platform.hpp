@@ -150,6 +150,10 @@ struct Platform {
   /** seconds every rank spends at the start of each iteration outside the schedule's ops
    *  (framework bookkeeping, data loading); JSON `iteration_overhead`. */
   double iteration_overhead_s = 0;
+  /** seconds every rank spends per image it reads from the dataset at the start of each
+   *  iteration, on top of iteration_overhead (model/op_time.hpp: iteration_overhead_s);
+   *  JSON `input_per_image` */
+  double input_per_image_s = 0;
   /** measured seconds per op label (`cnnpar calibrate --op-seconds`, or by hand): an explicit
    *  override of the op's modelled time, whatever its batch */
   std::map<std::string, double> measured_op_s;

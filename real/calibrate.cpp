@@ -175,7 +175,7 @@ void calibrate_compute(const Network& network, const Platform& base, const Calib
   std::map<std::string, std::pair<GemmShape, std::vector<double>>> gemm_seconds;  // by grid key; pooled
   std::vector<KernelSample> memory_samples;                                       // medians of the non-GEMM ops
   std::vector<std::pair<Op, double>> largest_ops;                                 // at the largest batch
-  std::vector<double> outside_ops_s;
+  std::vector<std::pair<double, double>> outside_ops_s;  // (per-rank batch, median seconds)
   double largest_iteration_s = 0;
   // Repeats are passes over every batch (alternately up and down) rather than consecutive
   // iterations of one batch: a burst of load on a shared machine then spoils one repeat of
@@ -217,7 +217,7 @@ void calibrate_compute(const Network& network, const Platform& base, const Calib
       if (largest) largest_ops.emplace_back(op, s.median);
       if (largest && o.op_seconds) platform.measured_op_s[label] = s.median;
     }
-    outside_ops_s.insert(outside_ops_s.end(), t.outside_ops_s.begin(), t.outside_ops_s.end());
+    if (!t.outside_ops_s.empty()) outside_ops_s.emplace_back(double(summary.batches[i]), median(t.outside_ops_s));
     if (largest) largest_iteration_s = median(t.iteration_s);
     say(o, fmt::format("compute: per-rank batch {:>5}: iteration {:.4f} s ({:.4f} s outside ops), median of {}",
                        summary.batches[i], median(t.iteration_s), median(t.outside_ops_s), t.iteration_s.size()));
@@ -250,13 +250,17 @@ void calibrate_compute(const Network& network, const Platform& base, const Calib
       platform.nodes.efficiency[kernel] = found == fit.efficiency.end() ? 1.0 : found->second;
     }
   }
-  // Time an iteration spends outside its ops (loading the batch, the loop itself).
-  if (!outside_ops_s.empty()) platform.iteration_overhead_s = std::max(0.0, median(outside_ops_s));
+  // Time an iteration spends outside its ops: the loop itself, and loading the batch.
+  if (!outside_ops_s.empty()) {
+    const InputTimeFit input = fit_input_time(outside_ops_s);
+    platform.iteration_overhead_s = input.overhead_s;
+    platform.input_per_image_s = input.per_image_s;
+  }
 
   summary.measured_iteration_s = largest_iteration_s;
   Platform check = platform;
   check.measured_op_s.clear();  // the model as it prices other batches
-  double modelled = check.iteration_overhead_s;
+  double modelled = iteration_overhead_s(check, summary.batches.back());
   for (const auto& [op, seconds] : largest_ops) {
     const double model_s = op_time_s(check, op, 0);
     modelled += model_s;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iterator>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <utility>
 
@@ -69,6 +70,18 @@ Line theil_sen(const std::vector<std::pair<double, double>>& points) {
   for (const auto& [x, y] : points) intercepts.push_back(y - line.slope * x);
   line.intercept = median_of(intercepts);
   return line;
+}
+
+InputTimeFit fit_input_time(const std::vector<std::pair<double, double>>& batch_outside_s) {
+  if (batch_outside_s.empty()) throw std::invalid_argument("no iteration was timed");
+  std::vector<double> times;
+  for (const auto& p : batch_outside_s) times.push_back(p.second);
+  std::set<double> batches;
+  for (const auto& p : batch_outside_s) batches.insert(p.first);
+  if (batches.size() < 2) return InputTimeFit{std::max(0.0, median_of(times)), 0};
+  const Line line = theil_sen(batch_outside_s);
+  if (line.slope <= 0) return InputTimeFit{std::max(0.0, median_of(times)), 0};
+  return InputTimeFit{std::max(0.0, line.intercept), line.slope};
 }
 
 LinkFit fit_link(const std::vector<std::pair<double, double>>& samples) {

@@ -700,7 +700,8 @@ int run_training(const Options& o, int rank, int size) {
       write_checkpoint_now(state);
     };
 
-  SleepBackend sleeper(s.platform, rank, s.interpreter.poll_interval_s > 0 ? s.interpreter.poll_interval_s : 1e-3);
+  SleepBackend sleeper(s.platform, rank, s.interpreter.poll_interval_s > 0 ? s.interpreter.poll_interval_s : 1e-3,
+                       iteration_overhead_s(s.platform, s.schedule, rank));
   std::optional<RealBackend> real;
   ComputeBackend* backend = &sleeper;
   if (s.runtime) {
@@ -898,9 +899,9 @@ void print_compute_calibration(const ComputeSummary& c, const Platform& p) {
   std::printf("cnnpar-run: GEMM grid: %d points (per-rank batches %lld..%lld), %d outlying repeats\n", c.gemm_points,
               static_cast<long long>(c.batches.front()), static_cast<long long>(c.batches.back()), c.gemm_outliers);
   std::printf("cnnpar-run: non-GEMM kernels: memory bandwidth %.3f GB/s, call overhead %.2f us (%d ops: %d outlying "
-              "repeats, %d ops beyond 3 MADs of the fit); iteration overhead %.3f ms\n",
+              "repeats, %d ops beyond 3 MADs of the fit); iteration overhead %.3f ms + %.1f us per image\n",
               p.nodes.memory_bandwidth_Bps / 1e9, p.nodes.call_overhead_s * 1e6, c.memory_points, c.op_outliers,
-              c.memory.outliers, p.iteration_overhead_s * 1e3);
+              c.memory.outliers, p.iteration_overhead_s * 1e3, p.input_per_image_s * 1e6);
   if (c.measured_iteration_s > 0)
     std::printf("cnnpar-run: iteration at per-rank batch %lld: measured %.4f s, modelled %.4f s (%+.1f %%)\n",
                 static_cast<long long>(c.batches.back()), c.measured_iteration_s, c.modelled_iteration_s,

@@ -59,12 +59,18 @@ CollectiveMode collective_mode_from_string(const std::string& text) {
   throw std::invalid_argument("expected mpi or p2p");
 }
 
-SleepBackend::SleepBackend(const Platform& platform, int rank, double slice_s)
-    : platform_(platform), rank_(rank), slice_s_(std::max(slice_s, 1e-6)) {}
+SleepBackend::SleepBackend(const Platform& platform, int rank, double slice_s, double iteration_overhead_s)
+    : platform_(platform), rank_(rank), slice_s_(std::max(slice_s, 1e-6)),
+      iteration_overhead_s_(std::max(0.0, iteration_overhead_s)) {}
+
+void SleepBackend::begin_iteration(int) { sleep_modelled(iteration_overhead_s_, {}); }
 
 void SleepBackend::run_compute(const Op& op, int, const std::function<void()>& poll) {
+  sleep_modelled(op_time_s(platform_, op, rank_), poll);
+}
+
+void SleepBackend::sleep_modelled(double modelled_s, const std::function<void()>& poll) {
   using clock = std::chrono::steady_clock;
-  const double modelled_s = op_time_s(platform_, op, rank_);
   const auto start = clock::now();
   const auto deadline = start + std::chrono::duration_cast<clock::duration>(
                                     std::chrono::duration<double>(std::max(0.0, modelled_s - late_s_)));
@@ -94,26 +100,37 @@ void SlowedBackend::run_compute(const Op& op, int iteration, const std::function
   }
 }
 
+std::vector<float> SleepBackend::take_buffer(std::int64_t count) {
+  const auto it = free_buffers_.find(count);
+  if (it == free_buffers_.end()) return std::vector<float>(std::size_t(count), 0.0f);
+  std::vector<float> buffer = std::move(it->second);
+  free_buffers_.erase(it);
+  return buffer;
+}
+
 CommBuffers SleepBackend::prepare(const Collective& c) {
   const CollectiveCounts counts = collective_counts(c, rank_);
-  auto& send = send_[c.id];
-  send.assign(std::size_t(counts.send), 0.0f);
+  auto& send = send_[c.id] = take_buffer(counts.send);
   CommBuffers out{send.data(), nullptr, counts.send, counts.recv};
   const bool in_place = c.kind == CollectiveKind::allreduce || c.kind == CollectiveKind::bcast ||
                         (c.kind == CollectiveKind::reduce && rank_ == c.root);
   if (in_place) {
     out.recv = send.data();
   } else {
-    auto& recv = recv_[c.id];
-    recv.assign(std::size_t(counts.recv), 0.0f);
+    auto& recv = recv_[c.id] = take_buffer(counts.recv);
     out.recv = recv.data();
   }
   return out;
 }
 
 void SleepBackend::complete(const Collective& c) {
-  send_.erase(c.id);
-  recv_.erase(c.id);
+  for (auto* buffers : {&send_, &recv_}) {
+    const auto it = buffers->find(c.id);
+    if (it == buffers->end()) continue;
+    const auto count = std::int64_t(it->second.size());
+    free_buffers_.emplace(count, std::move(it->second));
+    buffers->erase(it);
+  }
 }
 
 // ---------------------------------------------------------------------------------------

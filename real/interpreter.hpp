@@ -69,15 +69,20 @@ class ComputeBackend {
 
 /** Compute ops sleep for their modelled time on `platform` (cnnpar::op_time_s: calibrated
  *  op seconds, then calibrated GEMM rate, then roofline), in slices with `poll` between
- *  them; collectives move zero-filled buffers of the schedule's sizes. A sleep ends late
+ *  them; collectives move buffers of the schedule's sizes, zero-filled once and reused by
+ *  later collectives of the same size: allocating, zeroing and unmapping 39 MB per iteration
+ *  (vgg-a-32) made 4 ranks' posts take 38 ms on 2 cores, work a real run does not do (its
+ *  gradient collectives move the gradients in place). A sleep ends late
  *  (timer slack, wake-up: 15-90 us measured here), which over the many small ops of a network
  *  would add up; the lateness so far is taken off the next op's sleep, so the ops' total stays
  *  the modelled total within one op's lateness. */
 class SleepBackend : public ComputeBackend {
  public:
-  SleepBackend(const Platform& platform, int rank, double slice_s);
+  /** `iteration_overhead_s`: what the rank sleeps at the start of each iteration, the
+   *  engines' model/op_time.hpp iteration_overhead_s (a real run loads its batch then). */
+  SleepBackend(const Platform& platform, int rank, double slice_s, double iteration_overhead_s = 0);
   std::string mode() const override { return "sleep"; }
-  void begin_iteration(int) override {}
+  void begin_iteration(int iteration) override;
   void run_compute(const Op& op, int iteration, const std::function<void()>& poll) override;
   CommBuffers prepare(const Collective& collective) override;
   void complete(const Collective& collective) override;
@@ -86,8 +91,14 @@ class SleepBackend : public ComputeBackend {
   const Platform& platform_;
   int rank_;
   double slice_s_;
+  double iteration_overhead_s_ = 0;
   double late_s_ = 0;  ///< Σ (slept − modelled) over the ops so far, >= 0
-  std::map<int, std::vector<float>> send_, recv_;  // per collective id
+  /** sleeps `modelled_s` less the lateness so far, polling every slice */
+  void sleep_modelled(double modelled_s, const std::function<void()>& poll);
+  /** a completed collective's buffer of `count` floats, or a new zero-filled one */
+  std::vector<float> take_buffer(std::int64_t count);
+  std::map<int, std::vector<float>> send_, recv_;           // per collective id in flight
+  std::multimap<std::int64_t, std::vector<float>> free_buffers_;  // by float count
 };
 
 /** A genuinely slower rank (--slowdown RANK:FACTOR): each compute op runs on `inner`, then the

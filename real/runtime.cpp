@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "model/error.hpp"
+#include "model/op_time.hpp"
 #include "real/hash.hpp"
 #include "real/dataset.hpp"
 #include "real/kernels.hpp"
@@ -487,11 +488,7 @@ void Runtime::Impl::init(const Schedule& schedule) {
   if (label_range.count < N) loss_holders = 1;
   counts_correct = label_range.count < N || rank == lowest_holder;
   // The input arrives by a collective instead of the dataset (a conv_split worker).
-  for (const Collective& c : schedule.collectives)
-    if (c.payload == Payload::activations && !c.layers.empty() && c.layers.front() == 0 &&
-        std::find(c.group.begin(), c.group.end(), rank) != c.group.end() &&
-        (c.kind == CollectiveKind::send || c.kind == CollectiveKind::bcast) && c.root != rank)
-      reads_dataset = false;
+  reads_dataset = !input_arrives_by_collective(schedule, rank);
 
   // Parameter offsets: non-replicated layers first, then replicated ones, each in layer order,
   // so gradient chunks of adjacent layers are contiguous (in-place allreduce).

@@ -57,7 +57,8 @@ struct RankState : RatedWork {
   int waiting_on = -1;
   std::size_t wait_record = 0;
   // compute op in flight (time-ordered replay): RatedWork, rate 1 or 1/(1+slowdown)
-  bool overhead_due = true;  // iteration_overhead before the next op (program start, after a mark)
+  double overhead_s = 0;     // iteration_overhead_s(platform, schedule, rank)
+  bool overhead_due = true;  // that overhead before the next op (program start, after a mark)
   bool in_overhead = false;  // the timed interval in flight is that overhead, not an op
   std::vector<int> in_progress;  // started, unended collectives (dynamic collective rates)
   // communication engine
@@ -94,10 +95,10 @@ class Replay {
     busy_fraction_ = platform.network.busy_bandwidth_fraction;
     contention_ = platform.network.injection_contention && concurrency_ > 1;
     dynamic_rates_ = busy_fraction_ < 1.0 || contention_;
-    overhead_s_ = platform.iteration_overhead_s;
     if (dynamic_rates_) run_ahead_ = false;
 
     ranks_.resize(std::size_t(ranks));
+    for (int r = 0; r < ranks; ++r) ranks_[std::size_t(r)].overhead_s = iteration_overhead_s(platform, schedule, r);
     colls_.resize(schedule.collectives.size());
     std::size_t offset = 0;
     for (std::size_t c = 0; c < schedule.collectives.size(); ++c) {
@@ -260,12 +261,12 @@ class Replay {
       const Op& op = ops[rs.pc];
       if (rs.overhead_due && op.kind != OpKind::mark) {
         rs.overhead_due = false;
-        if (overhead_s_ > 0) {
+        if (rs.overhead_s > 0) {
           if (run_ahead_) {
-            rs.clock_s += overhead_s_;
+            rs.clock_s += rs.overhead_s;
           } else {
             rs.in_overhead = true;
-            start_timed(r, overhead_s_);
+            start_timed(r, rs.overhead_s);
           }
           continue;
         }
@@ -538,7 +539,6 @@ class Replay {
   double busy_fraction_ = 1;
   bool contention_ = false;
   bool dynamic_rates_ = false;
-  double overhead_s_ = 0;  // platform.iteration_overhead_s
   bool run_ahead_ = false;
   std::vector<int> representatives_;   // one rank per class; empty = replay every rank
   std::vector<int> representative_of_;  // per rank: its class representative

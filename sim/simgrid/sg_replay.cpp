@@ -161,7 +161,6 @@ class Replay {
     for (const Collective& c : schedule.collectives) algorithms_.push_back(resolve_algorithm(c, platform));
     overhead_s_ = platform.network.overhead_s;
     slowdown_ = platform.comm_compute_slowdown;
-    iteration_overhead_s_ = platform.iteration_overhead_s;
     busy_fraction_ = platform.network.busy_bandwidth_fraction;
     if (busy_fraction_ < 1 && hosts.size() >= 2) find_own_links(hosts);
     for (std::size_t r = 0; r < hosts.size(); ++r) {
@@ -262,11 +261,12 @@ class Replay {
     const auto& ops = schedule_.programs[std::size_t(st.rank)].ops;
     std::size_t next_compute = 0, next_mark = 0;
     const double host_speed = st.host->get_speed();
-    bool overhead_due = true;  // iteration_overhead before the first op of each iteration
+    const double overhead_s = iteration_overhead_s(platform_, schedule_, st.rank);
+    bool overhead_due = true;  // overhead_s before the first op of each iteration
     for (const Op& op : ops) {
       if (overhead_due && op.kind != OpKind::mark) {
         overhead_due = false;
-        occupy_cpu(st, iteration_overhead_s_, host_speed);
+        occupy_cpu(st, overhead_s, host_speed);
       }
       switch (op.kind) {
         case OpKind::compute: {
@@ -477,7 +477,6 @@ class Replay {
   std::vector<Algorithm> algorithms_;  ///< resolved algorithm per collective id
   double overhead_s_ = 0;
   double slowdown_ = 0;
-  double iteration_overhead_s_ = 0;
   double busy_fraction_ = 1;
 };
 

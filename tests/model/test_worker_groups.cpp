@@ -6,6 +6,7 @@
 #include <map>
 
 #include "model/error.hpp"
+#include "model/op_time.hpp"
 #include "model/scenarios.hpp"
 #include "model/strategies/strategy.hpp"
 
@@ -168,4 +169,29 @@ TEST_CASE("speedup baselines: one rank of dp for veeriah, one whole rank for con
   CHECK(s1.text("shares") == "uniform");  // a 3-rank list cannot describe one rank
   split.set("shares", "probe");
   CHECK(single_rank_baseline(split).text("shares") == "probe");
+}
+
+TEST_CASE("input images: the master reads the batch, conv_split's workers receive theirs") {
+  // conv_split over 3 ranks at batch 64: rank 0 (the master) reads all 64 images; the workers'
+  // input arrives by "send c1 input to R", so they read none. dp over 4 ranks: 16 each.
+  const Schedule split = build("marques-50-500", "conv_split", 3, 64, "shares", "uniform");
+  CHECK(input_images(split, 0) == 64);
+  CHECK(input_images(split, 1) == 0);
+  CHECK(input_images(split, 2) == 0);
+  CHECK_FALSE(input_arrives_by_collective(split, 0));
+  CHECK(input_arrives_by_collective(split, 2));
+  StrategyOptions o;
+  o.name = "dp";
+  o.ranks = 4;
+  o.global_batch = 64;
+  o.iterations = 2;
+  o.warmup_iterations = 0;
+  const Schedule dp = build_schedule(load_network("marques-50-500"), load_platform("cori-haswell"), o);
+  for (int r = 0; r < 4; ++r) CHECK(input_images(dp, r) == 16);
+  // iteration_overhead + input_per_image · images: 1e-3 + 2e-4 · 64 = 13.8e-3 s on the master.
+  Platform platform;
+  platform.iteration_overhead_s = 1e-3;
+  platform.input_per_image_s = 2e-4;
+  CHECK(iteration_overhead_s(platform, split, 0) == Approx(13.8e-3));
+  CHECK(iteration_overhead_s(platform, split, 1) == Approx(1e-3));
 }

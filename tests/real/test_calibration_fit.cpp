@@ -51,6 +51,34 @@ TEST_CASE("link fit: too few sizes or no slope is an error") {
   CHECK_THROWS_AS(fit_link({{1 * MiB, 1e-3}, {4 * MiB, 1e-3}}), std::invalid_argument);
 }
 
+TEST_CASE("input time: the iteration's time outside its ops is a line in the per-rank batch") {
+  // t(b) = 25 us + 89.5 us · b at b = 1..64 (this machine: 0.1 ms at 1 image, 5.7 ms at 64), the
+  // batch-8 median 4 times too slow: Theil–Sen gives back 25 us and 89.5 us.
+  constexpr double kOverhead_s = 25e-6, kPerImage_s = 89.5e-6;
+  constexpr double kTolerance = 1e-9;  // relative: exact points, one wild
+  std::vector<std::pair<double, double>> points;
+  for (double b = 1; b <= 64; b *= 2) points.emplace_back(b, (kOverhead_s + kPerImage_s * b) * (b == 8 ? 4 : 1));
+  const InputTimeFit fit = fit_input_time(points);
+  CHECK(fit.overhead_s == Approx(kOverhead_s).epsilon(kTolerance));
+  CHECK(fit.per_image_s == Approx(kPerImage_s).epsilon(kTolerance));
+}
+
+TEST_CASE("input time: a falling line, one batch or a negative intercept") {
+  // Falling: noise, so no per-image time and the median 2 ms as the overhead.
+  const InputTimeFit falling = fit_input_time({{1, 3e-3}, {2, 2e-3}, {4, 1e-3}});
+  CHECK(falling.per_image_s == 0);
+  CHECK(falling.overhead_s == Approx(2e-3));
+  // One batch: its median time, no slope.
+  const InputTimeFit one = fit_input_time({{16, 1.5e-3}, {16, 1.7e-3}, {16, 1.6e-3}});
+  CHECK(one.per_image_s == 0);
+  CHECK(one.overhead_s == Approx(1.6e-3));
+  // t = −1e-4 + 1e-4 · b: the intercept is clamped to 0, the slope kept.
+  const InputTimeFit negative = fit_input_time({{2, 1e-4}, {4, 3e-4}, {8, 7e-4}});
+  CHECK(negative.overhead_s == 0);
+  CHECK(negative.per_image_s == Approx(1e-4));
+  CHECK_THROWS_AS(fit_input_time({}), std::invalid_argument);
+}
+
 TEST_CASE("message factors: the engines' pricing reproduces a piecewise curve") {
   // alpha = 10 us, beta = 1 GB/s; the true per-message time has three regimes:
   //   n <  64 KiB: alpha·1  + n/(beta·2)

@@ -80,6 +80,33 @@ TEST_CASE("iteration overhead is paid once at the start of every iteration", "[s
   }
 }
 
+TEST_CASE("the input time grows with the images each rank reads", "[simgrid][mechanisms]") {
+  // overhead a = 1e-3 s + b = 2e-4 s per image read. Rank 0's forward op takes 3 images, rank 1's
+  // 1 (model/op_time.hpp: input_images): per iteration 2e-3 s of compute plus 1.6e-3 s on rank 0,
+  // 1.2e-3 s on rank 1. No collective joins them: rank 0 marks at 3.6e-3 and 7.2e-3 s, rank 1
+  // at 3.2e-3 and 6.4e-3 s.
+  const auto images_op = [](std::int64_t images) {
+    return Op::compute_op("conv1.fwd", 0, Phase::forward, KernelClass::gemm, 2e-3 * 5e11, 0.0, images);
+  };
+  Schedule schedule = empty_schedule(2);
+  schedule.iterations = 2;
+  schedule.global_batch = 4;
+  for (int r = 0; r < 2; ++r) {
+    const Op op = images_op(r == 0 ? 3 : 1);
+    schedule.programs[std::size_t(r)].ops = {op, Op::mark_op(0), op, Op::mark_op(1)};
+  }
+  Platform platform = crossbar(2);
+  platform.iteration_overhead_s = 1e-3;
+  platform.input_per_image_s = 2e-4;
+  const auto [analytic, simgrid] = both(schedule, platform);
+  for (const Trace* trace : {&analytic, &simgrid}) {
+    CHECK(trace->ranks[0].marks.at(0).time_s == Approx(3.6e-3).epsilon(kHandTolerance));
+    CHECK(trace->ranks[0].marks.at(1).time_s == Approx(7.2e-3).epsilon(kHandTolerance));
+    CHECK(trace->ranks[1].marks.at(0).time_s == Approx(3.2e-3).epsilon(kHandTolerance));
+    CHECK(trace->ranks[1].marks.at(1).time_s == Approx(6.4e-3).epsilon(kHandTolerance));
+  }
+}
+
 TEST_CASE("a collective advances at the busy fraction while a member computes", "[simgrid][mechanisms]") {
   // 2 ranks, latency 0: a ring allreduce of 2.5e6 B is 2 rounds of 1.25e6 B at 1.25e9 B/s: D = 2e-3 s.
   // Posted, then 1e-3 s of compute, then a wait. At fraction f = 0.25 it moves 0.25·1e-3 s of its
