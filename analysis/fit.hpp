@@ -52,7 +52,8 @@ struct FreeParameter {
 /** Resolves "PATH" or "PATH=START" against a platform document read from `file`: the start is
  *  START (in the platform's units, "1Gbps"), else the value the platform has at PATH, else the
  *  documented default of an absent optional field (nodes.efficiency.CLASS: default_efficiency;
- *  nodes.call_overhead, nodes.core_bandwidth, iteration_overhead, network.reduction_rate: 0;
+ *  nodes.call_overhead, nodes.core_bandwidth, iteration_overhead, input_per_image,
+ *  network.reduction_rate: 0;
  *  network.busy_bandwidth_fraction: 1). A fraction that starts on its bound 1 starts at 0.5
  *  (a logit cannot leave 1), said in `note`.
  *  @throws InputError(origin, flag, text, reason) for a strategy option, a path the platform

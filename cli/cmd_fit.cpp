@@ -238,7 +238,7 @@ Runner add_fit_command(CLI::App& app) {
                   "platform paths to fit, as --set names them, comma-separated or repeated: PATH or PATH=START "
                   "(START in the platform's units, e.g. network.reduction_rate=5GBps; needed when the value is 0); "
                   "e.g. network.bandwidth,nodes.efficiency.gemm,network.latency,nodes.call_overhead,"
-                  "iteration_overhead,network.reduction_rate,network.busy_bandwidth_fraction")
+                  "iteration_overhead,input_per_image,network.reduction_rate,network.busy_bandwidth_fraction")
       ->required()
       ->type_name("PATH[=START]");
   sub->add_option("--study", o->studies,
