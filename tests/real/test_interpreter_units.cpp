@@ -142,9 +142,11 @@ TEST_CASE("sleep compute: a later collective of the same size reuses a completed
   const CommBuffers a = backend.prepare(first);
   CHECK(a.send == a.recv);  // in place
   CHECK(a.send_count == 1000000);
+  a.send[0] = 7.0f;  // a fresh or re-zeroed buffer would not keep it, even at the same address
   backend.complete(first);
   const CommBuffers b = backend.prepare(second);
   CHECK(b.send == a.send);  // the completed buffer again
+  CHECK(b.send[0] == 7.0f);
   const CommBuffers c = backend.prepare(other);
   CHECK(c.send != b.send);  // another size, in flight beside it
   CHECK(c.send_count == 2000000);
