@@ -19,13 +19,17 @@ plot_markup() {  # plot_markup DOM PLOT
 browse() {  # browse OUTPUT_PREFIX FILE: DOM, console log and screenshot of one page
   local prefix=$1 page=$2
   # A loaded machine (ctest -j2 beside other tests) can make Chromium dump the DOM before the
-  # page is whole: dump again until it ends with the document's closing tag.
-  local attempt
-  for attempt in 1 2 3; do
+  # parser has reached the end of a large page; the dump is then still closed by </html>. Dump
+  # again until it holds the page's last paragraph.
+  local attempt last
+  last=$(grep -o '<p class="note">[^<]*' "$page" | tail -n 1)
+  [ -n "$last" ] || { echo "report_html: $page has no closing note" >&2; exit 1; }
+  for attempt in 1 2 3 4 5; do
     "$chromium" --headless --no-sandbox --disable-gpu --hide-scrollbars --virtual-time-budget=3000 \
       --enable-logging=stderr --v=0 --dump-dom "file://$page" > "$prefix.dom" 2> "$prefix.log"
-    grep -q '</html>' "$prefix.dom" && break
+    grep -qF "$last" "$prefix.dom" && break
     echo "report_html: $page: incomplete DOM (attempt $attempt), dumping again" >&2
+    [ $attempt -lt 5 ] || { echo "report_html: $page: the DOM never held the whole page" >&2; exit 1; }
   done
   "$chromium" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1200,2400 \
     --screenshot="$prefix.png" "file://$page" > /dev/null 2>&1
