@@ -18,9 +18,8 @@ plot_markup() {  # plot_markup DOM PLOT
 }
 browse() {  # browse OUTPUT_PREFIX FILE: DOM, console log and screenshot of one page
   local prefix=$1 page=$2
-  # A loaded machine (ctest -j2 beside other tests) can make Chromium dump the DOM before the
-  # parser has reached the end of a large page; the dump is then still closed by </html>. Dump
-  # again until it holds the page's last paragraph.
+  # A DOM dumped before the page was whole would still be closed by </html>: dump again until
+  # it holds the page's last paragraph.
   local attempt last
   last=$(grep -o '<p class="note">[^<]*' "$page" | tail -n 1)
   [ -n "$last" ] || { echo "report_html: $page has no closing note" >&2; exit 1; }
@@ -48,16 +47,18 @@ for page in "$work"/reports/*/index.html; do
   # Every plot container holds an SVG with drawn paths: the speedup, the overlap ratio and the timeline.
   for plot in speedup.svg overlap.svg timeline.svg; do
     body=$(plot_markup "$dom" "$plot")
-    echo "$body" | grep -q '<svg' || { echo "report_html: $study: no $plot in the page" >&2; exit 1; }
-    [ "$(echo "$body" | grep -c '<path')" -gt 3 ] || { echo "report_html: $study: $plot is empty" >&2; exit 1; }
+    # A here-string, not echo | grep -q: grep -q stops at the first match, and with pipefail
+    # the echo still writing a large SVG (over a pipe buffer) then fails the check (SIGPIPE).
+    grep -q '<svg' <<< "$body" || { echo "report_html: $study: no $plot in the page" >&2; exit 1; }
+    [ "$(grep -c '<path' <<< "$body")" -gt 3 ] || { echo "report_html: $study: $plot is empty" >&2; exit 1; }
   done
   # The paper's published speedups, where the study has some (its report.md then compares
   # them; published iteration times are compared in the table only): a plot group titled
   # "paper: ..." with markers in it.
   if grep -Eq '^\| .* \| (speedup at [0-9]+ nodes|maximum speedup) \|' "$(dirname "$page")/report.md"; then
     speedup=$(plot_markup "$dom" speedup.svg)
-    echo "$speedup" | grep -q '<title>paper: ' || { echo "report_html: $study: no paper markers" >&2; exit 1; }
-    echo "$speedup" | awk '/<title>paper: / {paper = 1} paper && /<use / {found = 1} END {exit !found}' ||
+    grep -q '<title>paper: ' <<< "$speedup" || { echo "report_html: $study: no paper markers" >&2; exit 1; }
+    awk '/<title>paper: / {paper = 1} paper && /<use / {found = 1} END {exit !found}' <<< "$speedup" ||
       { echo "report_html: $study: the paper's group draws no marker" >&2; exit 1; }
     with_paper=$((with_paper + 1))
   fi
