@@ -109,9 +109,11 @@ int calibrate(const CalibrateOptions& o) {
               platform.nodes.memory_bandwidth_Bps / 1e9,
               platform.nodes.call_overhead_s * 1e6, platform.iteration_overhead_s * 1e3, platform.input_per_image_s * 1e6,
               platform.measured_op_s.empty() ? "" : fmt::format(", {} per-op overrides", platform.measured_op_s.size()).c_str());
-  std::printf("network: latency %.3f us, bandwidth %.3f GB/s, reduction rate %.3f GB/s, %zu message-factor pieces%s\n",
+  std::printf("network: latency %.3f us, bandwidth %.3f GB/s, reduction rate %.3f GB/s, %zu message-factor pieces, "
+              "size factors for %zu collective kinds%s\n",
               platform.network.latency_s * 1e6, platform.network.bandwidth_Bps / 1e9,
               platform.network.reduction_rate_Bps / 1e9, platform.network.message_factors.size(),
+              platform.network.kind_size_factors.size(),
               nodes >= 2 && parts.network ? " (measured)" : " (from the base platform)");
   std::printf("progress: comm_compute_slowdown %.3f, network.busy_bandwidth_fraction %.3f%s\n",
               platform.comm_compute_slowdown, platform.network.busy_bandwidth_fraction,

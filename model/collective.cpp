@@ -217,17 +217,21 @@ CollectivePlan plan_collective(const Collective& c, Algorithm algorithm, int i) 
   return plan;
 }
 
-double step_time_s(const CollectiveStep& step, const NetworkSpec& network) {
+double step_size_factor(const Collective& collective, const NetworkSpec& network) {
+  return network.kind_size_factor(to_string(collective.kind), collective.bytes);
+}
+
+double step_time_s(const CollectiveStep& step, const NetworkSpec& network, double size_factor) {
   const double sent = step.send_to >= 0 ? step.send_bytes : 0.0;
   const double received = step.receive_from >= 0 ? step.receive_bytes : 0.0;
-  double seconds = network.message_time_s(std::max(sent, received));
+  double seconds = network.message_time_s(size_factor * std::max(sent, received));
   if (step.reduce && network.reduction_rate_Bps > 0) seconds += received / network.reduction_rate_Bps;
   return seconds;
 }
 
-double steps_time_s(const CollectivePlan& plan, const NetworkSpec& network) {
+double steps_time_s(const CollectivePlan& plan, const NetworkSpec& network, double size_factor) {
   double total_s = 0;
-  for (const CollectiveStep& step : plan.steps) total_s += step_time_s(step, network);
+  for (const CollectiveStep& step : plan.steps) total_s += step_time_s(step, network, size_factor);
   return total_s;
 }
 

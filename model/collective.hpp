@@ -80,14 +80,19 @@ CollectivePlan plan_collective(const Collective& collective, Algorithm algorithm
  *  otherwise (the other algorithms are symmetric). */
 int critical_member(const Collective& collective);
 
-/** Seconds of one round: its larger message on a full-duplex link,
- *  network.message_time_s(max(send, receive bytes)) (α·latency factor + n/(β·bandwidth
- *  factor)), plus received bytes / network.reduction_rate when the round reduces. */
-double step_time_s(const CollectiveStep& step, const NetworkSpec& network);
-/** Σ of step_time_s over the steps of a member. With no message factors and free reductions
- *  this is Σ α + max(send, receive bytes)/β, for the critical member the closed form of each
- *  algorithm (sim/analytic/collective_cost.hpp). */
-double steps_time_s(const CollectivePlan& plan, const NetworkSpec& network);
+/** The size factor of `collective`'s steps: network.kind_size_factor(kind, collective.bytes).
+ *  Both engines price every step of the collective as a message this many times its size. */
+double step_size_factor(const Collective& collective, const NetworkSpec& network);
+
+/** Seconds of one round: its larger message on a full-duplex link, scaled by the
+ *  collective's step_size_factor, network.message_time_s(size_factor · max(send, receive
+ *  bytes)) (α·latency factor + n/(β·bandwidth factor)), plus received bytes /
+ *  network.reduction_rate when the round reduces (the arithmetic is not scaled). */
+double step_time_s(const CollectiveStep& step, const NetworkSpec& network, double size_factor = 1);
+/** Σ of step_time_s over the steps of a member. With no message factors, size factor 1 and
+ *  free reductions this is Σ α + max(send, receive bytes)/β, for the critical member the
+ *  closed form of each algorithm (sim/analytic/collective_cost.hpp). */
+double steps_time_s(const CollectivePlan& plan, const NetworkSpec& network, double size_factor = 1);
 /** The pure α-β case of steps_time_s. */
 double steps_time_s(const CollectivePlan& plan, double alpha_s, double beta_Bps);
 

@@ -91,8 +91,25 @@ MessageFactor NetworkSpec::message_factor(double bytes) const {
 }
 
 double NetworkSpec::message_time_s(double bytes) const {
-  const MessageFactor piece = message_factor(bytes);
-  return alpha_s() * piece.latency_factor + bytes / (bandwidth_Bps * piece.bandwidth_factor);
+  return alpha_s() * message_factor(bytes).latency_factor + transfer_time_s(bytes);
+}
+
+double NetworkSpec::transfer_time_s(double bytes) const {
+  return bytes / (bandwidth_Bps * message_factor(bytes).bandwidth_factor);
+}
+
+double NetworkSpec::kind_size_factor(const std::string& kind, double bytes) const {
+  const auto found = kind_size_factors.find(kind);
+  if (found == kind_size_factors.end() || found->second.empty()) return 1.0;
+  const std::vector<KindSizeFactor>& points = found->second;
+  if (bytes <= points.front().bytes) return points.front().factor;
+  if (bytes >= points.back().bytes) return points.back().factor;
+  const auto upper = std::upper_bound(points.begin(), points.end(), bytes,
+                                      [](double n, const KindSizeFactor& point) { return n < point.bytes; });
+  const KindSizeFactor& a = *(upper - 1);
+  const KindSizeFactor& b = *upper;
+  const double t = std::log2(bytes / a.bytes) / std::log2(b.bytes / a.bytes);
+  return a.factor + t * (b.factor - a.factor);
 }
 
 bool DeviceSpec::runs(KernelClass kernel) const { return std::binary_search(kernels.begin(), kernels.end(), kernel); }
@@ -314,9 +331,33 @@ void parse_message_factors(const JsonNode& list, NetworkSpec& network) {
   }
 }
 
+void parse_kind_size_factors(const JsonNode& table, NetworkSpec& network) {
+  for (const std::string& kind : table.keys()) {
+    const JsonNode list = table.at(kind);
+    if (std::find(std::begin(kCollectiveKindNames), std::end(kCollectiveKindNames), kind) == std::end(kCollectiveKindNames))
+      throw InputError(list.file(), list.path(), kind,
+                       "unknown collective kind (expected allreduce, allgather, reduce_scatter, bcast, reduce, "
+                       "gather, scatter, alltoall or send)");
+    std::vector<KindSizeFactor>& points = network.kind_size_factors[kind];
+    for (const JsonNode& item : list.items()) {
+      item.check_keys({"bytes", "factor"});
+      KindSizeFactor point;
+      point.bytes = item.at("bytes").as_quantity(Unit::size_bytes);
+      if (!points.empty() && !(point.bytes > points.back().bytes))
+        item.at("bytes").fail("points must be in increasing order of size");
+      const JsonNode factor = item.at("factor");
+      point.factor = factor.as_number();
+      if (!(point.factor >= kMinKindSizeFactor && point.factor <= kMaxKindSizeFactor))
+        factor.fail(fmt::format("a size factor must be in [{:g}, {:g}]", kMinKindSizeFactor, kMaxKindSizeFactor));
+      points.push_back(point);
+    }
+    if (points.empty()) list.fail("a kind's size factors need at least one point");
+  }
+}
+
 void parse_network(const JsonNode& node, NetworkSpec& network) {
   node.check_keys({"topology", "bandwidth", "latency", "overhead", "algorithms", "collective_concurrency",
-                   "fat_tree", "torus", "dragonfly", "element_bytes", "message_factors", "reduction_rate",
+                   "fat_tree", "torus", "dragonfly", "element_bytes", "message_factors", "kind_size_factors", "reduction_rate",
                    "busy_bandwidth_fraction", "injection_contention"});
   if (node.has("topology")) {
     const JsonNode value = node.at("topology");
@@ -348,6 +389,7 @@ void parse_network(const JsonNode& node, NetworkSpec& network) {
     network.collective_concurrency = int(node.at("collective_concurrency").as_int_in(1, limits::kMaxIndex));
   if (node.has("element_bytes")) network.element_bytes = int(node.at("element_bytes").as_int_in(1, 64));
   if (node.has("message_factors")) parse_message_factors(node.at("message_factors"), network);
+  if (node.has("kind_size_factors")) parse_kind_size_factors(node.at("kind_size_factors"), network);
   if (node.has("reduction_rate")) network.reduction_rate_Bps = node.at("reduction_rate").as_quantity(Unit::bandwidth_Bps, true);
   if (node.has("busy_bandwidth_fraction")) {
     const JsonNode value = node.at("busy_bandwidth_fraction");
@@ -472,6 +514,15 @@ nlohmann::json to_json(const Platform& platform) {
       network["message_factors"].push_back({{"from", fmt::format("{}B", piece.from_bytes)},
                                             {"latency", piece.latency_factor},
                                             {"bandwidth", piece.bandwidth_factor}});
+  }
+  if (!platform.network.kind_size_factors.empty()) {
+    nlohmann::json table = nlohmann::json::object();
+    for (const auto& [kind, points] : platform.network.kind_size_factors) {
+      table[kind] = nlohmann::json::array();
+      for (const KindSizeFactor& point : points)
+        table[kind].push_back({{"bytes", fmt::format("{}B", point.bytes)}, {"factor", point.factor}});
+    }
+    network["kind_size_factors"] = table;
   }
   if (platform.network.reduction_rate_Bps > 0)
     network["reduction_rate"] = fmt::format("{}Bps", platform.network.reduction_rate_Bps);

@@ -100,6 +100,18 @@ struct MessageFactor {
   double bandwidth_factor = 1;
 };
 
+/** One point of a collective kind's size factor: the steps of a collective of that kind and
+ *  `bytes` bytes (Collective::bytes) are priced as messages `factor` times their own size.
+ *  A kind's implementation (MPI's, or the executor's own point-to-point steps) moves its
+ *  bytes more or less efficiently than one link model prices its steps; calibration measures
+ *  by how much, kind by kind. */
+struct KindSizeFactor {
+  double bytes = 0;   ///< collective size (bytes)
+  double factor = 1;  ///< multiplier on the bytes of every step
+};
+/** The range a platform file accepts for KindSizeFactor::factor. */
+inline constexpr double kMinKindSizeFactor = 0.01, kMaxKindSizeFactor = 100;
+
 struct NetworkSpec {
   Topology topology = Topology::crossbar;
   double bandwidth_Bps = 1.25e9;  ///< bandwidth of one node link (bytes per second)
@@ -117,6 +129,10 @@ struct NetworkSpec {
   std::string dragonfly;   ///< e.g. "3,4;4,3;5,1;2"
   /** Sorted by from_bytes, the first at 0; empty = factors of 1 (pure α-β). */
   std::vector<MessageFactor> message_factors;
+  /** Per kind name ("allreduce", ...): points sorted by bytes. Between two points the factor
+   *  is linear in log2(bytes); before the first and after the last it is theirs. A kind not
+   *  listed has factor 1. */
+  std::map<std::string, std::vector<KindSizeFactor>> kind_size_factors;
   /** Bytes per second a rank adds when a collective step reduces what it received
    *  (allreduce, reduce_scatter, reduce); 0 = the arithmetic is free. */
   double reduction_rate_Bps = 0;
@@ -132,8 +148,13 @@ struct NetworkSpec {
   double alpha_s() const { return latency_s + overhead_s; }
   /** The piece of message_factors for an `bytes`-byte message (factors of 1 when empty). */
   MessageFactor message_factor(double bytes) const;
-  /** Seconds of one `bytes`-byte message: alpha·latency_factor + bytes/(bandwidth·bandwidth_factor). */
+  /** Seconds of one `bytes`-byte message: alpha·latency_factor + transfer_time_s(bytes). */
   double message_time_s(double bytes) const;
+  /** The part of message_time_s that grows with the bytes: bytes/(bandwidth·bandwidth_factor). */
+  double transfer_time_s(double bytes) const;
+  /** The size factor of a collective of kind `kind` ("allreduce", ...) and `bytes` bytes
+   *  (kind_size_factors; 1 for a kind not listed). */
+  double kind_size_factor(const std::string& kind, double bytes) const;
 };
 
 /** The MPI executor trains FP32 and sends FP32: cnnpar-run and `cnnpar run` set a loaded

@@ -101,6 +101,25 @@ LinkFit fit_link(const std::vector<std::pair<double, double>>& samples) {
   return LinkFit{std::max(0.0, latency_s), 1.0 / large.slope};
 }
 
+std::vector<KindSizeFactor> fit_kind_size_factors(std::vector<KindSample> samples, double min_transfer_share) {
+  std::sort(samples.begin(), samples.end(), [](const KindSample& a, const KindSample& b) { return a.bytes < b.bytes; });
+  const auto qualifies = [&](const KindSample& s) {
+    return s.bytes > 0 && s.measured_s > 0 && std::isfinite(s.measured_s) && s.priced_s > 0 && s.transfer_s > 0 &&
+           s.transfer_s >= min_transfer_share * s.priced_s;
+  };
+  std::size_t first = samples.size();  // the run of qualifying sizes is [first, end)
+  while (first > 0 && qualifies(samples[first - 1])) --first;
+  if (samples.size() - first < 2) return {};
+  std::vector<KindSizeFactor> points;
+  if (first > 0) points.push_back(KindSizeFactor{samples[first - 1].bytes, 1.0});
+  for (std::size_t i = first; i < samples.size(); ++i) {
+    const KindSample& s = samples[i];
+    const double factor = 1.0 + (s.measured_s - s.priced_s) / s.transfer_s;
+    points.push_back(KindSizeFactor{s.bytes, std::clamp(factor, kMinKindSizeFactor, kMaxKindSizeFactor)});
+  }
+  return points;
+}
+
 std::vector<MessageFactor> fit_message_factors(const std::vector<StepSample>& samples, double alpha_s,
                                                double beta_Bps, double tolerance) {
   if (samples.empty()) throw std::invalid_argument("message factors need samples");

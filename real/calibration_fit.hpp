@@ -86,6 +86,24 @@ struct StepSample {
 std::vector<MessageFactor> fit_message_factors(const std::vector<StepSample>& samples, double alpha_s,
                                                double beta_Bps, double tolerance = 0.05);
 
+/** One calibrated collective size of a kind: the median measured seconds, the seconds its
+ *  steps are priced at size factor 1 (steps_time_s) and the part of those that grows with
+ *  the bytes (Σ NetworkSpec::transfer_time_s of the steps). */
+struct KindSample {
+  double bytes = 0;  ///< Collective::bytes
+  double measured_s = 0;
+  double priced_s = 0;
+  double transfer_s = 0;
+};
+/** A kind's NetworkSpec::kind_size_factors from its samples. The largest sizes whose transfer
+ *  part is at least `min_transfer_share` of their priced time (a contiguous run from the
+ *  largest down) each get the factor f with priced + (f − 1)·transfer = measured, clamped to
+ *  [kMinKindSizeFactor, kMaxKindSizeFactor] (first order: the message factors of the
+ *  unscaled size); the size just below the run keeps factor 1, so the start-up-bound sizes
+ *  keep the link fit's pricing. Empty when fewer than two sizes qualify. Samples need not be
+ *  sorted. */
+std::vector<KindSizeFactor> fit_kind_size_factors(std::vector<KindSample> samples, double min_transfer_share);
+
 /** Non-GEMM kernels: t = overhead_s + bytes / bandwidth_Bps. */
 struct MemoryFit {
   double overhead_s = 0;

@@ -921,6 +921,11 @@ void print_network_calibration(const CalibrationResult& result) {
               p.network.message_factors.size());
   for (const MessageFactor& f : p.network.message_factors)
     std::printf("  from %12.0f B: latency x %.3f, bandwidth x %.3f\n", f.from_bytes, f.latency_factor, f.bandwidth_factor);
+  for (const auto& [kind, points] : p.network.kind_size_factors) {
+    std::printf("  %s steps priced as messages of", kind.c_str());
+    for (const KindSizeFactor& point : points) std::printf(" %.0f B: x %.3f;", point.bytes, point.factor);
+    std::printf(" their size\n");
+  }
   std::printf("%-15s %12s %12s %12s %8s %9s\n", "collective", "bytes", "measured s", "modelled s", "error %", "outliers");
   for (const CollectiveCurve& curve : result.collectives) {
     double worst = 0;

@@ -56,7 +56,7 @@ double collective_time_s(const Collective& collective, const Platform& platform)
   // closed forms above are what this sums to (tests/sim/test_collective_cost.cpp).
   const CollectivePlan plan =
       plan_collective(collective, resolve_algorithm(collective, platform), critical_member(collective));
-  return steps_time_s(plan, platform.network);
+  return steps_time_s(plan, platform.network, step_size_factor(collective, platform.network));
 }
 
 }  // namespace cnnpar::analytic

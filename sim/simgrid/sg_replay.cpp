@@ -409,6 +409,7 @@ class Replay {
     const CollectivePlan plan = plan_collective(c, algorithms_[std::size_t(id)], int(position - c.group.begin()));
     const std::vector<CollectiveStep>& steps = plan.steps;
     const int batch = ring_batch(int(steps.size()));
+    const double size_factor = step_size_factor(c, platform_.network);  // as step_time_s prices it
     for (std::size_t k = 0; k < steps.size();) {
       const CollectiveStep& step = steps[k];
       if (step.send_to < 0) {
@@ -420,7 +421,7 @@ class Replay {
       }
       const int to = c.group[std::size_t(step.send_to)];
       if (step.receive_from < 0) {
-        send(pair_mailbox(id, me, to), step.send_bytes, me, to);
+        send(pair_mailbox(id, me, to), size_factor * step.send_bytes, me, to);
         ++k;
         continue;
       }
@@ -438,8 +439,8 @@ class Replay {
         extra_s = double(g - 1) * (route_latency_s + overhead_s_);
       }
       const int from = c.group[std::size_t(step.receive_from)];
-      send_receive(pair_mailbox(id, me, to), double(g) * step.send_bytes, pair_mailbox(id, from, me), me, to, from,
-                   extra_s);
+      send_receive(pair_mailbox(id, me, to), size_factor * double(g) * step.send_bytes, pair_mailbox(id, from, me), me,
+                   to, from, extra_s);
       reduce_received(step, g);
       k += g;
     }
@@ -451,9 +452,10 @@ class Replay {
     CNNPAR_ASSERT(c.group.size() == 2, "send needs a group of two ranks");
     if (st.rank == c.root) {
       const int destination = c.group[0] == c.root ? c.group[1] : c.group[0];
-      if (overhead_s_ > 0) sg4::this_actor::sleep_for(message_overhead_s(c.bytes));
+      const double bytes = step_size_factor(c, platform_.network) * c.bytes;  // as step_time_s prices it
+      if (overhead_s_ > 0) sg4::this_actor::sleep_for(message_overhead_s(bytes));
       start_message(st.rank, destination,
-                    [&] { return inbox(destination)->put_async(const_cast<int*>(&c.id), message_size(c.bytes)); })
+                    [&] { return inbox(destination)->put_async(const_cast<int*>(&c.id), message_size(bytes)); })
           ->wait();
       return;
     }

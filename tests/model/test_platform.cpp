@@ -375,6 +375,41 @@ TEST_CASE("mechanism parameters parse, round-trip and price a message") {
   CHECK(again.iteration_overhead_s == Approx(2e-3));
 }
 
+TEST_CASE("kind size factors parse, round-trip and interpolate in log2 of the collective's size") {
+  nlohmann::json document = minimal_platform();
+  document["network"]["kind_size_factors"] = {
+      {"allgather", {{{"bytes", "1MiB"}, {"factor", 1.0}}, {{"bytes", "4MiB"}, {"factor", 1.4}}}}};
+  const Platform platform = parse_platform(document, "p.json");
+  const NetworkSpec& net = platform.network;
+  // 2 MiB is halfway between 1 and 4 MiB in log2: 1.0 + 0.5·(1.4 − 1.0) = 1.2.
+  CHECK(net.kind_size_factor("allgather", 2.0 * 1024 * 1024) == Approx(1.2).epsilon(1e-12));
+  // Outside the points the nearest point's factor holds; a kind not listed has factor 1.
+  CHECK(net.kind_size_factor("allgather", 1024) == Approx(1.0));
+  CHECK(net.kind_size_factor("allgather", 64.0 * 1024 * 1024) == Approx(1.4));
+  CHECK(net.kind_size_factor("allreduce", 2.0 * 1024 * 1024) == 1.0);
+  const Platform again = parse_platform(to_json(platform), "again.json");
+  REQUIRE(again.network.kind_size_factors.count("allgather") == 1);
+  REQUIRE(again.network.kind_size_factors.at("allgather").size() == 2);
+  CHECK(again.network.kind_size_factors.at("allgather")[1].bytes == 4.0 * 1024 * 1024);
+  CHECK(again.network.kind_size_factors.at("allgather")[1].factor == 1.4);
+}
+
+TEST_CASE("bad kind size factors name the file, the JSON path and the value") {
+  nlohmann::json kind = minimal_platform();
+  kind["network"]["kind_size_factors"] = {{"allgatherv", {{{"bytes", "1MiB"}, {"factor", 1.0}}}}};
+  expect_error(kind, "/network/kind_size_factors/allgatherv", "allgatherv");
+  nlohmann::json unsorted = minimal_platform();
+  unsorted["network"]["kind_size_factors"] = {
+      {"send", {{{"bytes", "4MiB"}, {"factor", 1.0}}, {{"bytes", "1MiB"}, {"factor", 1.0}}}}};
+  expect_error(unsorted, "/network/kind_size_factors/send/1/bytes", "1MiB");
+  nlohmann::json range = minimal_platform();
+  range["network"]["kind_size_factors"] = {{"send", {{{"bytes", "1MiB"}, {"factor", 0}}}}};
+  expect_error(range, "/network/kind_size_factors/send/0/factor", "0");
+  nlohmann::json empty = minimal_platform();
+  empty["network"]["kind_size_factors"] = {{"send", nlohmann::json::array()}};
+  CHECK_THROWS_AS(parse_platform(empty, "p.json"), InputError);
+}
+
 TEST_CASE("bad mechanism parameters name the file, the JSON path and the value") {
   nlohmann::json unsorted = minimal_platform();
   unsorted["network"]["message_factors"] = {{{"from", "0B"}}, {{"from", "1MiB"}}, {{"from", "1KiB"}}};

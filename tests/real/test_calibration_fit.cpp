@@ -239,3 +239,36 @@ TEST_CASE("progress: busy bandwidth fraction from a collective that outlasts or 
   CHECK_THROWS_AS(busy_bandwidth_fraction(0.1, 0.5, 0.0), std::invalid_argument);
   CHECK_THROWS_AS(busy_bandwidth_fraction(0.1, 0.5, 0.6), std::invalid_argument);
 }
+
+TEST_CASE("kind size factors: the transfer-bound sizes get the factor that prices them as measured") {
+  // One step per collective on α = 100 µs, β = 1 GB/s: priced(n) = α + n/β, transfer(n) = n/β.
+  // The kind measures α + 1.25·n/β: its size factor is 1.25 wherever the transfer is at least
+  // half the priced time, n/β >= α, i.e. from 100 kB: from 128 KiB on. 64 KiB (share 0.40)
+  // anchors factor 1 below them.
+  constexpr double kAlpha_s = 100e-6, kBeta_Bps = 1e9, kTrueFactor = 1.25, kShare = 0.5;
+  std::vector<KindSample> samples;
+  for (double n = 64 * MiB; n >= 1 * KiB; n /= 2)  // unsorted on purpose: largest first
+    samples.push_back({n, kAlpha_s + kTrueFactor * n / kBeta_Bps, kAlpha_s + n / kBeta_Bps, n / kBeta_Bps});
+  const std::vector<KindSizeFactor> points = fit_kind_size_factors(samples, kShare);
+  REQUIRE(points.size() == 11);  // 64 KiB, then 128 KiB .. 64 MiB
+  CHECK(points.front().bytes == 64 * KiB);
+  CHECK(points.front().factor == 1.0);
+  for (std::size_t i = 1; i < points.size(); ++i) {
+    CHECK(points[i].bytes == points[i - 1].bytes * 2);
+    CHECK(points[i].factor == Approx(kTrueFactor).epsilon(1e-12));
+  }
+  // A size in the middle that is not transfer-bound ends the run there: only the sizes above it.
+  std::vector<KindSample> broken = samples;
+  for (KindSample& s : broken)
+    if (s.bytes == 8 * MiB) s.priced_s = 4 * s.transfer_s;
+  const std::vector<KindSizeFactor> upper = fit_kind_size_factors(broken, kShare);
+  REQUIRE(upper.size() == 4);  // 8 MiB (factor 1), 16, 32, 64 MiB
+  CHECK(upper.front().bytes == 8 * MiB);
+  CHECK(upper.front().factor == 1.0);
+  // Fewer than two transfer-bound sizes: no factors; a factor beyond the platform's range is clamped.
+  CHECK(fit_kind_size_factors({samples.front()}, kShare).empty());
+  std::vector<KindSample> slow = {{1 * MiB, 1.0, 1e-3, 1e-3}, {2 * MiB, 2.0, 2e-3, 2e-3}};
+  const std::vector<KindSizeFactor> clamped = fit_kind_size_factors(slow, kShare);
+  REQUIRE(clamped.size() == 2);
+  CHECK(clamped[0].factor == kMaxKindSizeFactor);
+}

@@ -66,6 +66,27 @@ TEST_CASE("reduction arithmetic costs received bytes over the reduction rate", "
   CHECK(mark_s(simgrid) == Approx(0.015618).epsilon(kHandTolerance));
 }
 
+TEST_CASE("a kind's size factor prices its steps as larger messages in both engines", "[simgrid][mechanisms]") {
+  // The 8e6 B ring allreduce with an allreduce size factor of 1.5: each of the 6 rounds sends
+  // 1.5 · 2e6 B, 6 · (3e-6 + 3e6/1.25e9) = 0.014418 s; the 3 reducing rounds still add their
+  // real 2e6 B at 1e9 B/s, 6e-3 s. Total 0.020418 s.
+  Platform platform = crossbar(4);
+  platform.network.reduction_rate_Bps = 1e9;
+  platform.network.kind_size_factors["allreduce"] = {{1e6, 1.5}};
+  platform.network.kind_size_factors["send"] = {{1e6, 0.5}};
+  const auto [analytic, simgrid] = both(single_collective(4, CollectiveKind::allreduce, 8e6), platform);
+  CHECK(mark_s(analytic) == Approx(0.020418).epsilon(kHandTolerance));
+  CHECK(mark_s(simgrid) == Approx(0.020418).epsilon(kHandTolerance));
+  // A send of 8e6 B with the send factor 0.5: 3e-6 + 4e6/1.25e9 = 3.203e-3 s; a bcast has no
+  // factor: its binomial tree of 2 rounds of 8e6 B is 2 · (3e-6 + 6.4e-3) = 0.012806 s.
+  const auto [send_analytic, send_simgrid] = both(single_collective(2, CollectiveKind::send, 8e6, 0), platform);
+  CHECK(latest_end_s(send_analytic, 0) == Approx(3.203e-3).epsilon(kHandTolerance));
+  CHECK(latest_end_s(send_simgrid, 0) == Approx(3.203e-3).epsilon(kHandTolerance));
+  const auto [bcast_analytic, bcast_simgrid] = both(single_collective(4, CollectiveKind::bcast, 8e6, 0), platform);
+  CHECK(mark_s(bcast_analytic) == Approx(0.012806).epsilon(kHandTolerance));
+  CHECK(mark_s(bcast_simgrid) == Approx(0.012806).epsilon(kHandTolerance));
+}
+
 TEST_CASE("iteration overhead is paid once at the start of every iteration", "[simgrid][mechanisms]") {
   // 2 ranks, 2 iterations of 2e-3 s compute, overhead 1e-3 s: marks at 3e-3 and 6e-3 s.
   Schedule schedule = empty_schedule(2);
