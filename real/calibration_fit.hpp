@@ -100,8 +100,9 @@ struct KindSample {
  *  largest down) each get the factor f with priced + (f − 1)·transfer = measured, clamped to
  *  [kMinKindSizeFactor, kMaxKindSizeFactor] (first order: the message factors of the
  *  unscaled size); the size just below the run keeps factor 1, so the start-up-bound sizes
- *  keep the link fit's pricing. Empty when fewer than two sizes qualify. Samples need not be
- *  sorted. */
+ *  keep the link fit's pricing. Every point but the two ends then takes the median of its
+ *  factor and its neighbours' (one size off its neighbours is noise). Empty when fewer than
+ *  two sizes qualify. Samples need not be sorted. */
 std::vector<KindSizeFactor> fit_kind_size_factors(std::vector<KindSample> samples, double min_transfer_share);
 
 /** Non-GEMM kernels: t = overhead_s + bytes / bandwidth_Bps. */

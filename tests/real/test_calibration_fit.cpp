@@ -265,6 +265,13 @@ TEST_CASE("kind size factors: the transfer-bound sizes get the factor that price
   REQUIRE(upper.size() == 4);  // 8 MiB (factor 1), 16, 32, 64 MiB
   CHECK(upper.front().bytes == 8 * MiB);
   CHECK(upper.front().factor == 1.0);
+  // One size measured 2.8 times slower than its neighbours' 1.25 is a spike: the median of it
+  // and its neighbours, 1.25, replaces it.
+  std::vector<KindSample> spiked = samples;
+  for (KindSample& s : spiked)
+    if (s.bytes == 1 * MiB) s.measured_s = s.priced_s + (2.8 - 1) * s.transfer_s;
+  for (const KindSizeFactor& point : fit_kind_size_factors(spiked, kShare))
+    if (point.bytes == 1 * MiB) CHECK(point.factor == Approx(kTrueFactor).epsilon(1e-12));
   // Fewer than two transfer-bound sizes: no factors; a factor beyond the platform's range is clamped.
   CHECK(fit_kind_size_factors({samples.front()}, kShare).empty());
   std::vector<KindSample> slow = {{1 * MiB, 1.0, 1e-3, 1e-3}, {2 * MiB, 2.0, 2e-3, 2e-3}};
