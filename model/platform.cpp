@@ -331,13 +331,18 @@ void parse_message_factors(const JsonNode& list, NetworkSpec& network) {
   }
 }
 
+/** @throws InputError at `value` unless `kind` is a collective kind name (a key of `value`'s table). */
+void check_collective_kind(const std::string& kind, const JsonNode& value) {
+  if (std::find(std::begin(kCollectiveKindNames), std::end(kCollectiveKindNames), kind) == std::end(kCollectiveKindNames))
+    throw InputError(value.file(), value.path(), kind,
+                     "unknown collective kind (expected allreduce, allgather, reduce_scatter, bcast, reduce, "
+                     "gather, scatter, alltoall or send)");
+}
+
 void parse_kind_size_factors(const JsonNode& table, NetworkSpec& network) {
   for (const std::string& kind : table.keys()) {
     const JsonNode list = table.at(kind);
-    if (std::find(std::begin(kCollectiveKindNames), std::end(kCollectiveKindNames), kind) == std::end(kCollectiveKindNames))
-      throw InputError(list.file(), list.path(), kind,
-                       "unknown collective kind (expected allreduce, allgather, reduce_scatter, bcast, reduce, "
-                       "gather, scatter, alltoall or send)");
+    check_collective_kind(kind, list);
     std::vector<KindSizeFactor>& points = network.kind_size_factors[kind];
     for (const JsonNode& item : list.items()) {
       item.check_keys({"bytes", "factor"});
@@ -374,10 +379,7 @@ void parse_network(const JsonNode& node, NetworkSpec& network) {
     const JsonNode table = node.at("algorithms");
     for (const std::string& key : table.keys()) {
       const JsonNode value = table.at(key);
-      if (std::find(std::begin(kCollectiveKindNames), std::end(kCollectiveKindNames), key) == std::end(kCollectiveKindNames))
-        throw InputError(value.file(), value.path(), key,
-                         "unknown collective kind (expected allreduce, allgather, reduce_scatter, bcast, reduce, "
-                         "gather, scatter, alltoall or send)");
+      check_collective_kind(key, value);
       try {
         network.algorithms[key] = algorithm_from_string(value.as_string());
       } catch (const std::invalid_argument& error) {
