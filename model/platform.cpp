@@ -362,8 +362,8 @@ void parse_kind_size_factors(const JsonNode& table, NetworkSpec& network) {
 
 void parse_network(const JsonNode& node, NetworkSpec& network) {
   node.check_keys({"topology", "bandwidth", "latency", "overhead", "algorithms", "collective_concurrency",
-                   "fat_tree", "torus", "dragonfly", "element_bytes", "message_factors", "kind_size_factors", "reduction_rate",
-                   "busy_bandwidth_fraction", "injection_contention"});
+                   "fat_tree", "torus", "dragonfly", "element_bytes", "message_factors", "kind_size_factors",
+                   "reduction_rate", "busy_bandwidth_fraction", "injection_contention"});
   if (node.has("topology")) {
     const JsonNode value = node.at("topology");
     try {

@@ -502,8 +502,8 @@ void calibrate_network(const CalibrateOptions& o, const Exchange& x, MPI_Comm co
       const Line line = theil_sen(excess);
       if (line.slope > 0) platform.network.reduction_rate_Bps = 1.0 / line.slope;
     }
-    // What the one link model leaves per kind (measured here: allgather steps 21-32 % slower
-    // than sends of their size at 10 Gbit/s on 4 ranks): each kind's own size factors.
+    // What the one link model leaves per kind (at 10 Gbit/s on 4 ranks it priced allgather
+    // 21-32 % fast and send 6-20 % slow): each kind's own size factors.
     platform.network.kind_size_factors.clear();
     std::map<std::string, std::vector<KindSizeFactor>> kind_factors;
     for (const CollectiveCurve& curve : curves) {
