@@ -221,11 +221,16 @@ double step_size_factor(const Collective& collective, const NetworkSpec& network
   return network.kind_size_factor(to_string(collective.kind), collective.bytes);
 }
 
-double step_time_s(const CollectiveStep& step, const NetworkSpec& network, double size_factor) {
+double step_message_bytes(const CollectiveStep& step) {
   const double sent = step.send_to >= 0 ? step.send_bytes : 0.0;
   const double received = step.receive_from >= 0 ? step.receive_bytes : 0.0;
-  double seconds = network.message_time_s(size_factor * std::max(sent, received));
-  if (step.reduce && network.reduction_rate_Bps > 0) seconds += received / network.reduction_rate_Bps;
+  return std::max(sent, received);
+}
+
+double step_time_s(const CollectiveStep& step, const NetworkSpec& network, double size_factor) {
+  double seconds = network.message_time_s(size_factor * step_message_bytes(step));
+  if (step.reduce && network.reduction_rate_Bps > 0 && step.receive_from >= 0)
+    seconds += step.receive_bytes / network.reduction_rate_Bps;
   return seconds;
 }
 

@@ -84,6 +84,10 @@ int critical_member(const Collective& collective);
  *  Both engines price every step of the collective as a message this many times its size. */
 double step_size_factor(const Collective& collective, const NetworkSpec& network);
 
+/** Bytes of a round's larger message on a full-duplex link: max(sent, received), a side
+ *  without a peer counting 0. What every pricing of a round scales. */
+double step_message_bytes(const CollectiveStep& step);
+
 /** Seconds of one round: its larger message on a full-duplex link, scaled by the
  *  collective's step_size_factor, network.message_time_s(size_factor · max(send, receive
  *  bytes)) (α·latency factor + n/(β·bandwidth factor)), plus received bytes /

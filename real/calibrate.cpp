@@ -471,7 +471,7 @@ void calibrate_network(const CalibrateOptions& o, const Exchange& x, MPI_Comm co
       if (plan.steps.empty()) continue;
       Priced p{&point, 0, double(plan.steps.size()), 0};
       for (const CollectiveStep& step : plan.steps) {
-        p.step_bytes += std::max(step.send_bytes, step.receive_bytes) / p.steps;
+        p.step_bytes += step_message_bytes(step) / p.steps;
         if (step.reduce) p.reduce_bytes += step.receive_bytes;
       }
       priced.push_back(p);
@@ -504,7 +504,6 @@ void calibrate_network(const CalibrateOptions& o, const Exchange& x, MPI_Comm co
     }
     // What the one link model leaves per kind (at 10 Gbit/s on 4 ranks it priced allgather
     // 21-32 % fast and send 6-20 % slow): each kind's own size factors.
-    platform.network.kind_size_factors.clear();
     std::map<std::string, std::vector<KindSizeFactor>> kind_factors;
     for (const CollectiveCurve& curve : curves) {
       std::vector<KindSample> samples;
@@ -513,7 +512,7 @@ void calibrate_network(const CalibrateOptions& o, const Exchange& x, MPI_Comm co
         const CollectivePlan plan = priced_plan(c, platform);
         KindSample sample{point.bytes, point.measured_s.median, steps_time_s(plan, platform.network), 0};
         for (const CollectiveStep& step : plan.steps)
-          sample.transfer_s += platform.network.transfer_time_s(std::max(step.send_bytes, step.receive_bytes));
+          sample.transfer_s += platform.network.transfer_time_s(step_message_bytes(step));
         samples.push_back(sample);
       }
       std::vector<KindSizeFactor> points = fit_kind_size_factors(samples, kKindFactorTransferShare);
