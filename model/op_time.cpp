@@ -92,6 +92,20 @@ double iteration_overhead_s(const Platform& platform, const Schedule& schedule, 
   return iteration_overhead_s(platform, input_images(schedule, rank));
 }
 
+double comm_start_wait_s(const Platform& platform, const Schedule& schedule, int rank, std::size_t post_index) {
+  const double max_s = platform.comm_start_wait_max_s;
+  if (!(max_s > 0)) return 0;
+  const auto& ops = schedule.programs.at(std::size_t(rank)).ops;
+  for (std::size_t i = post_index + 1; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    if (op.kind == OpKind::wait) return 0;
+    if (op.kind == OpKind::compute) return std::min(op_time_s(platform, op, rank), max_s);
+    if (op.kind == OpKind::mark && i + 1 < ops.size())
+      return std::min(iteration_overhead_s(platform, schedule, rank), max_s);
+  }
+  return 0;
+}
+
 std::vector<std::string> calibration_warnings(const Platform& platform, const Schedule& schedule) {
   std::vector<std::string> warnings;
   if (platform.measured_gemm_flops.empty()) return warnings;

@@ -417,7 +417,8 @@ void parse_network(const JsonNode& node, NetworkSpec& network) {
 
 Platform parse_platform(const nlohmann::json& document, const std::string& file) {
   const JsonNode root(document, file);
-  root.check_keys({"name", "source", "nodes", "network", "comm_compute_slowdown", "iteration_overhead", "input_per_image", "calibration"});
+  root.check_keys({"name", "source", "nodes", "network", "comm_compute_slowdown", "comm_start_wait_max",
+                   "iteration_overhead", "input_per_image", "calibration"});
   Platform platform;
   platform.name = root.at("name").as_string();
   platform.source = root.string_or("source", "");
@@ -425,6 +426,8 @@ Platform parse_platform(const nlohmann::json& document, const std::string& file)
   parse_network(root.at("network"), platform.network);
   if (root.has("comm_compute_slowdown"))
     platform.comm_compute_slowdown = root.at("comm_compute_slowdown").as_number_in(0, 100);
+  if (root.has("comm_start_wait_max"))
+    platform.comm_start_wait_max_s = root.at("comm_start_wait_max").as_quantity(Unit::time_s, true);
   if (root.has("iteration_overhead"))
     platform.iteration_overhead_s = root.at("iteration_overhead").as_quantity(Unit::time_s, true);
   if (root.has("input_per_image"))
@@ -539,6 +542,7 @@ nlohmann::json to_json(const Platform& platform) {
                              {"nodes", nodes},
                              {"network", network},
                              {"comm_compute_slowdown", platform.comm_compute_slowdown}};
+  if (platform.comm_start_wait_max_s > 0) document["comm_start_wait_max"] = fmt::format("{}s", platform.comm_start_wait_max_s);
   if (platform.iteration_overhead_s > 0) document["iteration_overhead"] = fmt::format("{}s", platform.iteration_overhead_s);
   if (platform.input_per_image_s > 0) document["input_per_image"] = fmt::format("{}s", platform.input_per_image_s);
   if (!platform.measured_op_s.empty() || !platform.measured_gemm_flops.empty()) {

@@ -595,7 +595,8 @@ double duration_s(const ComputeRecord& r) { return r.end_s - r.start_s; }
  *  compute_slowdown, (4) one probe allreduce under kFractionCover times its time alone of
  *  those ops: its time against (2) gives busy_bandwidth_fraction, with the time any rank
  *  computed (ranks on a loaded machine drift apart; the engines slow a collective while any
- *  member computes). Times on the ranks' common clock. Throws
+ *  member computes); that allreduce's wait from its post to its start, with the passes
+ *  holding the core, gives comm_start_wait_max. Times on the ranks' common clock. Throws
  *  std::invalid_argument when the network has nothing to probe with. */
 void calibrate_progress(const Network& network, const CalibrateOptions& o, const Exchange& x, MPI_Comm comm, int size,
                         Platform& platform, ProgressSummary& summary) {
@@ -659,7 +660,7 @@ void calibrate_progress(const Network& network, const CalibrateOptions& o, const
     return lone.comm_end_s - latest(lone.comm_start_s);
   };
 
-  std::vector<double> slowdowns, fractions, passes_s, alone_s, busy_s;
+  std::vector<double> slowdowns, fractions, start_waits, passes_s, alone_s, busy_s;
   for (int repeat = 0; repeat < std::max(3, o.repeats); ++repeat) {
     const double start = now_s();
     // The alone sides bracket the busy ones, so load that other work puts on the machine during
@@ -695,6 +696,8 @@ void calibrate_progress(const Network& network, const CalibrateOptions& o, const
                                 std::max(1, int(kMaxFractionProbe_s / pass_s)));
     const RankTrace covered = run(probe_schedule(size, probe, 1, ops, summary.passes));
     const CollectiveRecord& c = covered.collectives.at(0);
+    // Posted to an idle thread right before the passes: how long it waited for a core.
+    start_waits.push_back(c.comm_start_s - c.posted_s);
     double compute_end_s = 0;
     for (const ComputeRecord& r : covered.compute) compute_end_s = std::max(compute_end_s, r.end_s);
     // From the last member's post to this rank's completion, computing while any member did.
@@ -711,14 +714,16 @@ void calibrate_progress(const Network& network, const CalibrateOptions& o, const
                        repeat + 1, std::max(3, o.repeats), mine[0], bytes, collective_alone_s, summary.passes,
                        c.comm_end_s - start_s, summary.chain, slow_passes, now_s() - start));
   }
-  const auto gathered = mpi::gather_strings(nlohmann::json{{"s", slowdowns}, {"f", fractions}}.dump(), 0, comm,
-                                            o.timeout_s, "calibration (progress results)");
+  const auto gathered =
+      mpi::gather_strings(nlohmann::json{{"s", slowdowns}, {"f", fractions}, {"w", start_waits}}.dump(), 0, comm,
+                          o.timeout_s, "calibration (progress results)");
   if (rank != 0) return;
-  std::vector<double> all_s, all_f;
+  std::vector<double> all_s, all_f, all_w;
   for (const std::string& text : gathered) {
     const nlohmann::json part = nlohmann::json::parse(text);
     for (const nlohmann::json& v : part.at("s")) all_s.push_back(v.get<double>());
     for (const nlohmann::json& v : part.at("f")) all_f.push_back(v.get<double>());
+    for (const nlohmann::json& v : part.at("w")) all_w.push_back(v.get<double>());
   }
   if (all_s.empty() || all_f.empty())
     throw std::invalid_argument("no probe overlapped compute and communication");
@@ -727,7 +732,9 @@ void calibrate_progress(const Network& network, const CalibrateOptions& o, const
   summary.collective_busy_s = busy_s.empty() ? 0 : median(busy_s);
   summary.slowdown = robust_summary(all_s);
   summary.fraction = robust_summary(all_f);
+  summary.start_wait = robust_summary(all_w);
   platform.comm_compute_slowdown = std::clamp(summary.slowdown.median, 0.0, 100.0);
+  platform.comm_start_wait_max_s = std::max(0.0, summary.start_wait.median);
   platform.network.busy_bandwidth_fraction = std::clamp(summary.fraction.median, kMinBusyFraction, 1.0);
 }
 
@@ -797,17 +804,18 @@ std::string describe_source(const Network& network, const Platform& base, const 
             : "not fitted, the base platform's network kept: " + result.network_note);
   }
   if (result.measured.progress && !result.progress_note.empty()) {
-    text += "; progress: not fitted, the base platform's comm_compute_slowdown and busy_bandwidth_fraction kept: " +
+    text += "; progress: not fitted, the base platform's comm_compute_slowdown, busy_bandwidth_fraction and "
+            "comm_start_wait_max kept: " +
             result.progress_note;
   } else if (result.measured.progress) {
     const ProgressSummary& p = result.progress;
     text += fmt::format(
         "; progress: {} backward ops at per-rank batch {} ({} compute) and a {:.0f} B allreduce, median of {} "
         "probes: compute under communication {:+.1f} % ({} outlying), communication under compute at {:.3f} of its "
-        "speed (alone {:.4g} s, under compute {:.4g} s; {} outlying)",
+        "speed (alone {:.4g} s, under compute {:.4g} s; {} outlying), its start {:.4g} s after its post ({} outlying)",
         p.compute_ops, p.batch, o.sleep_compute ? "sleep" : "real", p.collective_bytes, p.slowdown.count,
         100 * p.slowdown.median, p.slowdown.outliers, p.fraction.median, p.collective_alone_s, p.collective_busy_s,
-        p.fraction.outliers);
+        p.fraction.outliers, p.start_wait.median, p.start_wait.outliers);
   }
   const CalibrationParts& m = result.measured;
   const CalibrationParts kept{!m.compute, !m.network, !m.progress};

@@ -108,6 +108,7 @@ struct ProgressSummary {
   int passes = 0;                  ///< passes of compute under the fraction probe's allreduce (last repeat)
   RobustSummary slowdown;          ///< compute_slowdown per rank and repeat
   RobustSummary fraction;          ///< busy_bandwidth_fraction per rank and repeat, before clamping
+  RobustSummary start_wait;        ///< seconds from the fraction probe's post to its start, per rank and repeat
 };
 
 struct CalibrationResult {

@@ -960,6 +960,9 @@ void print_progress_calibration(const CalibrationResult& result) {
               s.fraction.median != p.network.busy_bandwidth_fraction
                   ? fmt::format("; measured {:.3f}, clamped to [{}, 1]", s.fraction.median, kMinBusyFraction).c_str()
                   : "");
+  std::printf("cnnpar-run:   comm_start_wait_max %.6f s: the allreduce posted before those passes waited that long "
+              "for the progress thread (median of %d rank-repeats, %d outlying)\n",
+              p.comm_start_wait_max_s, s.start_wait.count, s.start_wait.outliers);
 }
 
 int run_calibration(const Options& o, int rank, int size, bool max_message_given) {

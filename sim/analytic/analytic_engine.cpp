@@ -63,6 +63,7 @@ struct RankState : RatedWork {
   std::vector<int> in_progress;  // started, unended collectives (dynamic collective rates)
   // communication engine
   std::vector<int> queue;    // posted collective ids, posting order
+  std::vector<double> ready_s;  // per queue entry: when the progress thread can take it
   std::size_t queue_head = 0;
   int active = 0;            // joined, not ended
   int transferring = 0;      // started, not ended
@@ -96,6 +97,9 @@ class Replay {
     contention_ = platform.network.injection_contention && concurrency_ > 1;
     dynamic_rates_ = busy_fraction_ < 1.0 || contention_;
     if (dynamic_rates_) run_ahead_ = false;
+    // Whether a rank's progress thread is idle at a post depends on collectives ending in
+    // time order (comm_start_wait_s).
+    if (platform.comm_start_wait_max_s > 0) run_ahead_ = false;
 
     ranks_.resize(std::size_t(ranks));
     for (int r = 0; r < ranks; ++r) ranks_[std::size_t(r)].overhead_s = iteration_overhead_s(platform, schedule, r);
@@ -128,6 +132,7 @@ class Replay {
       rt.collectives.reserve(posts);
       rt.marks.reserve(marks);
       ranks_[std::size_t(r)].queue.reserve(posts);
+      ranks_[std::size_t(r)].ready_s.reserve(posts);
     }
   }
 
@@ -386,7 +391,9 @@ class Replay {
     CollectiveRecord& record = records.emplace_back(describe_collective(coll));
     record.posted_s = rs.clock_s;
     record.comm_start_s = record.comm_end_s = record.wait_start_s = record.wait_end_s = rs.clock_s;
+    const bool thread_idle = rs.active == 0 && rs.queue_head == rs.queue.size();
     rs.queue.push_back(c);
+    rs.ready_s.push_back(rs.clock_s + (thread_idle ? comm_start_wait_s(platform_, schedule_, r, rs.pc) : 0.0));
     try_join(r, rs.clock_s);
   }
 
@@ -395,9 +402,10 @@ class Replay {
   void try_join(int r, double now_s) {
     RankState& rs = ranks_[std::size_t(r)];
     while (rs.active < concurrency_ && rs.queue_head < rs.queue.size()) {
+      const double ready_s = rs.ready_s[rs.queue_head];
       const int c = rs.queue[rs.queue_head++];
       CollectiveRecord& record = record_of(r, c);
-      const double join_s = std::max(now_s, record.posted_s);
+      const double join_s = std::max(now_s, ready_s);
       record.comm_start_s = join_s;
       ++rs.active;
       CollState& cs = colls_[std::size_t(c)];

@@ -137,6 +137,8 @@ struct RankState {
   std::vector<char> done;                  ///< per collective record: completed on this rank
   std::vector<double> arrived_s;           ///< per collective record (send, receiving side): arrival, -1 if none
   std::deque<int> queue;                   ///< posted collective records not yet started
+  std::vector<double> ready_s;             ///< per collective record: when the progress thread can take it
+  int unfinished = 0;                      ///< posted collectives not yet ended (0 = the thread is idle)
   int posts_total = 0;
   int claimed = 0;                         ///< posts a communication actor has committed to run
   int sends_expected = 0;                  ///< `send` collectives this rank receives
@@ -175,6 +177,7 @@ class Replay {
         if (c.kind == CollectiveKind::send && c.root != int(r)) ++st.sends_expected;
       }
       st.done.assign(records.size(), 0);
+      st.ready_s.assign(records.size(), 0.0);
       st.arrived_s.assign(records.size(), -1.0);
       st.posts_total = int(records.size());
       st.queued = sg4::Semaphore::create(0);
@@ -263,7 +266,8 @@ class Replay {
     const double host_speed = st.host->get_speed();
     const double overhead_s = iteration_overhead_s(platform_, schedule_, st.rank);
     bool overhead_due = true;  // overhead_s before the first op of each iteration
-    for (const Op& op : ops) {
+    for (std::size_t op_index = 0; op_index < ops.size(); ++op_index) {
+      const Op& op = ops[op_index];
       if (overhead_due && op.kind != OpKind::mark) {
         overhead_due = false;
         occupy_cpu(st, overhead_s, host_speed);
@@ -278,7 +282,11 @@ class Replay {
         }
         case OpKind::post: {
           const int index = st.record_of.at(op.collective);
-          st.trace->collectives[std::size_t(index)].posted_s = sg4::Engine::get_clock();
+          const double now_s = sg4::Engine::get_clock();
+          st.trace->collectives[std::size_t(index)].posted_s = now_s;
+          st.ready_s[std::size_t(index)] =
+              now_s + (st.unfinished == 0 ? comm_start_wait_s(platform_, schedule_, st.rank, op_index) : 0.0);
+          ++st.unfinished;
           st.queue.push_back(index);
           st.queued->release();
           break;
@@ -318,12 +326,14 @@ class Replay {
       st.queued->acquire();
       const int index = st.queue.front();
       st.queue.pop_front();
+      if (st.ready_s[std::size_t(index)] > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(st.ready_s[std::size_t(index)]);
       CollectiveRecord& record = st.trace->collectives[std::size_t(index)];
       record.comm_start_s = sg4::Engine::get_clock();
       begin_transfer(st);
       run_collective(st, index, schedule_.collectives[std::size_t(record.collective)]);
       end_transfer(st);
       record.comm_end_s = sg4::Engine::get_clock();
+      --st.unfinished;
       st.done[std::size_t(index)] = 1;
       st.changed->notify_all();
     }

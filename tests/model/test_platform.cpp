@@ -355,6 +355,7 @@ TEST_CASE("mechanism parameters parse, round-trip and price a message") {
   document["network"]["injection_contention"] = true;
   document["nodes"]["call_overhead"] = "5us";
   document["iteration_overhead"] = "2ms";
+  document["comm_start_wait_max"] = "3ms";
   const Platform platform = parse_platform(document, "p.json");
   const NetworkSpec& net = platform.network;
   // A 65536-byte message is in the second piece: α·3 + 65536 / (β·0.5).
@@ -373,6 +374,8 @@ TEST_CASE("mechanism parameters parse, round-trip and price a message") {
   CHECK(again.network.reduction_rate_Bps == Approx(2e9));
   CHECK(again.nodes.call_overhead_s == Approx(5e-6));
   CHECK(again.iteration_overhead_s == Approx(2e-3));
+  CHECK(platform.comm_start_wait_max_s == Approx(3e-3));
+  CHECK(again.comm_start_wait_max_s == Approx(3e-3));
 }
 
 TEST_CASE("kind size factors parse, round-trip and interpolate in log2 of the collective's size") {
@@ -426,6 +429,9 @@ TEST_CASE("bad mechanism parameters name the file, the JSON path and the value")
   nlohmann::json overhead = minimal_platform();
   overhead["iteration_overhead"] = "-1s";
   expect_error(overhead, "/iteration_overhead", "-1s");
+  nlohmann::json start_wait = minimal_platform();
+  start_wait["comm_start_wait_max"] = "fast";
+  expect_error(start_wait, "/comm_start_wait_max", "fast");
 }
 
 TEST_CASE("image-parallel kernels keep min(images, cores) cores busy") {

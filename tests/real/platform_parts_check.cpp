@@ -5,7 +5,7 @@
 //   compute:  "calibration", "iteration_overhead", "nodes" except "count" (a calibration on
 //             more ranks than the base has nodes raises it);
 //   network:  "network" except "busy_bandwidth_fraction";
-//   progress: "comm_compute_slowdown" and "network"."busy_bandwidth_fraction".
+//   progress: "comm_compute_slowdown", "comm_start_wait_max" and "network"."busy_bandwidth_fraction".
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
     }
     if (kept.progress) {
       same(field(base, "comm_compute_slowdown"), field(calibrated, "comm_compute_slowdown"), "comm_compute_slowdown");
+      same(field(base, "comm_start_wait_max"), field(calibrated, "comm_start_wait_max"), "comm_start_wait_max");
       same(field(base.at("network"), "busy_bandwidth_fraction"),
            field(calibrated.at("network"), "busy_bandwidth_fraction"), "network.busy_bandwidth_fraction");
     }

@@ -145,6 +145,46 @@ TEST_CASE("a collective advances at the busy fraction while a member computes", 
   CHECK(mark_s(simgrid) == Approx(2.75e-3).epsilon(kHandTolerance));
 }
 
+TEST_CASE("a collective posted to an idle progress thread waits for a core while its rank computes",
+          "[simgrid][mechanisms]") {
+  // 2 ranks, latency 0: each 2.5e6 B ring allreduce takes D = 2e-3 s. The program:
+  //   post a, compute 1e-3, compute 1e-3, post b, compute 1.5e-3, wait a, wait b,
+  //   post c, compute 1e-3, wait c, post d, wait d, mark.
+  // a and c (thread idle) start after min(the next op's 1e-3 s, S); b, posted while a is in
+  // flight (thread awake), starts when a ends, before its next op would; d, posted right before
+  // its wait, at once.
+  //   S = 0:      a 0..2e-3,        b ..4e-3,   c 4e-3..6e-3,   d ..8e-3:   mark 8e-3
+  //   S = 0.5e-3: a 0.5e-3..2.5e-3, b ..4.5e-3, c 5e-3..7e-3,   d ..9e-3:   mark 9e-3
+  //   S = 4e-3:   a 1e-3..3e-3,     b ..5e-3,   c 6e-3..8e-3,   d ..10e-3:  mark 10e-3
+  Schedule schedule = empty_schedule(2);
+  const int a = add(schedule, CollectiveKind::allreduce, 2.5e6, all_ranks(2));
+  const int b = add(schedule, CollectiveKind::allreduce, 2.5e6, all_ranks(2));
+  const int c = add(schedule, CollectiveKind::allreduce, 2.5e6, all_ranks(2));
+  const int d = add(schedule, CollectiveKind::allreduce, 2.5e6, all_ranks(2));
+  for (Program& program : schedule.programs)
+    program.ops = {Op::post_op(a), compute_s(1e-3), compute_s(1e-3), Op::post_op(b), compute_s(1.5e-3),
+                   Op::wait_op(a),  Op::wait_op(b),  Op::post_op(c),   compute_s(1e-3), Op::wait_op(c),
+                   Op::post_op(d),  Op::wait_op(d),  Op::mark_op(0)};
+  struct Case {
+    double wait_max_s, a_start_s, c_start_s;
+  };
+  for (const Case& expected : {Case{0, 0, 4e-3}, Case{0.5e-3, 0.5e-3, 5e-3}, Case{4e-3, 1e-3, 6e-3}}) {
+    Platform platform = crossbar(2, 0, 0);
+    platform.comm_start_wait_max_s = expected.wait_max_s;
+    const auto [analytic, simgrid] = both(schedule, platform);
+    for (const Trace* trace : {&analytic, &simgrid}) {
+      INFO("comm_start_wait_max " << expected.wait_max_s << " s, " << trace->engine);
+      for (const RankTrace& rank : trace->ranks) {
+        CHECK(rank.collectives.at(0).comm_start_s == Approx(expected.a_start_s).margin(1e-12));
+        CHECK(rank.collectives.at(1).comm_start_s == Approx(expected.a_start_s + 2e-3).epsilon(kHandTolerance));
+        CHECK(rank.collectives.at(2).comm_start_s == Approx(expected.c_start_s).epsilon(kHandTolerance));
+        CHECK(rank.collectives.at(3).comm_start_s == Approx(expected.c_start_s + 2e-3).epsilon(kHandTolerance));
+      }
+      CHECK(mark_s(*trace) == Approx(expected.c_start_s + 4e-3).epsilon(kHandTolerance));
+    }
+  }
+}
+
 TEST_CASE("concurrent collectives share the injection link", "[simgrid][mechanisms]") {
   // 2 ranks run two 2.5e6 B allreduces at once (collective_concurrency 2), each D = 2e-3 s alone
   // (latency 0). Sharing each rank's link, each gets half the bandwidth: both end at 4e-3 s.
