@@ -115,8 +115,10 @@ int calibrate(const CalibrateOptions& o) {
               platform.network.reduction_rate_Bps / 1e9, platform.network.message_factors.size(),
               platform.network.kind_size_factors.size(),
               nodes >= 2 && parts.network ? " (measured)" : " (from the base platform)");
-  std::printf("progress: comm_compute_slowdown %.3f, network.busy_bandwidth_fraction %.3f, comm_start_wait_max %.3f ms%s\n",
-              platform.comm_compute_slowdown, platform.network.busy_bandwidth_fraction, platform.comm_start_wait_max_s * 1e3,
+  std::printf("progress: comm_compute_slowdown %.3f, network.busy_bandwidth_fraction %.3f, "
+              "comm_start_wait_max %.3f ms%s\n",
+              platform.comm_compute_slowdown, platform.network.busy_bandwidth_fraction,
+              platform.comm_start_wait_max_s * 1e3,
               nodes >= 2 && parts.progress ? " (measured)" : " (from the base platform)");
   std::printf("wrote %s\n", o.out.c_str());
   return 0;

@@ -333,7 +333,8 @@ void parse_message_factors(const JsonNode& list, NetworkSpec& network) {
 
 /** @throws InputError at `value` unless `kind` is a collective kind name (a key of `value`'s table). */
 void check_collective_kind(const std::string& kind, const JsonNode& value) {
-  if (std::find(std::begin(kCollectiveKindNames), std::end(kCollectiveKindNames), kind) == std::end(kCollectiveKindNames))
+  const auto* const end = std::end(kCollectiveKindNames);
+  if (std::find(std::begin(kCollectiveKindNames), end, kind) == end)
     throw InputError(value.file(), value.path(), kind,
                      "unknown collective kind (expected allreduce, allgather, reduce_scatter, bcast, reduce, "
                      "gather, scatter, alltoall or send)");
@@ -542,7 +543,8 @@ nlohmann::json to_json(const Platform& platform) {
                              {"nodes", nodes},
                              {"network", network},
                              {"comm_compute_slowdown", platform.comm_compute_slowdown}};
-  if (platform.comm_start_wait_max_s > 0) document["comm_start_wait_max"] = fmt::format("{}s", platform.comm_start_wait_max_s);
+  if (platform.comm_start_wait_max_s > 0)
+    document["comm_start_wait_max"] = fmt::format("{}s", platform.comm_start_wait_max_s);
   if (platform.iteration_overhead_s > 0) document["iteration_overhead"] = fmt::format("{}s", platform.iteration_overhead_s);
   if (platform.input_per_image_s > 0) document["input_per_image"] = fmt::format("{}s", platform.input_per_image_s);
   if (!platform.measured_op_s.empty() || !platform.measured_gemm_flops.empty()) {

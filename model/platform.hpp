@@ -169,8 +169,8 @@ struct Platform {
   /** compute runs this many times slower while the rank's communication progresses (0 = none) */
   double comm_compute_slowdown = 0;
   /** Seconds (at most) a collective posted to an idle progress thread waits for a core while
-   *  its rank goes on computing: the thread starts it when the rank stops computing or when
-   *  the OS scheduler hands it a slice after this long, whichever comes first
+   *  its rank goes on computing: the thread starts it when the rank's next compute op ends or
+   *  when the OS scheduler hands it a slice after this long, whichever comes first
    *  (model/op_time.hpp: comm_start_wait_s). 0 = the thread has a core of its own.
    *  JSON `comm_start_wait_max`. */
   double comm_start_wait_max_s = 0;

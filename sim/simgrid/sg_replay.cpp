@@ -326,7 +326,8 @@ class Replay {
       st.queued->acquire();
       const int index = st.queue.front();
       st.queue.pop_front();
-      if (st.ready_s[std::size_t(index)] > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(st.ready_s[std::size_t(index)]);
+      const double ready_s = st.ready_s[std::size_t(index)];
+      if (ready_s > sg4::Engine::get_clock()) sg4::this_actor::sleep_until(ready_s);
       CollectiveRecord& record = st.trace->collectives[std::size_t(index)];
       record.comm_start_s = sg4::Engine::get_clock();
       begin_transfer(st);
