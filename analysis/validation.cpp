@@ -101,7 +101,7 @@ ValidationGrid parse_validation_grid(const nlohmann::json& document, const std::
   if (!document.is_object()) root.fail("a validation grid is a JSON object");
   root.check_keys({"format", "name", "description", "networks", "strategies", "bandwidths", "latencies", "batches",
                    "ranks", "real_compute_max_ranks", "iterations", "warmup", "measure_seconds", "comm_progress",
-                   "collectives", "platform", "testbed", "calibration", "tolerance", "fit"});
+                   "collectives", "platform", "testbed", "calibration", "tolerance", "fit", "run_attempts"});
   if (root.has("format") && root.at("format").as_string() != kFormat)
     root.at("format").fail(fmt::format("expected \"{}\"", kFormat));
   ValidationGrid grid;
@@ -115,6 +115,7 @@ ValidationGrid parse_validation_grid(const nlohmann::json& document, const std::
   if (root.has("iterations")) grid.iterations = int(root.at("iterations").as_int_in(2, limits::kMaxIterations));
   if (root.has("warmup")) grid.warmup = int(root.at("warmup").as_int_in(0, grid.iterations - 1));
   if (root.has("measure_seconds")) grid.measure_seconds = root.at("measure_seconds").as_number_in(0, 3600);
+  if (root.has("run_attempts")) grid.run_attempts = int(root.at("run_attempts").as_int_in(1, kMaxRunAttempts));
   grid.comm_progress = root.string_or("comm_progress", grid.comm_progress);
   if (grid.comm_progress != "poll" && grid.comm_progress != "thread") root.at("comm_progress").fail("expected poll or thread");
   grid.collectives = root.string_or("collectives", grid.collectives);
@@ -155,10 +156,12 @@ ValidationGrid parse_validation_grid(const nlohmann::json& document, const std::
   }
   if (root.has("tolerance")) {
     const JsonNode tolerance = root.at("tolerance");
-    tolerance.check_keys({"iteration_percent", "overlap_points"});
+    tolerance.check_keys({"iteration_percent", "overlap_points", "compute_speed_percent"});
     if (tolerance.has("iteration_percent"))
       grid.iteration_tolerance_percent = tolerance.at("iteration_percent").as_number_in(0, 1000);
     if (tolerance.has("overlap_points")) grid.overlap_tolerance_points = tolerance.at("overlap_points").as_number_in(0, 100);
+    if (tolerance.has("compute_speed_percent"))
+      grid.compute_speed_tolerance_percent = tolerance.at("compute_speed_percent").as_number_in(0, 1000);
   }
 
   const nlohmann::json native = "native";
@@ -396,6 +399,37 @@ struct Deviation {
   double relative() const { return measured_s > 0 ? predicted_s / measured_s - 1 : 0; }
 };
 
+/** In-flight spans [comm_start, comm_end] of the collectives of rank `only_rank` (-1: of every
+ *  rank), sorted by start. */
+std::vector<std::pair<double, double>> comm_spans(const Trace& trace, int only_rank) {
+  std::vector<std::pair<double, double>> spans;
+  for (std::size_t r = 0; r < trace.ranks.size(); ++r)
+    if (only_rank < 0 || int(r) == only_rank)
+      for (const CollectiveRecord& c : trace.ranks[r].collectives) spans.emplace_back(c.comm_start_s, c.comm_end_s);
+  std::sort(spans.begin(), spans.end());
+  return spans;
+}
+
+/** Adds the compute ops of `m`'s measured iterations (only GEMMs when `gemm_only`), against the
+ *  same ops of `p`, to `overlapped` when `busy` spans cover more than kOverlapFraction of them,
+ *  else to `alone`. */
+void split_ops(const RankTrace& m, const RankTrace& p, int warmup, const std::vector<std::pair<double, double>>& busy,
+               bool gemm_only, Deviation& alone, Deviation& overlapped) {
+  const auto [begin, end] = measured_window(m, warmup);
+  std::map<int, const ComputeRecord*> predicted_ops;
+  for (const ComputeRecord& op : p.compute) predicted_ops[op.op] = &op;
+  for (const ComputeRecord& op : m.compute) {
+    if (op.start_s < begin || op.start_s >= end || (gemm_only && op.kernel != KernelClass::gemm)) continue;
+    const auto found = predicted_ops.find(op.op);
+    if (found == predicted_ops.end()) continue;
+    const double duration = op.end_s - op.start_s;
+    Deviation& d = covered_s(op.start_s, op.end_s, busy) > kOverlapFraction * duration ? overlapped : alone;
+    d.measured_s += duration;
+    d.predicted_s += found->second->end_s - found->second->start_s;
+    ++d.count;
+  }
+}
+
 std::string percent(double relative) { return fmt::format("{:+.1f} %", 100 * relative); }
 std::string ms(double seconds) { return fmt::format("{:.2f} ms", 1e3 * seconds); }
 
@@ -432,26 +466,8 @@ Diagnosis diagnose(const Trace& predicted, const TraceMetrics& pm, const Trace& 
   if (std::abs(compute_error_s) >= std::abs(exposed_error_s)) {
     // Compute: ops alone against ops that ran while the rank's communication progressed.
     Deviation alone, overlapped;
-    for (std::size_t r = 0; r < measured.ranks.size() && r < predicted.ranks.size(); ++r) {
-      const RankTrace& m = measured.ranks[r];
-      const RankTrace& p = predicted.ranks[r];
-      const auto [begin, end] = measured_window(m, warmup);
-      std::vector<std::pair<double, double>> comm;
-      for (const CollectiveRecord& c : m.collectives) comm.emplace_back(c.comm_start_s, c.comm_end_s);
-      std::sort(comm.begin(), comm.end());
-      std::map<int, const ComputeRecord*> predicted_ops;
-      for (const ComputeRecord& op : p.compute) predicted_ops[op.op] = &op;
-      for (const ComputeRecord& op : m.compute) {
-        if (op.start_s < begin || op.start_s >= end) continue;
-        const auto found = predicted_ops.find(op.op);
-        if (found == predicted_ops.end()) continue;
-        const double duration = op.end_s - op.start_s;
-        Deviation& d = covered_s(op.start_s, op.end_s, comm) > kOverlapFraction * duration ? overlapped : alone;
-        d.measured_s += duration;
-        d.predicted_s += found->second->end_s - found->second->start_s;
-        ++d.count;
-      }
-    }
+    for (std::size_t r = 0; r < measured.ranks.size() && r < predicted.ranks.size(); ++r)
+      split_ops(measured.ranks[r], predicted.ranks[r], warmup, comm_spans(measured, int(r)), false, alone, overlapped);
     const bool progress = std::abs(overlapped.error_s()) > std::abs(alone.error_s());
     out.cause = progress ? MissCause::progress : MissCause::compute;
     out.explanation = fmt::format(
@@ -540,6 +556,16 @@ Diagnosis diagnose(const Trace& predicted, const TraceMetrics& pm, const Trace& 
   return out;
 }
 
+std::optional<ComputeSpeedCheck> compute_speed_check(const Trace& predicted, const Trace& measured) {
+  const std::vector<std::pair<double, double>> every_rank = comm_spans(measured, -1);
+  Deviation alone, overlapped;
+  for (std::size_t r = 0; r < measured.ranks.size() && r < predicted.ranks.size(); ++r)
+    split_ops(measured.ranks[r], predicted.ranks[r], measured.warmup_iterations, every_rank, true, alone, overlapped);
+  const double predicted_s = alone.predicted_s + overlapped.predicted_s;
+  if (!(alone.predicted_s > 0) || alone.predicted_s < kMinUndisturbedShare * predicted_s) return std::nullopt;
+  return ComputeSpeedCheck{alone.measured_s / alone.predicted_s, alone.count, alone.predicted_s / predicted_s};
+}
+
 double ConfigResult::error_percent(const std::string& engine) const {
   const auto found = predicted.find(engine);
   if (found == predicted.end() || !(measured.iteration_s > 0)) return 0;
@@ -596,6 +622,8 @@ nlohmann::json to_json(const ConfigResult& r) {
           {"settings", r.settings},
           {"platform", r.platform},
           {"load_average", r.load_average},
+          {"compute_speed_ratio", r.compute_speed_ratio},
+          {"attempt_compute_speed_ratios", r.attempt_compute_speed_ratios},
           {"measured", to_json(r.measured)},
           {"predicted", predicted},
           {"error_percent", errors},
@@ -606,7 +634,8 @@ ConfigResult config_result_from_json(const nlohmann::json& document, const std::
   const JsonNode root(document, file);
   if (!document.is_object()) root.fail("a validation result is a JSON object");
   root.check_keys({"format", "key", "label", "network", "strategy", "link", "batch", "ranks", "compute", "settings",
-                   "platform", "load_average", "measured", "predicted", "error_percent", "diagnosis"});
+                   "platform", "load_average", "compute_speed_ratio", "attempt_compute_speed_ratios", "measured",
+                   "predicted", "error_percent", "diagnosis"});
   if (root.at("format").as_string() != "cnnpar-validation-result") root.at("format").fail("not a validation result");
   ConfigResult r;
   r.key = root.at("key").as_string();
@@ -620,6 +649,11 @@ ConfigResult config_result_from_json(const nlohmann::json& document, const std::
   r.settings = root.at("settings").as_string();
   r.platform = root.at("platform").as_string();
   r.load_average = root.at("load_average").as_number();
+  // Results written before the compute speed check have neither (-1 and none: not checked).
+  if (root.has("compute_speed_ratio")) r.compute_speed_ratio = root.at("compute_speed_ratio").as_number();
+  if (root.has("attempt_compute_speed_ratios"))
+    for (const JsonNode& ratio : root.at("attempt_compute_speed_ratios").items())
+      r.attempt_compute_speed_ratios.push_back(ratio.as_number());
   r.measured = fidelity_from_json(root.at("measured"));
   const JsonNode predicted = root.at("predicted");
   for (const std::string& engine : predicted.keys()) r.predicted[engine] = fidelity_from_json(predicted.at(engine));
@@ -685,6 +719,8 @@ ValidationReport summarize_validation(const ValidationGrid& grid, std::vector<Co
   report.description = grid.description;
   report.iteration_tolerance_percent = grid.iteration_tolerance_percent;
   report.overlap_tolerance_points = grid.overlap_tolerance_points;
+  report.compute_speed_tolerance_percent = grid.compute_speed_tolerance_percent;
+  report.run_attempts = grid.run_attempts;
   report.configurations = int(validation_configs(grid).size());
   report.results = std::move(results);
 
@@ -748,6 +784,26 @@ ValidationReport summarize_validation(const ValidationGrid& grid, std::vector<Co
   return report;
 }
 
+bool compute_speed_off(double ratio, double tolerance_percent) {
+  return ratio >= 0 && 100 * std::abs(ratio - 1) > tolerance_percent;
+}
+
+namespace {
+
+/** Runs measured again because the machine computed off its calibrated speed, and the
+ *  configurations whose kept run is still off (by key). */
+nlohmann::json compute_speed_summary(const ValidationReport& report) {
+  int remeasured = 0;
+  nlohmann::json still_off = nlohmann::json::array();
+  for (const ConfigResult& r : report.results) {
+    if (r.attempt_compute_speed_ratios.size() > 1) ++remeasured;
+    if (compute_speed_off(r.compute_speed_ratio, report.compute_speed_tolerance_percent)) still_off.push_back(r.key);
+  }
+  return {{"remeasured", remeasured}, {"still_off", still_off}};
+}
+
+}  // namespace
+
 nlohmann::json to_json(const ValidationReport& report) {
   nlohmann::json mape = nlohmann::json::object(), r_mae = nlohmann::json::object(), engines = nlohmann::json::object();
   for (const auto& [engine, s] : report.engines) {
@@ -777,7 +833,10 @@ nlohmann::json to_json(const ValidationReport& report) {
           {"configurations", report.configurations},
           {"finished", report.results.size()},
           {"tolerance", {{"iteration_percent", report.iteration_tolerance_percent},
-                         {"overlap_points", report.overlap_tolerance_points}}},
+                         {"overlap_points", report.overlap_tolerance_points},
+                         {"compute_speed_percent", report.compute_speed_tolerance_percent}}},
+          {"run_attempts", report.run_attempts},
+          {"compute_speed_check", compute_speed_summary(report)},
           {"mape_percent", mape},
           {"r_mae_points", r_mae},
           {"engines", engines},
@@ -816,6 +875,15 @@ std::string validation_markdown(const ValidationReport& report) {
                       s.ranking_groups_agreeing, report.rankings.size());
   md += fmt::format("\nAcceptance: MAPE <= {:g} % per engine, R within {:g} points, every ranking as measured.\n\n",
                     report.iteration_tolerance_percent, report.overlap_tolerance_points);
+  const nlohmann::json speed = compute_speed_summary(report);
+  md += fmt::format(
+      "Compute speed check: a real-compute run whose GEMMs that overlapped no communication took more than {:g} % "
+      "more or less than their calibrated time was measured again, at most {} runs per configuration, keeping the "
+      "run nearest the calibration (docs/design.md, \"Validation\"). {} configuration{} measured again; {} still "
+      "off{}.\n\n",
+      report.compute_speed_tolerance_percent, report.run_attempts, speed["remeasured"].get<int>(),
+      speed["remeasured"].get<int>() == 1 ? " was" : "s were", speed["still_off"].size(),
+      speed["still_off"].empty() ? "" : ": " + join(speed["still_off"].get<std::vector<std::string>>(), ", "));
 
   if (!report.mape_by.empty()) {
     md += "## Where the error is\n\nMAPE of iteration time by one dimension of the grid:\n\n";
@@ -872,18 +940,21 @@ std::string validation_markdown(const ValidationReport& report) {
   md += report.fit_markdown;
   md += "## Every configuration\n\nIteration times in ms (measured: median [interquartile range] over the measured "
         "iterations); T_c, T_b and R of the measured run, then of each engine.\n\n";
-  md += "| configuration | compute | load | measured | ";
+  md += "| configuration | compute | load | compute speed (runs) | measured | ";
   for (const auto& [engine, s] : report.engines) md += fmt::format("{} | error | ", engine);
   md += "T_c meas | T_b meas | R meas |";
   for (const auto& [engine, s] : report.engines) md += fmt::format(" R {} |", engine);
-  md += "\n|---|---|---:|---:|";
+  md += "\n|---|---|---:|---:|---:|";
   for (std::size_t i = 0; i < report.engines.size(); ++i) md += "---:|---:|";
   md += "---:|---:|---:|";
   for (std::size_t i = 0; i < report.engines.size(); ++i) md += "---:|";
   md += "\n";
   for (const ConfigResult& r : report.results) {
-    md += fmt::format("| {} | {} | {} | {:.2f} [{:.2f}, {:.2f}] |", r.label, r.compute,
+    md += fmt::format("| {} | {} | {} | {} | {:.2f} [{:.2f}, {:.2f}] |", r.label, r.compute,
                       r.load_average < 0 ? std::string("?") : fmt::format("{:.1f}", r.load_average),
+                      r.compute_speed_ratio < 0 ? std::string("-")
+                                                : fmt::format("{:.2f} ({})", r.compute_speed_ratio,
+                                                              r.attempt_compute_speed_ratios.size()),
                       1e3 * r.measured.iteration_s, 1e3 * r.measured.iteration_q25_s, 1e3 * r.measured.iteration_q75_s);
     for (const auto& [engine, s] : report.engines)
       md += fmt::format(" {:.2f} | {:+.1f} % |", 1e3 * r.predicted.at(engine).iteration_s, r.error_percent(engine));
@@ -900,16 +971,18 @@ std::string validation_csv(const ValidationReport& report) {
   std::string csv =
       "key,network,strategy,link,batch,ranks,compute,engine,measured_iteration_s,predicted_iteration_s,error_percent,"
       "measured_compute_s,predicted_compute_s,measured_comm_s,predicted_comm_s,measured_exposed_comm_s,"
-      "predicted_exposed_comm_s,measured_overlap_ratio_percent,predicted_overlap_ratio_percent,cause\n";
+      "predicted_exposed_comm_s,measured_overlap_ratio_percent,predicted_overlap_ratio_percent,cause,"
+      "compute_speed_ratio,runs\n";
   for (const ConfigResult& r : report.results)
     for (const auto& [engine, p] : r.predicted) {
       const auto d = r.diagnosis.find(engine);
-      csv += fmt::format("{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.4f},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.4f},{:.4f},{}\n",
+      csv += fmt::format("{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.4f},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.4f},{:.4f},{},{:.4f},{}\n",
                          csv_field(r.key), csv_field(r.network), csv_field(r.strategy), csv_field(r.link), r.batch,
                          r.ranks, r.compute, engine, r.measured.iteration_s, p.iteration_s, r.error_percent(engine),
                          r.measured.compute_s, p.compute_s, r.measured.comm_s, p.comm_s, r.measured.exposed_comm_s,
                          p.exposed_comm_s, r.measured.overlap_ratio_percent, p.overlap_ratio_percent,
-                         csv_field(to_string(d == r.diagnosis.end() ? MissCause::none : d->second.cause)));
+                         csv_field(to_string(d == r.diagnosis.end() ? MissCause::none : d->second.cause)),
+                         r.compute_speed_ratio, r.attempt_compute_speed_ratios.size());
     }
   return csv;
 }

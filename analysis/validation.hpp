@@ -16,6 +16,7 @@
 //    engine ranks a group as measured when it orders every decided pair the same way.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,8 @@ struct ValidationFitSpec {
   bool observes(const std::string& strategy, std::int64_t batch) const;
 };
 
+inline constexpr int kMaxRunAttempts = 10;
+
 /** A validation grid file (docs/formats.md "Validation grid"). */
 struct ValidationGrid {
   std::string file;  ///< where it was read from
@@ -78,6 +81,10 @@ struct ValidationGrid {
   int calibration_repeats = 3;
   double iteration_tolerance_percent = 5;    ///< the acceptance the report checks
   double overlap_tolerance_points = 5;
+  /// A real-compute run is measured again when the machine computed further than this from its
+  /// calibrated speed (compute_speed_check): other load on a shared machine, not the model.
+  double compute_speed_tolerance_percent = 10;
+  int run_attempts = 3;                      ///< at most this many runs per configuration (1: no check), <= kMaxRunAttempts
   ValidationFitSpec fit;
 };
 
@@ -151,6 +158,25 @@ struct Diagnosis {
 Diagnosis diagnose(const Trace& predicted, const TraceMetrics& predicted_metrics, const Trace& measured,
                    const TraceMetrics& measured_metrics, double tolerance_percent);
 
+/** How fast the machine computed during a measured run, against the calibration. */
+struct ComputeSpeedCheck {
+  double ratio = 0;  ///< measured / predicted seconds of the undisturbed ops (1 = as calibrated)
+  int ops = 0;       ///< undisturbed ops of the measured iterations
+  double share = 0;  ///< their predicted seconds over all the measured iterations' predicted compute
+};
+/** Undisturbed ops are the GEMMs of the measured iterations that no collective of any rank was
+ *  in flight over for more than a quarter of their time: communication cannot have slowed
+ *  them, as the ranks may share the machine's cores (the testbed). GEMMs only, as calibration
+ *  times them directly (its GEMM grid); the roofline of the other ops is off by up to ±60 % per
+ *  op, which would make the ratio depend on which ops ran undisturbed. Each is matched to the
+ *  same op of `predicted`, the same schedule predicted from the calibrated platform.
+ *  @return none when those ops hold less than kMinUndisturbedShare of the predicted GEMM time. */
+inline constexpr double kMinUndisturbedShare = 0.1;
+std::optional<ComputeSpeedCheck> compute_speed_check(const Trace& predicted, const Trace& measured);
+/** True when a check's `ratio` is further than `tolerance_percent` from 1 (a ratio < 0: not
+ *  checked, never off). */
+bool compute_speed_off(double ratio, double tolerance_percent);
+
 /** One configuration's outcome, as stored in the run folder (resume) and reported. */
 struct ConfigResult {
   std::string key;
@@ -164,6 +190,9 @@ struct ConfigResult {
   std::string settings;     ///< config_settings
   std::string platform;     ///< the calibrated platform file the predictions used
   double load_average = -1; ///< 1-minute load when the measured run started (-1: unknown)
+  /// compute_speed_check of the run kept, then of every run made (-1: none), in order
+  double compute_speed_ratio = -1;
+  std::vector<double> attempt_compute_speed_ratios;
   FidelityMetrics measured;
   std::map<std::string, FidelityMetrics> predicted;  ///< by engine: "analytic", "simgrid"
   std::map<std::string, Diagnosis> diagnosis;        ///< by engine
@@ -196,6 +225,8 @@ struct EngineSummary {
 struct ValidationReport {
   std::string grid_name, grid_file, description;
   double iteration_tolerance_percent = 5, overlap_tolerance_points = 5;
+  double compute_speed_tolerance_percent = 10;
+  int run_attempts = 3;
   int configurations = 0;     ///< in the grid
   std::vector<ConfigResult> results;  ///< finished ones, in grid order
   std::map<std::string, EngineSummary> engines;

@@ -185,6 +185,20 @@ TEST_CASE("a bad grid names the file, the JSON path and the value", "[validation
     CHECK(e.json_path() == "/strategies/1/k");
     CHECK(e.value() == "12");
   }
+  SECTION("run attempts and the compute speed tolerance") {
+    nlohmann::json g = small_grid();
+    g["run_attempts"] = 0;
+    CHECK(grid_error(g).json_path() == "/run_attempts");
+    g["run_attempts"] = 2;
+    g["tolerance"] = {{"compute_speed_percent", -1}};
+    const InputError e = grid_error(g);
+    CHECK(e.json_path() == "/tolerance/compute_speed_percent");
+    CHECK(e.value() == "-1");
+    g["tolerance"]["compute_speed_percent"] = 15;
+    const ValidationGrid grid = parse_validation_grid(g, "grid.json");
+    CHECK(grid.run_attempts == 2);
+    CHECK(grid.compute_speed_tolerance_percent == 15);
+  }
   SECTION("an unknown member and a progress mode") {
     nlohmann::json g = small_grid();
     g["bandwidth"] = {"1Gbps"};
@@ -193,6 +207,55 @@ TEST_CASE("a bad grid names the file, the JSON path and the value", "[validation
     g["comm_progress"] = "spin";
     CHECK(grid_error(g).json_path() == "/comm_progress");
   }
+}
+
+TEST_CASE("compute speed check: the measured iterations' GEMMs that no collective of any rank overlapped", "[validation]") {
+  const auto with_kernel = [](Trace t, KernelClass kernel) {
+    for (RankTrace& rank : t.ranks)
+      for (ComputeRecord& op : rank.compute) op.kernel = kernel;
+    return t;
+  };
+  // Not overlapped: each rank computes 1.0 s predicted, then allreduces 0.5 s; measured 1.2 s.
+  // Only iterations 1 and 2 count (1 warm-up); both ranks' ops ran alone: 4 ops,
+  // ratio = (4 · 1.2) / (4 · 1.0) = 1.2, share 1.
+  const Trace predicted_alone = with_kernel(trace_of(1.0, 0.5, kLarge_bytes, false), KernelClass::gemm);
+  const Trace measured_alone = with_kernel(trace_of(1.2, 0.5, kLarge_bytes, false), KernelClass::gemm);
+  const std::optional<ComputeSpeedCheck> alone = compute_speed_check(predicted_alone, measured_alone);
+  REQUIRE(alone);
+  CHECK(alone->ops == 4);
+  CHECK(alone->ratio == Approx(1.2).epsilon(kTol));
+  CHECK(alone->share == Approx(1.0).epsilon(kTol));
+  // The same ops as element-wise ones: the roofline's, not the GEMM grid's; nothing to check.
+  CHECK_FALSE(compute_speed_check(with_kernel(predicted_alone, KernelClass::eltwise),
+                                  with_kernel(measured_alone, KernelClass::eltwise)));
+
+  // Overlapped: every op runs beside a collective (0.5 s of a 1.0 s op = 50 % > 25 %): no op
+  // is undisturbed, so there is nothing to check.
+  CHECK_FALSE(compute_speed_check(with_kernel(trace_of(1.0, 0.5, kLarge_bytes, true), KernelClass::gemm),
+                                  with_kernel(trace_of(1.0, 0.5, kLarge_bytes, true), KernelClass::gemm)));
+
+  // Another rank's collective disturbs too. Rank 1 overlaps: op [t, t+1] beside a 1 s
+  // allreduce, t = 0, 1, 2 (marks 1, 2, 3), so its collectives cover [0, 3]. Rank 0 does not:
+  // ops [0, 1], [1.5, 2.5], [3, 4], marks 1.5, 3, 4.5. Measured iterations: rank 0's ops at 1.5
+  // and 3, rank 1's at 1 and 2 (all 1 s predicted). Rank 1's own collectives cover its ops;
+  // rank 0's op at 1.5 lies inside rank 1's; only rank 0's op at 3 ran undisturbed:
+  // 1 op, share 1 / 4, and its measured 1.1 s against 1.0 s.
+  Trace predicted = trace_of(1.0, 0.5, kLarge_bytes, false);
+  predicted.ranks[1] = rank_of(1, 1.0, 1.0, kLarge_bytes, true);
+  predicted = with_kernel(predicted, KernelClass::gemm);
+  Trace measured = predicted;
+  measured.ranks[0].compute[2].end_s += 0.1;  // the op at 3 s: [3, 4.1]
+  const std::optional<ComputeSpeedCheck> shared = compute_speed_check(predicted, measured);
+  REQUIRE(shared);
+  CHECK(shared->ops == 1);
+  CHECK(shared->share == Approx(0.25).epsilon(kTol));
+  CHECK(shared->ratio == Approx(1.1).epsilon(kTol));
+
+  // Off means further than the tolerance from 1, either way; −1 (not checked) never is.
+  CHECK_FALSE(compute_speed_off(1.05, 10));
+  CHECK(compute_speed_off(1.2, 10));
+  CHECK(compute_speed_off(0.85, 10));
+  CHECK_FALSE(compute_speed_off(-1, 10));
 }
 
 TEST_CASE("diagnose: within tolerance, and a compute miss", "[validation]") {
@@ -363,6 +426,16 @@ TEST_CASE("a configuration's result reads back as written", "[validation]") {
   CHECK(back.diagnosis.at("analytic").cause == MissCause::tcp_behaviour);
   CHECK(back.measured.iteration_q75_s == r.measured.iteration_q75_s);
   CHECK(back.load_average == 0.7);
+  CHECK(back.compute_speed_ratio == -1);  // not checked (sleep compute, or a result from before the check)
+  r.compute_speed_ratio = 1.04;
+  r.attempt_compute_speed_ratios = {1.31, 1.04};
+  const ConfigResult checked = config_result_from_json(to_json(r), "result.json");
+  CHECK(checked.compute_speed_ratio == 1.04);
+  CHECK(checked.attempt_compute_speed_ratios == std::vector<double>{1.31, 1.04});
+  nlohmann::json before_check = to_json(r);
+  before_check.erase("compute_speed_ratio");
+  before_check.erase("attempt_compute_speed_ratios");
+  CHECK(config_result_from_json(before_check, "result.json").attempt_compute_speed_ratios.empty());
   nlohmann::json damaged = to_json(r);
   damaged["diagnosis"]["analytic"]["cause"] = "gremlins";
   CHECK_THROWS_AS(config_result_from_json(damaged, "result.json"), InputError);

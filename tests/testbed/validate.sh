@@ -54,6 +54,13 @@ for engine in ("analytic", "simgrid"):
 for result in r["results"]:
     assert result["measured"]["iteration_s"] > 0, result["key"]
     assert set(result["error_percent"]) == {"analytic", "simgrid"}, result["key"]
+    # Real compute: each run's undisturbed ops were timed; a run off by more than the tolerance
+    # was measured again, up to run_attempts, and the one nearest the calibration is kept.
+    ratios = result["attempt_compute_speed_ratios"]
+    assert 1 <= len(ratios) <= r["run_attempts"] and all(x > 0 for x in ratios), (result["key"], ratios)
+    assert result["compute_speed_ratio"] == min(ratios, key=lambda x: abs(x - 1)), result["key"]
+    tolerance = r["tolerance"]["compute_speed_percent"] / 100
+    assert all(abs(x - 1) > tolerance for x in ratios[:-1]), (result["key"], ratios)
 assert r["ranking_groups"] == 1
 PY
 [ -s "$work/v/report.md" ] && [ -s "$work/v/report.csv" ] || fail "report.md or report.csv missing"
