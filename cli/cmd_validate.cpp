@@ -385,7 +385,7 @@ class Validation {
       const std::string attempt_file = (folder / fmt::format("run-{}.json", attempt)).string();
       run_measured(config, spec, child, attempt_file);
       const Trace run = trace_from_json(read_json_file(attempt_file), attempt_file);
-      check_comparable(reference, run, "analytic", attempt_file, false);
+      check_comparable(reference, run, reference.engine, attempt_file, false);
       // Sleep compute takes the calibrated times by construction: nothing to check.
       const std::optional<ComputeSpeedCheck> speed =
           config.compute == "real" ? compute_speed_check(reference, run) : std::nullopt;
