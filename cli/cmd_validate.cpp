@@ -317,18 +317,18 @@ class Validation {
     return file.string();
   }
 
-  /** One run of `spec` on the target, its trace into `trace_file`, retried once: a run on a
-   *  shared machine can fail for reasons of the moment (a stall timeout). */
-  void run_measured(const ValidationConfig& config, RunSpec spec, const ChildOptions& child, const std::string& trace_file) {
-    spec.trace = trace_file;
-    const std::string spec_file = (fs::path(trace_file).parent_path() / "spec-run.json").string();
-    write_file_atomic(spec_file, to_json(spec).dump(2) + "\n");
+  /** One run of `spec_file` on the target, its trace into `trace_file` (cnnpar-run's --trace
+   *  overrides the spec's), retried once: a run on a shared machine can fail for reasons of the
+   *  moment (a stall timeout). */
+  void run_measured(const ValidationConfig& config, const std::string& spec_file, const ChildOptions& child,
+                    const std::string& trace_file) {
     int status = 1;
     for (int attempt = 0; attempt < 2 && status != 0; ++attempt) {
       fs::remove(trace_file);
-      status = run_child(target_->command(config.strategy.ranks, {executor_, "--spec", spec_file, "--quiet"}), child);
+      status = run_child(target_->command(config.strategy.ranks,
+                                          {executor_, "--spec", spec_file, "--trace", trace_file, "--quiet"}),
+                         child);
     }
-    fs::remove(spec_file);
     if (status != 0 || !fs::exists(trace_file))
       throw std::runtime_error(fmt::format("cnnpar-run failed twice (status {}); see {}", status, child.output_file));
   }
@@ -378,27 +378,31 @@ class Validation {
     const int attempts = config.compute == "real" ? grid_.run_attempts : 1;
     std::vector<double> ratios;
     std::size_t kept = 0;
+    nlohmann::json kept_document;
+    Trace measured;
     for (int attempt = 1; attempt <= kMaxRunAttempts; ++attempt)  // runs of an interrupted earlier call
       fs::remove(folder / fmt::format("run-{}.json", attempt));
     const auto distance = [](double ratio) { return ratio < 0 ? 0.0 : std::abs(ratio - 1); };  // nearest 1 is kept
     for (int attempt = 1; attempt <= attempts; ++attempt) {
       const std::string attempt_file = (folder / fmt::format("run-{}.json", attempt)).string();
-      run_measured(config, spec, child, attempt_file);
-      const Trace run = trace_from_json(read_json_file(attempt_file), attempt_file);
+      run_measured(config, spec_file, child, attempt_file);
+      nlohmann::json document = read_json_file(attempt_file);
+      Trace run = trace_from_json(document, attempt_file);
       check_comparable(reference, run, reference.engine, attempt_file, false);
       // Sleep compute takes the calibrated times by construction: nothing to check.
       const std::optional<ComputeSpeedCheck> speed =
           config.compute == "real" ? compute_speed_check(reference, run) : std::nullopt;
       ratios.push_back(speed ? speed->ratio : -1);
-      if (distance(ratios.back()) < distance(ratios[kept])) kept = ratios.size() - 1;
+      if (ratios.size() == 1 || distance(ratios.back()) < distance(ratios[kept])) {
+        kept = ratios.size() - 1;
+        kept_document = std::move(document);
+        measured = std::move(run);
+      }
       if (!compute_speed_off(ratios.back(), grid_.compute_speed_tolerance_percent)) break;
       say(fmt::format("{}: run {} of {}: its undisturbed GEMMs took {:.2f} times their calibrated time{}",
                       config_label(grid_, config), attempt, attempts, ratios.back(),
                       attempt < attempts ? "; measuring again" : ""));
     }
-    const std::string kept_file = (folder / fmt::format("run-{}.json", kept + 1)).string();
-    const nlohmann::json kept_document = read_json_file(kept_file);
-    const Trace measured = trace_from_json(kept_document, kept_file);
     const TraceMetrics measured_metrics = compute_metrics(measured);
 
     ConfigResult result;
