@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <stdexcept>
 #include <thread>
 
@@ -316,7 +317,14 @@ constexpr double kFactorTolerance = 0.03;
 constexpr double kKindFactorTransferShare = 0.5;
 constexpr int kRounds = 3;
 constexpr int kWarmUpCalls = 50;
-constexpr double kRoundsUpToBytes = 4.0 * 1024 * 1024;
+// From this size on, a collective is timed in a chain of back-to-back repeats, as a run posts
+// its gradients, and priced by the chain's mean. On the testbed, transfers both ways at once
+// stall now and then: chained 8 MiB allreduces at 100 Mbit/s took 0.70 s at best and 0.85-0.93 s
+// in some calls, while barrier-separated repeats kept a median at the floor that runs do not.
+constexpr double kChainFromBytes = 1024.0 * 1024;
+// A chain lasts at least this long when the extrapolated transfer allows, within kMaxChainCalls.
+constexpr double kChainTarget_s = 2;
+constexpr int kMaxChainCalls = 20;
 
 /** Repeats of one size: small messages are cheap and noisy, so they get more. */
 int repeats_for(double bytes, int repeats) {
@@ -408,7 +416,7 @@ void calibrate_network(const CalibrateOptions& o, const Exchange& x, MPI_Comm co
       const CommBuffers buffers = buffers_for(first, rank, a, b);
       for (int i = 0; i < kWarmUpCalls; ++i) run_one(first, buffers, x);
     }
-    std::vector<std::pair<double, double>> measured;  // (bytes, median seconds) so far; equal on every rank
+    std::vector<std::pair<double, double>> measured;  // (bytes, fit seconds) so far; equal on every rank
     for (double bytes : sizes) {
       // The gathered result is P contributions: keep it within the largest message.
       if (kind == CollectiveKind::allgather && bytes * size > o.max_message_bytes) break;
@@ -424,26 +432,38 @@ void calibrate_network(const CalibrateOptions& o, const Exchange& x, MPI_Comm co
       }
       const Collective c = measured_collective(kind, bytes, size);
       const CommBuffers buffers = buffers_for(c, rank, a, b);
-      const int repeats = repeats_for(bytes, o.repeats);
       run_one(c, buffers, x);  // warm-up: registration, protocol set-up
+      const bool chained = bytes >= kChainFromBytes;
+      const int repeats =
+          chained ? chain_calls(measured.empty() ? 0 : extrapolated_transfer_s(measured, bytes),
+                                repeats_for(bytes, o.repeats), kChainTarget_s, kMaxChainCalls)
+                  : repeats_for(bytes, o.repeats);
       // On a loaded machine a rank descheduled for a time slice (milliseconds) can spoil most
       // repeats of a microsecond message: up to kRounds rounds, the calmest one (smallest
-      // median) kept - noise only adds time. Large messages outlast a time slice: one round.
-      const int rounds = bytes <= kRoundsUpToBytes ? kRounds : 1;
+      // median) kept - noise only adds time. A chained size outlasts a time slice: one round.
+      const int rounds = chained ? 1 : kRounds;
       RobustSummary best;
+      std::vector<double> best_slowest;
       for (int round = 0; round < rounds; ++round) {
         std::vector<double> mine(static_cast<std::size_t>(repeats)), slowest(static_cast<std::size_t>(repeats));
+        if (chained) tight_barrier(comm, o.timeout_s);
         for (int i = 0; i < repeats; ++i) {
-          tight_barrier(comm, o.timeout_s);
+          if (!chained) tight_barrier(comm, o.timeout_s);
           mine[std::size_t(i)] = run_one(c, buffers, x);
         }
         mpi::allreduce(mine.data(), slowest.data(), repeats, MPI_DOUBLE, MPI_MAX, comm, o.timeout_s,
                        "calibration (collective times)");
         const RobustSummary summary = robust_summary(slowest);
-        if (round == 0 || summary.median < best.median) best = summary;
+        if (round == 0 || summary.median < best.median) {
+          best = summary;
+          best_slowest = std::move(slowest);
+        }
       }
-      curve.points.push_back(CollectivePoint{bytes, best, 0});
-      measured.emplace_back(bytes, best.median);
+      const double fit_s =
+          chained ? std::accumulate(best_slowest.begin(), best_slowest.end(), 0.0) / double(best_slowest.size())
+                  : best.median;
+      curve.points.push_back(CollectivePoint{bytes, best, fit_s, chained, 0});
+      measured.emplace_back(bytes, fit_s);
     }
     say(o, fmt::format("network: {:<14} {} sizes {:.0f} B .. {:.0f} B, {:.1f} s{}", curve.kind, curve.points.size(),
                        curve.points.front().bytes, curve.points.back().bytes, now_s() - start,
@@ -476,7 +496,7 @@ void calibrate_network(const CalibrateOptions& o, const Exchange& x, MPI_Comm co
       }
       priced.push_back(p);
       if (p.reduce_bytes > 0) continue;
-      const double per_step_s = point.measured_s.median / p.steps;
+      const double per_step_s = point.fit_s / p.steps;
       steps.push_back(StepSample{p.step_bytes, per_step_s});
       per_size[p.step_bytes].push_back(per_step_s);
     }
@@ -496,7 +516,7 @@ void calibrate_network(const CalibrateOptions& o, const Exchange& x, MPI_Comm co
     for (const Priced& p : priced)
       if (p.reduce_bytes >= kSmallMessageBytes)
         excess.emplace_back(p.reduce_bytes,
-                            p.point->measured_s.median - p.steps * platform.network.message_time_s(p.step_bytes));
+                            p.point->fit_s - p.steps * platform.network.message_time_s(p.step_bytes));
     platform.network.reduction_rate_Bps = 0;
     if (excess.size() >= 2) {
       const Line line = theil_sen(excess);
@@ -510,7 +530,7 @@ void calibrate_network(const CalibrateOptions& o, const Exchange& x, MPI_Comm co
       for (const CollectivePoint& point : curve.points) {
         const Collective c = measured_collective(collective_kind_from_string(curve.kind), point.bytes, size);
         const CollectivePlan plan = priced_plan(c, platform);
-        KindSample sample{point.bytes, point.measured_s.median, steps_time_s(plan, platform.network), 0};
+        KindSample sample{point.bytes, point.fit_s, steps_time_s(plan, platform.network), 0};
         for (const CollectiveStep& step : plan.steps)
           sample.transfer_s += platform.network.transfer_time_s(step_message_bytes(step));
         samples.push_back(sample);
@@ -795,10 +815,11 @@ std::string describe_source(const Network& network, const Platform& base, const 
     }
     text += fmt::format(
         "; network: send, allreduce, allgather, reduce_scatter and bcast over {} ranks, {:.0f} B .. {:.0f} B{}, "
-        "median of repeats ({} of {} repeats outlying), {}",
+        "median of isolated repeats below {:.0f} B, mean of back-to-back repeats from it ({} of {} repeats "
+        "outlying), {}",
         size, o.min_message_bytes, o.max_message_bytes,
         ends.empty() ? "" : fmt::format(" ({}: larger sizes predicted beyond {:g} s per transfer)", ends, o.max_transfer_s),
-        outliers, repeats,
+        kChainFromBytes, outliers, repeats,
         result.network_note.empty()
             ? std::string("robust latency/bandwidth fit, piecewise message factors, reduction rate")
             : "not fitted, the base platform's network kept: " + result.network_note);

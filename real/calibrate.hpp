@@ -67,11 +67,15 @@ struct CalibrateOptions {
   std::function<void(const std::string&)> progress;
 };
 
-/** One measured collective size: the slowest rank's time per repeat, reduced robustly, and
- *  what the fitted platform's step pricing gives for it. */
+/** One measured collective size: the slowest rank's time per repeat, reduced robustly, the
+ *  time the fit prices, and what the fitted platform's step pricing gives for it. */
 struct CollectivePoint {
   double bytes = 0;  ///< Collective::bytes (model/schedule.hpp size convention of the kind)
   RobustSummary measured_s;
+  /** Seconds the fit prices: the median of isolated repeats, or for a chained size
+   *  (`chained`) the mean of its back-to-back repeats. */
+  double fit_s = 0;
+  bool chained = false;
   double modelled_s = 0;
 };
 struct CollectiveCurve {

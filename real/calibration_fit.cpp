@@ -126,6 +126,13 @@ std::vector<KindSizeFactor> fit_kind_size_factors(std::vector<KindSample> sample
   return points;
 }
 
+int chain_calls(double predicted_s, int min_calls, double target_s, int max_calls) {
+  const int most = std::max(min_calls, max_calls);
+  if (!(predicted_s > 0) || !std::isfinite(predicted_s)) return min_calls;
+  const double wanted = std::ceil(target_s / predicted_s);
+  return wanted >= most ? most : std::max(min_calls, int(wanted));
+}
+
 std::vector<MessageFactor> fit_message_factors(const std::vector<StepSample>& samples, double alpha_s,
                                                double beta_Bps, double tolerance) {
   if (samples.empty()) throw std::invalid_argument("message factors need samples");

@@ -152,6 +152,11 @@ RooflineFit fit_roofline(const std::vector<KernelSample>& samples, double peak_f
  *  @throws std::invalid_argument for no samples or a non-positive size. */
 double extrapolated_transfer_s(const std::vector<std::pair<double, double>>& measured, double bytes);
 
+/** Calls in a calibration chain of back-to-back repeats of one size: enough to last
+ *  `target_s` at `predicted_s` per call (extrapolated_transfer_s; <= 0 = unknown, then
+ *  `min_calls`), at least `min_calls`, at most max(`min_calls`, `max_calls`). */
+int chain_calls(double predicted_s, int min_calls, double target_s, int max_calls);
+
 /** `comm_compute_slowdown` s from one probe: the same compute ops timed alone and while the
  *  rank's collectives progressed. The engines run compute 1 + s times slower while a
  *  collective of its rank progresses, so s = Σ busy / Σ alone − 1 (negative when the busy run

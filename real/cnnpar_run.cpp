@@ -927,13 +927,14 @@ void print_network_calibration(const CalibrationResult& result) {
     std::printf(" their size\n");
   }
   std::printf("%-15s %12s %12s %12s %8s %9s\n", "collective", "bytes", "measured s", "modelled s", "error %", "outliers");
+  // measured s: the median of isolated repeats, or (*) the mean of a chain of back-to-back ones
   for (const CollectiveCurve& curve : result.collectives) {
     double worst = 0;
     for (const CollectivePoint& point : curve.points) {
-      const double error = 100.0 * (point.modelled_s / point.measured_s.median - 1);
+      const double error = 100.0 * (point.modelled_s / point.fit_s - 1);
       worst = std::max(worst, std::abs(error));
-      std::printf("%-15s %12.0f %12.4g %12.4g %+8.1f %5d/%-3d\n", curve.kind.c_str(), point.bytes,
-                  point.measured_s.median, point.modelled_s, error, point.measured_s.outliers, point.measured_s.count);
+      std::printf("%-15s %12.0f %11.4g%c %12.4g %+8.1f %5d/%-3d\n", curve.kind.c_str(), point.bytes, point.fit_s,
+                  point.chained ? '*' : ' ', point.modelled_s, error, point.measured_s.outliers, point.measured_s.count);
     }
     std::printf("%-15s worst |error| %.1f %%%s%s\n", curve.kind.c_str(), worst, curve.stopped.empty() ? "" : "; ",
                 curve.stopped.c_str());

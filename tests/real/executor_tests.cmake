@@ -240,6 +240,9 @@ set_tests_properties(real_run_slowdown_np2 PROPERTIES RUN_SERIAL TRUE)
 cnnpar_mpi_run(real_run_calibrate_np2 2 real_calibrate_runs --calibrate --network ${tiny} --batch 16 --repeats 1
                --max-message 1048576
                --out ${run_out}/calibrated.json)
+# From 1 MiB on a size is timed as a chain of back-to-back repeats, marked * in the table (the
+# platform check below fails when the run did).
+set_tests_properties(real_run_calibrate_np2 PROPERTIES PASS_REGULAR_EXPRESSION "allreduce +1048576 +[0-9.e+-]+\\*")
 cnnpar_mpi_check(real_platform_calibrated real_calibrate_runs $<TARGET_FILE:cnnpar_platform_check>
                  ${run_out}/calibrated.json 2)
 # Calibration in parts, on that platform: a part not measured keeps the base's values bit for

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <vector>
 
@@ -212,6 +213,26 @@ TEST_CASE("size bound: a transfer is predicted by the chord of the two largest s
   CHECK(extrapolated_transfer_s({{1 * MiB, 0.3}, {2 * MiB, 0.2}}, 4 * MiB) == Approx(0.2).epsilon(kTolerance));
   CHECK_THROWS_AS(extrapolated_transfer_s({}, 1 * MiB), std::invalid_argument);
   CHECK_THROWS_AS(extrapolated_transfer_s({{0, 1.0}}, 1 * MiB), std::invalid_argument);
+}
+
+TEST_CASE("chain length: enough back-to-back calls for the target time, within the bounds") {
+  constexpr double kTarget_s = 2;
+  constexpr int kMin = 5, kMax = 20;
+  // 2 s / 0.175 s = 11.4 -> 12 calls (a 2 MiB allreduce at 100 Mbit/s).
+  CHECK(chain_calls(0.175, kMin, kTarget_s, kMax) == 12);
+  // 2 s / 0.7 s = 2.9 -> at least kMin (an 8 MiB one).
+  CHECK(chain_calls(0.7, kMin, kTarget_s, kMax) == kMin);
+  // 2 s / 0.0088 s = 228 -> at most kMax (a 1 MiB one at 1 Gbit/s); a vanishing time stays bounded.
+  CHECK(chain_calls(0.0088, kMin, kTarget_s, kMax) == kMax);
+  CHECK(chain_calls(1e-300, kMin, kTarget_s, kMax) == kMax);
+  // 2 s / 0.1 s = 20 exactly: kMax.
+  CHECK(chain_calls(0.1, kMin, kTarget_s, kMax) == 20);
+  // Unknown time (no size measured yet, or not finite): the minimum.
+  CHECK(chain_calls(0, kMin, kTarget_s, kMax) == kMin);
+  CHECK(chain_calls(-1, kMin, kTarget_s, kMax) == kMin);
+  CHECK(chain_calls(std::numeric_limits<double>::quiet_NaN(), kMin, kTarget_s, kMax) == kMin);
+  // A minimum above the maximum (--repeats 30) wins.
+  CHECK(chain_calls(0.001, 30, kTarget_s, kMax) == 30);
 }
 
 TEST_CASE("progress: compute slowdown is the busy ops' total over their total alone, minus 1") {
