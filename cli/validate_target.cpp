@@ -83,7 +83,8 @@ class TestbedTarget : public RunTarget {
             {"burst_bytes", grid_.burst_bytes},
             {"netem_available", testbed::netem_available()},
             {"native_bandwidth_Bps", testbed::kMaxBandwidth_Bps},
-            {"shaping", "tbf on both ends of every node link (upload and download)"}};
+            {"shaping", "tbf on both ends of every node link (upload and download)"},
+            {"tcp_congestion_control", testbed::kTcpCongestionControl}};
   }
 
  private:

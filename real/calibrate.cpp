@@ -318,9 +318,9 @@ constexpr double kKindFactorTransferShare = 0.5;
 constexpr int kRounds = 3;
 constexpr int kWarmUpCalls = 50;
 // From this size on, a collective is timed in a chain of back-to-back repeats, as a run posts
-// its gradients, and priced by the chain's mean. On the testbed, transfers both ways at once
-// stall now and then: chained 8 MiB allreduces at 100 Mbit/s took 0.70 s at best and 0.85-0.93 s
-// in some calls, while barrier-separated repeats kept a median at the floor that runs do not.
+// its gradients, and priced by the chain's mean: on a link whose transfers stall now and then
+// (the testbed under bbr: chained 8 MiB allreduces at 100 Mbit/s 0.70 s at best, 0.85-0.93 s in
+// some calls), barrier-separated repeats kept a median at the floor that runs do not.
 constexpr double kChainFromBytes = 1024.0 * 1024;
 // A chain lasts at least this long when the extrapolated transfer allows, within kMaxChainCalls.
 constexpr double kChainTarget_s = 2;

@@ -21,6 +21,16 @@ cnnpar=$(realpath "$1"); cnnpar_run=$(realpath "$2")
 name=tba-shape
 work=$(mktemp -d); trap 'rm -rf "$work"; "$cnnpar" testbed destroy --name "$name" -q' EXIT
 
+# Every node's TCP congestion control is pinned to cubic, whatever the host's (bbr here, whose
+# two-way transfers through tbf stall; testbed/testbed.hpp kTcpCongestionControl).
+"$cnnpar" testbed create --name "$name" --nodes 2 --bandwidth 100Mbps -q || { echo "shaping: FAIL: create"; exit 1; }
+for node in 0 1; do
+  cc=$(ip netns exec "$name-n$node" cat /proc/sys/net/ipv4/tcp_congestion_control)
+  [ "$cc" = cubic ] || { echo "shaping: FAIL: node $node runs TCP $cc, not cubic (host: $(cat /proc/sys/net/ipv4/tcp_congestion_control))"; exit 1; }
+done
+"$cnnpar" testbed status --name "$name" | grep -q "TCP cubic" || { echo "shaping: FAIL: status does not say TCP cubic"; exit 1; }
+"$cnnpar" testbed destroy --name "$name" -q
+
 "$cnnpar" testbed run --name "$name" --nodes 2 --bandwidth 100Mbps -q -- \
   "$cnnpar_run" --network veeriah-cifar10 --strategy dp --batch 16 --iterations 4 --warmup 1 --compute sleep \
   --trace "$work/trace.json" || { echo "shaping: FAIL: the run failed"; exit 1; }
