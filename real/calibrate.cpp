@@ -421,8 +421,9 @@ void calibrate_network(const CalibrateOptions& o, const Exchange& x, MPI_Comm co
       // The gathered result is P contributions: keep it within the largest message.
       if (kind == CollectiveKind::allgather && bytes * size > o.max_message_bytes) break;
       if (kind == CollectiveKind::reduce_scatter && bytes < 4.0 * size) continue;
+      // One transfer at this size as the smaller sizes predict it (0 = none measured yet).
+      const double predicted_s = measured.empty() ? 0 : extrapolated_transfer_s(measured, bytes);
       if (!o.max_message_given && !measured.empty()) {
-        const double predicted_s = extrapolated_transfer_s(measured, bytes);
         if (predicted_s > o.max_transfer_s) {
           curve.stopped = fmt::format("{:.0f} B and beyond skipped: one transfer predicted {:.2f} s > {:g} s (give "
                                       "--max-message to measure them)",
@@ -435,8 +436,7 @@ void calibrate_network(const CalibrateOptions& o, const Exchange& x, MPI_Comm co
       run_one(c, buffers, x);  // warm-up: registration, protocol set-up
       const bool chained = bytes >= kChainFromBytes;
       const int repeats =
-          chained ? chain_calls(measured.empty() ? 0 : extrapolated_transfer_s(measured, bytes),
-                                repeats_for(bytes, o.repeats), kChainTarget_s, kMaxChainCalls)
+          chained ? chain_calls(predicted_s, repeats_for(bytes, o.repeats), kChainTarget_s, kMaxChainCalls)
                   : repeats_for(bytes, o.repeats);
       // On a loaded machine a rank descheduled for a time slice (milliseconds) can spoil most
       // repeats of a microsecond message: up to kRounds rounds, the calmest one (smallest
