@@ -39,7 +39,7 @@ double host_roofline_s(const Platform& platform, const Op& op, int rank) {
   const Processor& host = kind < 0 ? static_cast<const Processor&>(nodes) : nodes.kinds[std::size_t(kind)].host;
   const double busy_cores = image_loop ? double(op.batch) : double(nodes.cores);
   const double compute_s = platform.kernel_time_s(op.kernel, op.flops, 0, rank) * idle_factor;
-  const double memory_Bps = std::min(host.memory_bandwidth_Bps, busy_cores * nodes.core_bandwidth_Bps);
+  const double memory_Bps = std::min(host.memory_bandwidth_for(op.kernel), busy_cores * nodes.core_bandwidth_Bps);
   return std::max(compute_s, op.bytes / (memory_Bps * platform.speed_factor(rank)));
 }
 

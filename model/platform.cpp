@@ -77,9 +77,14 @@ double Processor::efficiency_for(KernelClass kernel) const {
   return it != efficiency.end() ? it->second : default_efficiency;
 }
 
+double Processor::memory_bandwidth_for(KernelClass kernel) const {
+  const auto it = kernel_memory_bandwidth_Bps.find(kernel);
+  return it != kernel_memory_bandwidth_Bps.end() ? it->second : memory_bandwidth_Bps;
+}
+
 double Processor::roofline_s(KernelClass kernel, double flops, double bytes, double speed) const {
   const double compute_s = flops / (peak_flops * efficiency_for(kernel) * speed);
-  const double memory_s = bytes / (memory_bandwidth_Bps * speed);
+  const double memory_s = bytes / (memory_bandwidth_for(kernel) * speed);
   return std::max(compute_s, memory_s);
 }
 
@@ -221,10 +226,24 @@ void parse_processor(const JsonNode& node, Processor& processor, bool peak_requi
       processor.efficiency[kernel] = efficiency_fraction(value);
     }
   }
+  if (node.has("kernel_memory_bandwidth")) {
+    const JsonNode table = node.at("kernel_memory_bandwidth");
+    processor.kernel_memory_bandwidth_Bps.clear();
+    for (const std::string& key : table.keys()) {
+      const JsonNode value = table.at(key);
+      KernelClass kernel;
+      try {
+        kernel = kernel_class_from_string(key);
+      } catch (const std::invalid_argument& error) {
+        value.fail(error.what());
+      }
+      processor.kernel_memory_bandwidth_Bps[kernel] = value.as_quantity(Unit::bandwidth_Bps);
+    }
+  }
 }
 
 DeviceSpec parse_device(const JsonNode& node) {
-  node.check_keys({"peak", "memory_bandwidth", "efficiency", "default_efficiency", "host_link", "kernels"});
+  node.check_keys({"peak", "memory_bandwidth", "kernel_memory_bandwidth", "efficiency", "default_efficiency", "host_link", "kernels"});
   DeviceSpec device;
   parse_processor(node, device.processor, true);
   device.host_link_Bps = node.at("host_link").as_quantity(Unit::bandwidth_Bps);
@@ -250,7 +269,7 @@ void parse_kinds(const JsonNode& list, NodeSpec& nodes) {
   if (items.empty()) list.fail("needs at least one kind (or leave kinds out)");
   int ranks = 0;  // ranks the kinds so far hold
   for (const JsonNode& item : items) {
-    item.check_keys({"name", "count", "peak", "memory_bandwidth", "efficiency", "default_efficiency", "device"});
+    item.check_keys({"name", "count", "peak", "memory_bandwidth", "kernel_memory_bandwidth", "efficiency", "default_efficiency", "device"});
     NodeKind kind;
     kind.name = item.at("name").as_string();
     if (kind.name.empty()) item.at("name").fail("a kind needs a name");
@@ -278,7 +297,7 @@ double speed_bound(const JsonNode& value) {
 }
 
 void parse_nodes(const JsonNode& node, NodeSpec& nodes) {
-  node.check_keys({"count", "cores", "peak", "memory_bandwidth", "efficiency", "default_efficiency",
+  node.check_keys({"count", "cores", "peak", "memory_bandwidth", "kernel_memory_bandwidth", "efficiency", "default_efficiency",
                    "speed_factors", "speed_stddev", "speed_seed", "speed_min", "speed_max", "kinds", "call_overhead",
                    "image_parallel_kernels", "core_bandwidth"});
   nodes.count = int(node.at("count").as_int_in(1, limits::kMaxPlatformNodes));
@@ -464,10 +483,16 @@ namespace {
 nlohmann::json processor_to_json(const Processor& processor) {
   nlohmann::json efficiency = nlohmann::json::object();
   for (const auto& [kernel, value] : processor.efficiency) efficiency[to_string(kernel)] = value;
-  return {{"peak", fmt::format("{}f", processor.peak_flops)},
-          {"memory_bandwidth", fmt::format("{}Bps", processor.memory_bandwidth_Bps)},
-          {"default_efficiency", processor.default_efficiency},
-          {"efficiency", efficiency}};
+  nlohmann::json out = {{"peak", fmt::format("{}f", processor.peak_flops)},
+                         {"memory_bandwidth", fmt::format("{}Bps", processor.memory_bandwidth_Bps)},
+                         {"default_efficiency", processor.default_efficiency},
+                         {"efficiency", efficiency}};
+  if (!processor.kernel_memory_bandwidth_Bps.empty()) {
+    nlohmann::json bandwidth = nlohmann::json::object();
+    for (const auto& [kernel, value] : processor.kernel_memory_bandwidth_Bps) bandwidth[to_string(kernel)] = fmt::format("{}Bps", value);
+    out["kernel_memory_bandwidth"] = bandwidth;
+  }
+  return out;
 }
 
 nlohmann::json kind_to_json(const NodeKind& kind) {

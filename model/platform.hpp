@@ -36,10 +36,16 @@ struct Processor {
   /** fraction of peak per kernel class (roofline); missing classes use default_efficiency */
   std::map<KernelClass, double> efficiency;
   double default_efficiency = 0.5;
+  /** bytes per second per kernel class where it differs from memory_bandwidth_Bps: a strided
+   *  gather (im2col) streams slower than an element-wise pass (calibration fits each class
+   *  it times). JSON `kernel_memory_bandwidth`. */
+  std::map<KernelClass, double> kernel_memory_bandwidth_Bps;
 
   double efficiency_for(KernelClass kernel) const;
+  /** kernel_memory_bandwidth_Bps of the class, else memory_bandwidth_Bps (bytes per second). */
+  double memory_bandwidth_for(KernelClass kernel) const;
   /** Roofline seconds on a node of relative speed `speed`:
-   *  max(flops / (peak · efficiency · speed), bytes / (memory_bandwidth · speed)). */
+   *  max(flops / (peak · efficiency · speed), bytes / (memory_bandwidth_for(kernel) · speed)). */
   double roofline_s(KernelClass kernel, double flops, double bytes, double speed = 1) const;
 };
 

@@ -242,6 +242,7 @@ void calibrate_compute(const Network& network, const Platform& base, const Calib
     const RooflineFit fit = fit_roofline(memory_samples, platform.nodes.peak_flops);
     summary.memory = fit.memory;
     platform.nodes.memory_bandwidth_Bps = fit.memory.bandwidth_Bps;
+    platform.nodes.kernel_memory_bandwidth_Bps = fit.kernel_bandwidth_Bps;
     platform.nodes.call_overhead_s = fit.memory.overhead_s;
     // Every non-GEMM class gets an efficiency: the fitted one, else 1 (memory-bound), as the
     // fit assumed; never the base platform's guess.

@@ -228,19 +228,38 @@ MemoryFit fit_memory(const std::vector<std::pair<double, double>>& samples) {
 
 RooflineFit fit_roofline(const std::vector<KernelSample>& samples, double peak_flops, int rounds) {
   RooflineFit fit;
+  const auto bandwidth_of = [&](KernelClass kernel) {
+    const auto found = fit.kernel_bandwidth_Bps.find(kernel);
+    return found == fit.kernel_bandwidth_Bps.end() ? fit.memory.bandwidth_Bps : found->second;
+  };
   // A class without a fitted efficiency runs at efficiency 1: its compute term is then far
   // below its memory term (a few FLOPs per byte against a peak of 1e11 FLOP/s).
   const auto modelled_s = [&](const KernelSample& k, double efficiency) {
-    return std::max(k.flops / (peak_flops * efficiency), k.bytes / fit.memory.bandwidth_Bps) + fit.memory.overhead_s;
+    return std::max(k.flops / (peak_flops * efficiency), k.bytes / bandwidth_of(k.kernel)) + fit.memory.overhead_s;
   };
   const auto efficiency_of = [&](KernelClass kernel) {
     const auto found = fit.efficiency.find(kernel);
     return found == fit.efficiency.end() ? 1.0 : found->second;
   };
-  std::vector<std::pair<double, double>> memory_bound;
-  for (const KernelSample& k : samples) memory_bound.emplace_back(k.bytes, k.seconds);
+  std::vector<const KernelSample*> memory_bound;
+  for (const KernelSample& k : samples) memory_bound.push_back(&k);
   for (int round = 0; round < rounds; ++round) {
-    fit.memory = fit_memory(memory_bound);
+    std::vector<std::pair<double, double>> points;
+    for (const KernelSample* k : memory_bound) points.emplace_back(k->bytes, k->seconds);
+    fit.memory = fit_memory(points);
+    // Each class's own bandwidth over its memory-bound ops, from the common overhead.
+    std::map<KernelClass, std::vector<const KernelSample*>> memory_by_class;
+    for (const KernelSample* k : memory_bound) memory_by_class[k->kernel].push_back(k);
+    fit.kernel_bandwidth_Bps.clear();
+    for (const auto& [kernel, ops] : memory_by_class) {
+      if (int(ops.size()) < kMinClassBandwidthOps) continue;
+      double bytes = 0, memory_s = 0;
+      for (const KernelSample* k : ops) {
+        bytes += k->bytes;
+        memory_s += k->seconds - fit.memory.overhead_s;
+      }
+      if (bytes > 0 && memory_s > 0) fit.kernel_bandwidth_Bps[kernel] = bytes / memory_s;
+    }
     std::map<KernelClass, std::vector<const KernelSample*>> by_class;
     for (const KernelSample& k : samples)
       if (k.flops > 0) by_class[k.kernel].push_back(&k);
@@ -254,7 +273,8 @@ RooflineFit fit_roofline(const std::vector<KernelSample>& samples, double peak_f
         for (const KernelSample* k : ops) sum += modelled_s(*k, efficiency);
         return sum;
       };
-      if (total(1.0) >= measured) continue;  // memory explains the class (or more): efficiency 1
+      // Memory explains the class (its own bandwidth makes the totals equal, up to rounding).
+      if (total(1.0) >= measured * (1 - 1e-9)) continue;
       // total(efficiency) falls as efficiency rises: total(1e-6) > measured > total(1).
       double lo = std::log(1e-6), hi = 0;
       for (int step = 0; step < 60; ++step) {
@@ -263,11 +283,11 @@ RooflineFit fit_roofline(const std::vector<KernelSample>& samples, double peak_f
       }
       fit.efficiency[kernel] = std::exp(0.5 * (lo + hi));
     }
-    memory_bound.clear();
+    std::vector<const KernelSample*> next;
     for (const KernelSample& k : samples)
-      if (k.flops / (peak_flops * efficiency_of(k.kernel)) <= k.bytes / fit.memory.bandwidth_Bps)
-        memory_bound.emplace_back(k.bytes, k.seconds);
-    if (memory_bound.size() < 2) break;
+      if (k.flops / (peak_flops * efficiency_of(k.kernel)) <= k.bytes / bandwidth_of(k.kernel)) next.push_back(&k);
+    if (next.size() < 2) break;
+    memory_bound = std::move(next);
   }
   return fit;
 }

@@ -129,17 +129,22 @@ struct KernelSample {
   double seconds = 0;  ///< median of the repeats
 };
 /** The roofline of the non-GEMM kernels, t = max(flops / (peak · efficiency[class]),
- *  bytes / bandwidth) + overhead (Processor::roofline_s + call_overhead). */
+ *  bytes / bandwidth[class]) + overhead (Processor::roofline_s + call_overhead). */
 struct RooflineFit {
-  MemoryFit memory;
-  std::map<KernelClass, double> efficiency;  ///< classes slower than memory alone explains
+  MemoryFit memory;                                 ///< every class: overhead, and the bandwidth of classes without their own
+  std::map<KernelClass, double> kernel_bandwidth_Bps;  ///< classes with enough memory-bound ops (bytes per second)
+  std::map<KernelClass, double> efficiency;         ///< classes slower than memory alone explains
 };
-/** Alternates, `rounds` times: (1) memory bandwidth and overhead by fit_memory over the ops
- *  that are memory-bound under the current efficiencies (all at first); (2) for each class
- *  with FLOPs whose measured total exceeds its modelled total, the efficiency (bisection in
- *  [1e-6, 1]) that makes the two equal; a class the memory term already covers gets none.
- *  So a class slower per byte than the others is priced by its compute term, and the
- *  memory-bound ones keep a bandwidth fitted to them.
+/** A class gets its own bandwidth from at least this many memory-bound ops. */
+inline constexpr int kMinClassBandwidthOps = 3;
+/** Alternates, `rounds` times: (1) overhead and bandwidth by fit_memory over the ops that are
+ *  memory-bound under the current efficiencies (all at first); then each class with at least
+ *  kMinClassBandwidthOps of them its own bandwidth, Σ bytes / (Σ seconds − count · overhead)
+ *  over its ops, so the class's modelled total is its measured total (classes stream memory
+ *  differently: im2col gathers with strides, element-wise ops stream); (2) for each class
+ *  with FLOPs whose measured total still exceeds its modelled total, the efficiency
+ *  (bisection in [1e-6, 1]) that makes the two equal; a class the memory term already covers
+ *  gets none.
  *  @throws std::invalid_argument as fit_memory. */
 RooflineFit fit_roofline(const std::vector<KernelSample>& samples, double peak_flops, int rounds = 3);
 

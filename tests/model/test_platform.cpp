@@ -41,6 +41,35 @@ TEST_CASE("roofline: a kernel takes the longer of its compute and memory times")
   CHECK(platform.kernel_time_s(KernelClass::eltwise, 1e9, 1e10, 0) == Approx(0.1).epsilon(1e-12));
 }
 
+TEST_CASE("roofline: a kernel class with its own memory bandwidth streams at it; the others at the node's") {
+  nlohmann::json document = minimal_platform();
+  document["nodes"]["kernel_memory_bandwidth"] = {{"im2col", "10GBps"}};
+  const Platform platform = parse_platform(document, "p.json");
+  // im2col: 1e9 B / 1e10 B/s = 0.1 s; eltwise keeps the node's 1e11 B/s: 1e9 B -> 0.01 s.
+  CHECK(platform.kernel_time_s(KernelClass::im2col, 0, 1e9, 0) == Approx(0.1).epsilon(1e-12));
+  CHECK(platform.kernel_time_s(KernelClass::eltwise, 0, 1e9, 0) == Approx(0.01).epsilon(1e-12));
+  // Written and read back, the class keeps its bandwidth.
+  const Platform back = parse_platform(to_json(platform), "back.json");
+  CHECK(back.nodes.memory_bandwidth_for(KernelClass::im2col) == Approx(1e10).epsilon(1e-12));
+  CHECK(back.nodes.memory_bandwidth_for(KernelClass::pool) == Approx(1e11).epsilon(1e-12));
+  // An unknown class and a bandwidth without a unit name the path and the value.
+  document["nodes"]["kernel_memory_bandwidth"] = {{"gather", "10GBps"}};
+  try {
+    (void)parse_platform(document, "p.json");
+    FAIL("an unknown kernel class was accepted");
+  } catch (const InputError& e) {
+    CHECK(e.json_path() == "/nodes/kernel_memory_bandwidth/gather");
+  }
+  document["nodes"]["kernel_memory_bandwidth"] = {{"im2col", "10"}};
+  try {
+    (void)parse_platform(document, "p.json");
+    FAIL("a bandwidth without a unit was accepted");
+  } catch (const InputError& e) {
+    CHECK(e.json_path() == "/nodes/kernel_memory_bandwidth/im2col");
+    CHECK(e.value() == "10");
+  }
+}
+
 TEST_CASE("heterogeneous nodes: speed factors scale compute time") {
   nlohmann::json document = minimal_platform();
   document["nodes"]["speed_factors"] = {1.0, 0.5, 2.0, 1.0};
