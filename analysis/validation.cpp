@@ -151,8 +151,9 @@ ValidationGrid parse_validation_grid(const nlohmann::json& document, const std::
 
   if (root.has("calibration")) {
     const JsonNode calibration = root.at("calibration");
-    calibration.check_keys({"repeats"});
+    calibration.check_keys({"repeats", "recalibrate_compute"});
     if (calibration.has("repeats")) grid.calibration_repeats = int(calibration.at("repeats").as_int_in(1, 100));
+    if (calibration.has("recalibrate_compute")) grid.recalibrate_compute = calibration.at("recalibrate_compute").as_bool();
   }
   if (root.has("tolerance")) {
     const JsonNode tolerance = root.at("tolerance");
@@ -624,6 +625,7 @@ nlohmann::json to_json(const ConfigResult& r) {
           {"load_average", r.load_average},
           {"compute_speed_ratio", r.compute_speed_ratio},
           {"attempt_compute_speed_ratios", r.attempt_compute_speed_ratios},
+          {"compute_recalibrated", r.compute_recalibrated},
           {"measured", to_json(r.measured)},
           {"predicted", predicted},
           {"error_percent", errors},
@@ -634,8 +636,8 @@ ConfigResult config_result_from_json(const nlohmann::json& document, const std::
   const JsonNode root(document, file);
   if (!document.is_object()) root.fail("a validation result is a JSON object");
   root.check_keys({"format", "key", "label", "network", "strategy", "link", "batch", "ranks", "compute", "settings",
-                   "platform", "load_average", "compute_speed_ratio", "attempt_compute_speed_ratios", "measured",
-                   "predicted", "error_percent", "diagnosis"});
+                   "platform", "load_average", "compute_speed_ratio", "attempt_compute_speed_ratios", "compute_recalibrated",
+                   "measured", "predicted", "error_percent", "diagnosis"});
   if (root.at("format").as_string() != "cnnpar-validation-result") root.at("format").fail("not a validation result");
   ConfigResult r;
   r.key = root.at("key").as_string();
@@ -654,6 +656,7 @@ ConfigResult config_result_from_json(const nlohmann::json& document, const std::
   if (root.has("attempt_compute_speed_ratios"))
     for (const JsonNode& ratio : root.at("attempt_compute_speed_ratios").items())
       r.attempt_compute_speed_ratios.push_back(ratio.as_number());
+  if (root.has("compute_recalibrated")) r.compute_recalibrated = root.at("compute_recalibrated").as_bool();
   r.measured = fidelity_from_json(root.at("measured"));
   const JsonNode predicted = root.at("predicted");
   for (const std::string& engine : predicted.keys()) r.predicted[engine] = fidelity_from_json(predicted.at(engine));
@@ -721,6 +724,7 @@ ValidationReport summarize_validation(const ValidationGrid& grid, std::vector<Co
   report.overlap_tolerance_points = grid.overlap_tolerance_points;
   report.compute_speed_tolerance_percent = grid.compute_speed_tolerance_percent;
   report.run_attempts = grid.run_attempts;
+  report.recalibrate_compute = grid.recalibrate_compute;
   report.configurations = int(validation_configs(grid).size());
   report.results = std::move(results);
 
@@ -793,13 +797,14 @@ namespace {
 /** Runs measured again because the machine computed off its calibrated speed, and the
  *  configurations whose kept run is still off (by key). */
 nlohmann::json compute_speed_summary(const ValidationReport& report) {
-  int remeasured = 0;
+  int remeasured = 0, recalibrated = 0;
   nlohmann::json still_off = nlohmann::json::array();
   for (const ConfigResult& r : report.results) {
     if (r.attempt_compute_speed_ratios.size() > 1) ++remeasured;
+    if (r.compute_recalibrated) ++recalibrated;
     if (compute_speed_off(r.compute_speed_ratio, report.compute_speed_tolerance_percent)) still_off.push_back(r.key);
   }
-  return {{"remeasured", remeasured}, {"still_off", still_off}};
+  return {{"remeasured", remeasured}, {"recalibrated", recalibrated}, {"still_off", still_off}};
 }
 
 }  // namespace
@@ -836,6 +841,7 @@ nlohmann::json to_json(const ValidationReport& report) {
                          {"overlap_points", report.overlap_tolerance_points},
                          {"compute_speed_percent", report.compute_speed_tolerance_percent}}},
           {"run_attempts", report.run_attempts},
+          {"recalibrate_compute", report.recalibrate_compute},
           {"compute_speed_check", compute_speed_summary(report)},
           {"mape_percent", mape},
           {"r_mae_points", r_mae},
@@ -878,11 +884,15 @@ std::string validation_markdown(const ValidationReport& report) {
   const nlohmann::json speed = compute_speed_summary(report);
   md += fmt::format(
       "Compute speed check: a real-compute run whose GEMMs that overlapped no communication took more than {:g} % "
-      "more or less than their calibrated time was measured again, at most {} runs per configuration, keeping the "
-      "run nearest the calibration (docs/design.md, \"Validation\"). {} configuration{} measured again; {} still "
-      "off{}.\n\n",
-      report.compute_speed_tolerance_percent, report.run_attempts, speed["remeasured"].get<int>(),
-      speed["remeasured"].get<int>() == 1 ? " was" : "s were", speed["still_off"].size(),
+      "more or less than their calibrated time was measured again{}, at most {} runs per configuration, keeping the "
+      "run nearest the calibration (docs/design.md, \"Validation\"). {} configuration{} measured again ({} after "
+      "calibrating compute again); {} still off{}.\n\n",
+      report.compute_speed_tolerance_percent,
+      report.recalibrate_compute ? "; when it was a configuration's first run, compute was first calibrated again and "
+                                   "the configuration predicted again, and that run was not kept"
+                                 : "",
+      report.run_attempts, speed["remeasured"].get<int>(), speed["remeasured"].get<int>() == 1 ? " was" : "s were",
+      speed["recalibrated"].get<int>(), speed["still_off"].size(),
       speed["still_off"].empty() ? "" : ": " + join(speed["still_off"].get<std::vector<std::string>>(), ", "));
 
   if (!report.mape_by.empty()) {
@@ -953,8 +963,9 @@ std::string validation_markdown(const ValidationReport& report) {
     md += fmt::format("| {} | {} | {} | {} | {:.2f} [{:.2f}, {:.2f}] |", r.label, r.compute,
                       r.load_average < 0 ? std::string("?") : fmt::format("{:.1f}", r.load_average),
                       r.compute_speed_ratio < 0 ? std::string("-")
-                                                : fmt::format("{:.2f} ({})", r.compute_speed_ratio,
-                                                              r.attempt_compute_speed_ratios.size()),
+                                                : fmt::format("{:.2f} ({}{})", r.compute_speed_ratio,
+                                                              r.attempt_compute_speed_ratios.size(),
+                                                              r.compute_recalibrated ? ", recalibrated" : ""),
                       1e3 * r.measured.iteration_s, 1e3 * r.measured.iteration_q25_s, 1e3 * r.measured.iteration_q75_s);
     for (const auto& [engine, s] : report.engines)
       md += fmt::format(" {:.2f} | {:+.1f} % |", 1e3 * r.predicted.at(engine).iteration_s, r.error_percent(engine));
@@ -972,17 +983,18 @@ std::string validation_csv(const ValidationReport& report) {
       "key,network,strategy,link,batch,ranks,compute,engine,measured_iteration_s,predicted_iteration_s,error_percent,"
       "measured_compute_s,predicted_compute_s,measured_comm_s,predicted_comm_s,measured_exposed_comm_s,"
       "predicted_exposed_comm_s,measured_overlap_ratio_percent,predicted_overlap_ratio_percent,cause,"
-      "compute_speed_ratio,runs\n";
+      "compute_speed_ratio,runs,compute_recalibrated\n";
   for (const ConfigResult& r : report.results)
     for (const auto& [engine, p] : r.predicted) {
       const auto d = r.diagnosis.find(engine);
-      csv += fmt::format("{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.4f},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.4f},{:.4f},{},{:.4f},{}\n",
+      csv += fmt::format("{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.4f},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.4f},{:.4f},{},{:.4f},{},{}\n",
                          csv_field(r.key), csv_field(r.network), csv_field(r.strategy), csv_field(r.link), r.batch,
                          r.ranks, r.compute, engine, r.measured.iteration_s, p.iteration_s, r.error_percent(engine),
                          r.measured.compute_s, p.compute_s, r.measured.comm_s, p.comm_s, r.measured.exposed_comm_s,
                          p.exposed_comm_s, r.measured.overlap_ratio_percent, p.overlap_ratio_percent,
                          csv_field(to_string(d == r.diagnosis.end() ? MissCause::none : d->second.cause)),
-                         r.compute_speed_ratio, r.attempt_compute_speed_ratios.size());
+                         r.compute_speed_ratio, r.attempt_compute_speed_ratios.size(),
+                         r.compute_recalibrated ? "true" : "false");
     }
   return csv;
 }

@@ -85,6 +85,10 @@ struct ValidationGrid {
   /// calibrated speed (compute_speed_check): other load on a shared machine, not the model.
   double compute_speed_tolerance_percent = 10;
   int run_attempts = 3;                      ///< at most this many runs per configuration (1: no check), <= kMaxRunAttempts
+  /// When a configuration's first real-compute run is off its calibrated speed, calibrate compute
+  /// again over the group's platform, predict again and make run_attempts more runs (the first
+  /// is not kept); later configurations of the group use the new calibration.
+  bool recalibrate_compute = true;
   ValidationFitSpec fit;
 };
 
@@ -193,6 +197,9 @@ struct ConfigResult {
   /// compute_speed_check of the run kept, then of every run made (-1: none), in order
   double compute_speed_ratio = -1;
   std::vector<double> attempt_compute_speed_ratios;
+  /// The first run was off: compute was calibrated again (`platform`), and the first ratio above
+  /// is that run's against the calibration before; the run kept is a later one.
+  bool compute_recalibrated = false;
   FidelityMetrics measured;
   std::map<std::string, FidelityMetrics> predicted;  ///< by engine: "analytic", "simgrid"
   std::map<std::string, Diagnosis> diagnosis;        ///< by engine
@@ -227,6 +234,7 @@ struct ValidationReport {
   double iteration_tolerance_percent = 5, overlap_tolerance_points = 5;
   double compute_speed_tolerance_percent = 10;
   int run_attempts = 3;
+  bool recalibrate_compute = true;
   int configurations = 0;     ///< in the grid
   std::vector<ConfigResult> results;  ///< finished ones, in grid order
   std::map<std::string, EngineSummary> engines;

@@ -66,6 +66,8 @@ constexpr double kRunStallTimeout_s = 300;
 /** Calibration sizes: at least 1 MiB (the bandwidth fit needs large messages), at most 256 MiB. */
 constexpr double kLeastLargestMessage_bytes = 1024.0 * 1024;
 constexpr double kMostLargestMessage_bytes = 256.0 * 1024 * 1024;
+/** Marks a platform file whose compute was measured again (recalibrated_compute). */
+constexpr const char* kRecalibratedSuffix = "-recalibrated-";
 
 std::vector<std::string> parse_engines(const std::string& text) {
   std::vector<std::string> engines;
@@ -200,7 +202,7 @@ class Validation {
           for (std::size_t i : todo) {
             ++done;
             try {
-              results[i] = measure_one(configs[i], platform);
+              results[i] = measure_one(configs[i], platform);  // may recalibrate: platform for the rest
               say(progress_line(done, total, started, *results[i]));
             } catch (const InterruptedError&) {
               throw;
@@ -284,17 +286,39 @@ class Validation {
       throw std::runtime_error(fmt::format("calibration of {} failed (status {}); see {}", what, status, log));
   }
 
-  /** Compute, once per network: the GEMM grid up to the largest batch, timed on the ranks that
-   *  compute for real, all at once (so co-located ranks contend as in the runs). */
-  std::string compute_calibration(const std::string& network) {
-    const fs::path file = fs::path(out_) / "calibration" / (fs::path(network).stem().string() + "_compute.json");
-    if (usable_platform(file)) return file.string();
+  /** Times `network`'s GEMM grid up to the largest batch into `file`, on the ranks that compute
+   *  for real, all at once (so co-located ranks contend as in the runs); the rest of the
+   *  platform is kept from `platform_file`. */
+  void calibrate_compute(const fs::path& file, const std::string& network, const std::string& platform_file) {
     const int ranks = std::max(1, std::min(grid_.real_compute_max_ranks, grid_.testbed_nodes));
     const std::int64_t batch = *std::max_element(grid_.batches.begin(), grid_.batches.end());
     run_calibration(file, ranks,
-                    {"--calibrate-parts", "compute", "--network", network, "--platform", base_platform_, "--batch",
+                    {"--calibrate-parts", "compute", "--network", network, "--platform", platform_file, "--batch",
                      std::to_string(batch), "--compute", "real"},
                     fmt::format("the compute of {} on {} ranks", network, ranks));
+  }
+
+  /** Compute, once per network, on the base platform. */
+  std::string compute_calibration(const std::string& network) {
+    const fs::path file = fs::path(out_) / "calibration" / (fs::path(network).stem().string() + "_compute.json");
+    if (!usable_platform(file)) calibrate_compute(file, network, base_platform_);
+    return file.string();
+  }
+
+  /** Compute measured again over `platform_file` (its network and progress kept), into the next
+   *  free STEM-recalibrated-N.json beside it: a run found the machine computing off the speed
+   *  that file was calibrated at (a shared machine drifts over minutes to hours). */
+  std::string recalibrated_compute(const std::string& network, const std::string& platform_file) {
+    const fs::path original(platform_file);
+    std::string stem = original.stem().string();
+    const std::size_t mark = stem.rfind(kRecalibratedSuffix);
+    if (mark != std::string::npos) stem.resize(mark);  // numbered from the group's first calibration
+    fs::path file;
+    for (int n = 1;; ++n) {
+      file = original.parent_path() / fmt::format("{}{}{}.json", stem, kRecalibratedSuffix, n);
+      if (!fs::exists(file)) break;
+    }
+    calibrate_compute(file, network, platform_file);
     return file.string();
   }
 
@@ -333,13 +357,18 @@ class Validation {
       throw std::runtime_error(fmt::format("cnnpar-run failed twice (status {}); see {}", status, child.output_file));
   }
 
-  ConfigResult measure_one(const ValidationConfig& config, const std::string& platform_file) {
-    const fs::path folder = run_folder(config);
-    fs::create_directories(folder);
-    const std::string measured_file = (folder / "measured.json").string();
+  /** One configuration's prediction from a calibrated platform, and the run spec measuring it. */
+  struct Prediction {
+    std::string platform_file;
+    std::map<std::string, Trace> traces;  ///< by engine
+    const Trace& reference() const { return traces.count("analytic") ? traces.at("analytic") : traces.begin()->second; }
+  };
 
-    // The prediction: the same schedule on the calibrated platform, the executor's FP32 messages.
-    // Made first, as its iteration time sets how many iterations the run needs (measure_seconds).
+  /** Predicts `config` from `platform_file` with every engine and writes FOLDER/spec.json, the
+   *  run that measures it on that platform. */
+  Prediction predict(const ValidationConfig& config, const std::string& platform_file, const fs::path& folder) {
+    // The same schedule on the calibrated platform, the executor's FP32 messages. Its iteration
+    // time sets how many iterations the run needs (measure_seconds).
     const Network network = load_network(config.network);
     Platform platform = load_platform(platform_file);
     platform.network.element_bytes = kExecutorElementBytes;
@@ -362,25 +391,39 @@ class Validation {
     spec.collectives = grid_.collectives;
     spec.threads = 1;
     spec.timeout_s = kRunStallTimeout_s;
-    spec.trace = measured_file;
+    spec.trace = (folder / "measured.json").string();
+    write_file_atomic((folder / "spec.json").string(), to_json(spec).dump(2) + "\n");
+    Prediction prediction;
+    prediction.platform_file = platform_file;
+    for (const std::string& engine : engines_) prediction.traces[engine] = replay_once(schedule, platform, engine, "", "");
+    return prediction;
+  }
+
+  /** Calibrated, predicted, run and compared. `platform_file` is the group's calibration; when
+   *  this configuration calibrates compute again, it becomes the new file for the rest. */
+  ConfigResult measure_one(const ValidationConfig& config, std::string& platform_file) {
+    const fs::path folder = run_folder(config);
+    fs::create_directories(folder);
+    const std::string measured_file = (folder / "measured.json").string();
     const std::string spec_file = (folder / "spec.json").string();
-    write_file_atomic(spec_file, to_json(spec).dump(2) + "\n");
     // The predictions first: the analytic one times the undisturbed ops of each run (compute speed check).
-    std::map<std::string, Trace> predicted;
-    for (const std::string& engine : engines_) predicted[engine] = replay_once(schedule, platform, engine, "", "");
-    const Trace& reference = predicted.count("analytic") ? predicted.at("analytic") : predicted.begin()->second;
+    Prediction prediction = predict(config, platform_file, folder);
 
     ChildOptions child;
     child.output_file = (folder / "run.log").string();
     // A real-compute run on a machine that computed off its calibrated speed (other load on a
     // shared machine) is measured again, at most grid.run_attempts runs; the run nearest the
-    // calibration is kept as measured.json, every run's trace stays as run-N.json.
-    const int attempts = config.compute == "real" ? grid_.run_attempts : 1;
+    // calibration is kept as measured.json, every run's trace stays as run-N.json. When the
+    // first run is off, the machine is likely to have drifted since calibration: compute is
+    // calibrated again and predicted again before the runs that count (runs from the second).
+    const bool real = config.compute == "real";
+    const bool may_recalibrate = real && grid_.recalibrate_compute && grid_.run_attempts > 1;
+    int attempts = real ? grid_.run_attempts : 1;
     std::vector<double> ratios;
-    std::size_t kept = 0;
+    std::size_t kept = 0, first_counted = 0;
     nlohmann::json kept_document;
     Trace measured;
-    for (int attempt = 1; attempt <= kMaxRunAttempts; ++attempt)  // runs of an interrupted earlier call
+    for (int attempt = 1; attempt <= kMaxRunAttempts + 1; ++attempt)  // runs of an interrupted earlier call
       fs::remove(folder / fmt::format("run-{}.json", attempt));
     const auto distance = [](double ratio) { return ratio < 0 ? 0.0 : std::abs(ratio - 1); };  // nearest 1 is kept
     for (int attempt = 1; attempt <= attempts; ++attempt) {
@@ -388,17 +431,27 @@ class Validation {
       run_measured(config, spec_file, child, attempt_file);
       nlohmann::json document = read_json_file(attempt_file);
       Trace run = trace_from_json(document, attempt_file);
+      const Trace& reference = prediction.reference();
       check_comparable(reference, run, reference.engine, attempt_file, false);
       // Sleep compute takes the calibrated times by construction: nothing to check.
-      const std::optional<ComputeSpeedCheck> speed =
-          config.compute == "real" ? compute_speed_check(reference, run) : std::nullopt;
+      const std::optional<ComputeSpeedCheck> speed = real ? compute_speed_check(reference, run) : std::nullopt;
       ratios.push_back(speed ? speed->ratio : -1);
-      if (ratios.size() == 1 || distance(ratios.back()) < distance(ratios[kept])) {
+      if (ratios.size() - 1 == first_counted || distance(ratios.back()) < distance(ratios[kept])) {
         kept = ratios.size() - 1;
         kept_document = std::move(document);
         measured = std::move(run);
       }
       if (!compute_speed_off(ratios.back(), grid_.compute_speed_tolerance_percent)) break;
+      if (attempt == 1 && may_recalibrate) {
+        say(fmt::format("{}: run 1: its undisturbed GEMMs took {:.2f} times their calibrated time; calibrating compute "
+                        "again",
+                        config_label(grid_, config), ratios.back()));
+        platform_file = recalibrated_compute(config.network, platform_file);
+        prediction = predict(config, platform_file, folder);
+        first_counted = 1;
+        ++attempts;  // run 1 measured the old calibration: run_attempts runs against the new one
+        continue;
+      }
       say(fmt::format("{}: run {} of {}: its undisturbed GEMMs took {:.2f} times their calibrated time{}",
                       config_label(grid_, config), attempt, attempts, ratios.back(),
                       attempt < attempts ? "; measuring again" : ""));
@@ -415,7 +468,8 @@ class Validation {
     result.ranks = config.strategy.ranks;
     result.compute = config.compute;
     result.settings = config_settings(grid_, config);
-    result.platform = platform_file;
+    result.platform = prediction.platform_file;
+    result.compute_recalibrated = first_counted > 0;
     result.load_average = run_load_average(measured).value_or(-1);  // -1: not recorded
     result.compute_speed_ratio = ratios[kept];
     result.attempt_compute_speed_ratios = ratios;
@@ -423,7 +477,7 @@ class Validation {
     OutputTransaction outputs;
     outputs.file(measured_file, kept_document.dump() + "\n");
     for (const std::string& engine : engines_) {
-      const Trace& trace = predicted.at(engine);
+      const Trace& trace = prediction.traces.at(engine);
       check_comparable(trace, measured, engine, measured_file, false);
       const TraceMetrics predicted_metrics = compute_metrics(trace);
       result.predicted[engine] = fidelity_metrics(predicted_metrics);

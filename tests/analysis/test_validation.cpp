@@ -199,6 +199,16 @@ TEST_CASE("a bad grid names the file, the JSON path and the value", "[validation
     CHECK(grid.run_attempts == 2);
     CHECK(grid.compute_speed_tolerance_percent == 15);
   }
+  SECTION("calibrating compute again is on unless the grid turns it off, with a boolean") {
+    nlohmann::json g = small_grid();
+    CHECK(parse_validation_grid(g, "grid.json").recalibrate_compute);
+    g["calibration"] = {{"recalibrate_compute", false}};
+    CHECK_FALSE(parse_validation_grid(g, "grid.json").recalibrate_compute);
+    g["calibration"]["recalibrate_compute"] = "yes";
+    const InputError e = grid_error(g);
+    CHECK(e.json_path() == "/calibration/recalibrate_compute");
+    CHECK(e.value() == "yes");
+  }
   SECTION("an unknown member and a progress mode") {
     nlohmann::json g = small_grid();
     g["bandwidth"] = {"1Gbps"};
@@ -432,6 +442,15 @@ TEST_CASE("a configuration's result reads back as written", "[validation]") {
   const ConfigResult checked = config_result_from_json(to_json(r), "result.json");
   CHECK(checked.compute_speed_ratio == 1.04);
   CHECK(checked.attempt_compute_speed_ratios == std::vector<double>{1.31, 1.04});
+  CHECK_FALSE(checked.compute_recalibrated);
+  r.compute_recalibrated = true;
+  CHECK(config_result_from_json(to_json(r), "result.json").compute_recalibrated);
+  // The report counts it: one configuration measured again, after calibrating compute again.
+  const ValidationReport report = summarize_validation(parse_validation_grid(small_grid(), "grid.json"), {r});
+  const nlohmann::json speed = to_json(report).at("compute_speed_check");
+  CHECK(speed.at("remeasured") == 1);
+  CHECK(speed.at("recalibrated") == 1);
+  CHECK_THAT(validation_csv(report), Catch::Contains(",1.0400,2,true\n"));
   nlohmann::json before_check = to_json(r);
   before_check.erase("compute_speed_ratio");
   before_check.erase("attempt_compute_speed_ratios");
