@@ -206,40 +206,35 @@ double speed_factor(const JsonNode& value) {
   return factor;
 }
 
+// A table keyed by kernel class (`efficiency`, `kernel_memory_bandwidth`), each value read by
+// `read`; an unknown class fails at its own path.
+template <typename Read>
+std::map<KernelClass, double> parse_kernel_table(const JsonNode& table, Read read) {
+  std::map<KernelClass, double> values;
+  for (const std::string& key : table.keys()) {
+    const JsonNode value = table.at(key);
+    KernelClass kernel;
+    try {
+      kernel = kernel_class_from_string(key);
+    } catch (const std::invalid_argument& error) {
+      value.fail(error.what());
+    }
+    values[kernel] = read(value);
+  }
+  return values;
+}
+
 // The roofline fields of a processor; those `node` leaves out keep the values `processor` has
-// (defaults, or the nodes' own for a kind). An efficiency table replaces the one before.
+// (defaults, or the nodes' own for a kind). A per-class table replaces the one before.
 void parse_processor(const JsonNode& node, Processor& processor, bool peak_required) {
   if (peak_required || node.has("peak")) processor.peak_flops = node.at("peak").as_quantity(Unit::flop_rate);
   processor.memory_bandwidth_Bps = node.quantity_or("memory_bandwidth", Unit::bandwidth_Bps, processor.memory_bandwidth_Bps);
   if (node.has("default_efficiency")) processor.default_efficiency = efficiency_fraction(node.at("default_efficiency"));
-  if (node.has("efficiency")) {
-    const JsonNode table = node.at("efficiency");
-    processor.efficiency.clear();
-    for (const std::string& key : table.keys()) {
-      const JsonNode value = table.at(key);
-      KernelClass kernel;
-      try {
-        kernel = kernel_class_from_string(key);
-      } catch (const std::invalid_argument& error) {
-        value.fail(error.what());
-      }
-      processor.efficiency[kernel] = efficiency_fraction(value);
-    }
-  }
-  if (node.has("kernel_memory_bandwidth")) {
-    const JsonNode table = node.at("kernel_memory_bandwidth");
-    processor.kernel_memory_bandwidth_Bps.clear();
-    for (const std::string& key : table.keys()) {
-      const JsonNode value = table.at(key);
-      KernelClass kernel;
-      try {
-        kernel = kernel_class_from_string(key);
-      } catch (const std::invalid_argument& error) {
-        value.fail(error.what());
-      }
-      processor.kernel_memory_bandwidth_Bps[kernel] = value.as_quantity(Unit::bandwidth_Bps);
-    }
-  }
+  if (node.has("efficiency"))
+    processor.efficiency = parse_kernel_table(node.at("efficiency"), [](const JsonNode& v) { return efficiency_fraction(v); });
+  if (node.has("kernel_memory_bandwidth"))
+    processor.kernel_memory_bandwidth_Bps = parse_kernel_table(
+        node.at("kernel_memory_bandwidth"), [](const JsonNode& v) { return v.as_quantity(Unit::bandwidth_Bps); });
 }
 
 DeviceSpec parse_device(const JsonNode& node) {
