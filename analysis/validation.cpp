@@ -632,6 +632,16 @@ nlohmann::json to_json(const ConfigResult& r) {
           {"diagnosis", diagnosis}};
 }
 
+std::string group_calibration(const std::string& platform_file) {
+  const std::filesystem::path file(platform_file);
+  const std::string stem = file.stem().string();
+  const std::size_t mark = stem.rfind(kRecalibratedSuffix);
+  if (mark == std::string::npos) return platform_file;
+  const std::string number = stem.substr(mark + std::char_traits<char>::length(kRecalibratedSuffix));
+  if (number.empty() || number.find_first_not_of("0123456789") != std::string::npos) return platform_file;
+  return (file.parent_path() / (stem.substr(0, mark) + file.extension().string())).string();
+}
+
 ConfigResult config_result_from_json(const nlohmann::json& document, const std::string& file) {
   const JsonNode root(document, file);
   if (!document.is_object()) root.fail("a validation result is a JSON object");

@@ -57,6 +57,13 @@ struct ValidationFitSpec {
 
 inline constexpr int kMaxRunAttempts = 10;
 
+/** Marks a platform file whose compute was calibrated again over a group's calibration:
+ *  STEM-recalibrated-N.json beside STEM.json (calibration.recalibrate_compute). */
+inline constexpr const char* kRecalibratedSuffix = "-recalibrated-";
+/** The group calibration a platform file belongs to: STEM.json for STEM-recalibrated-N.json,
+ *  else the file itself. */
+std::string group_calibration(const std::string& platform_file);
+
 /** A validation grid file (docs/formats.md "Validation grid"). */
 struct ValidationGrid {
   std::string file;  ///< where it was read from

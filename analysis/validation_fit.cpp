@@ -1,5 +1,6 @@
 #include "analysis/validation_fit.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -8,6 +9,7 @@
 
 #include "model/error.hpp"
 #include "model/json_node.hpp"
+#include "model/platform.hpp"
 #include "model/trace.hpp"
 
 namespace cnnpar {
@@ -26,45 +28,85 @@ std::vector<double> errors_percent(const std::vector<double>& predicted, const s
   return out;
 }
 
+/** The runs of a group predicted on one platform file: the group's calibration, or a
+ *  recalibration of its compute (calibration.recalibrate_compute). */
+struct PlatformRuns {
+  std::string file;
+  nlohmann::json document;
+  Observations seen, held;
+};
+
+/** Every platform's observations on that platform with `values` for the free parameters, in
+ *  group order (`which`: the seen or the held-out runs). */
+std::vector<double> predict_runs(const ValidationGrid& grid, const std::vector<PlatformRuns>& platforms,
+                                 const std::vector<FreeParameter>& free, const std::vector<double>& values,
+                                 Observations PlatformRuns::*which) {
+  std::vector<double> out;
+  for (const PlatformRuns& p : platforms) {
+    if ((p.*which).size() == 0) continue;
+    const std::vector<double> part =
+        (p.*which).predict(platform_with_values(p.document, p.file, free, values, grid.file, "/fit/free"));
+    out.insert(out.end(), part.begin(), part.end());
+  }
+  return out;
+}
+
+std::vector<double> observed_runs(const std::vector<PlatformRuns>& platforms, Observations PlatformRuns::*which) {
+  std::vector<double> out;
+  for (const PlatformRuns& p : platforms) {
+    const std::vector<double> part = (p.*which).observed();
+    out.insert(out.end(), part.begin(), part.end());
+  }
+  return out;
+}
+
 void fit_group(const ValidationGrid& grid, const std::vector<const ValidationFitInput*>& inputs,
                const EngineFactory& make_engine, ValidationFitGroup& g) {
-  const nlohmann::json document = read_json_file(g.platform);
+  std::vector<PlatformRuns> platforms;
+  for (const ValidationFitInput* input : inputs) {
+    const std::string& file = input->result->platform;
+    auto found = std::find_if(platforms.begin(), platforms.end(), [&](const PlatformRuns& p) { return p.file == file; });
+    if (found == platforms.end()) {
+      platforms.push_back({file, read_json_file(file), Observations(make_engine), Observations(make_engine)});
+      found = platforms.end() - 1;
+    }
+    const Trace trace = trace_from_json(read_json_file(input->measured_trace), input->measured_trace);
+    if (grid.fit.observes(input->result->strategy, input->result->batch)) {
+      found->seen.add_trace(trace, input->measured_trace);
+      g.observed.push_back(input->result->label);
+    } else {
+      found->held.add_trace(trace, input->measured_trace);
+      g.held_out.push_back(input->result->label);
+    }
+  }
+  g.platforms = int(platforms.size());
+  // The fit starts from the first platform's values; recalibrations keep the group's network.
   try {
     for (std::size_t i = 0; i < grid.fit.free.size(); ++i)
-      g.free.push_back(resolve_free_parameter(document, g.platform, grid.fit.free[i], grid.file, fmt::format("/fit/free/{}", i)));
+      g.free.push_back(resolve_free_parameter(platforms.front().document, platforms.front().file, grid.fit.free[i],
+                                              grid.file, fmt::format("/fit/free/{}", i)));
   } catch (const InputError& error) {
     // The path exists (checked on the base platform before the runs); this platform's value
     // cannot start a fit (a 0 in log space).
     g.skipped = fmt::format("{} cannot start from this platform: {}", error.value(), error.reason());
     return;
   }
-  Observations seen(make_engine), held(make_engine);
-  for (const ValidationFitInput* input : inputs) {
-    const Trace trace = trace_from_json(read_json_file(input->measured_trace), input->measured_trace);
-    if (grid.fit.observes(input->result->strategy, input->result->batch)) {
-      seen.add_trace(trace, input->measured_trace);
-      g.observed.push_back(input->result->label);
-    } else {
-      held.add_trace(trace, input->measured_trace);
-      g.held_out.push_back(input->result->label);
-    }
-  }
-  if (seen.size() < g.free.size()) {
-    g.skipped = fmt::format("{} measured run(s) observed for {} free parameter(s)", seen.size(), g.free.size());
+  if (g.observed.size() < g.free.size()) {
+    g.skipped = fmt::format("{} measured run(s) observed for {} free parameter(s)", g.observed.size(), g.free.size());
     return;
   }
-  if (held.size() == 0) {
-    g.skipped = "no run of this platform is held out";
+  if (g.held_out.empty()) {
+    g.skipped = "no run of this group is held out";
     return;
   }
-  std::vector<double> start;
-  for (const FreeParameter& p : g.free) start.push_back(p.start);
-  const auto platform_at = [&](const std::vector<double>& values) {
-    return platform_with_values(document, g.platform, g.free, values, grid.file, "/fit/free");
-  };
   try {
-    const FitResult result = fit_parameters([&](const std::vector<double>& values) { return seen.predict(platform_at(values)); },
-                                            seen.observed(), g.free, start);
+    const FitResult result = fit_parameters(
+        [&](const std::vector<double>& values) { return predict_runs(grid, platforms, g.free, values, &PlatformRuns::seen); },
+        observed_runs(platforms, &PlatformRuns::seen), g.free, [&] {
+          std::vector<double> start;
+          for (const FreeParameter& p : g.free) start.push_back(p.start);
+          return start;
+        }());
     g.fitted = result.values;
     g.sigma = result.sigma;
   } catch (const FitNotConverged& error) {
@@ -76,8 +118,16 @@ void fit_group(const ValidationGrid& grid, const std::vector<const ValidationFit
     g.skipped = error.reason();
     return;
   }
-  g.before_percent = errors_percent(held.predict(platform_at(start)), held.observed());
-  g.after_percent = errors_percent(held.predict(platform_at(g.fitted)), held.observed());
+  // Before: each held-out run on its own calibrated platform, as the report predicted it.
+  const std::vector<double> observed = observed_runs(platforms, &PlatformRuns::held);
+  std::vector<double> calibrated;
+  for (const PlatformRuns& p : platforms) {
+    if (p.held.size() == 0) continue;
+    const std::vector<double> part = p.held.predict(parse_platform(p.document, p.file));
+    calibrated.insert(calibrated.end(), part.begin(), part.end());
+  }
+  g.before_percent = errors_percent(calibrated, observed);
+  g.after_percent = errors_percent(predict_runs(grid, platforms, g.free, g.fitted, &PlatformRuns::held), observed);
 }
 
 }  // namespace
@@ -91,8 +141,9 @@ ValidationFit fit_validation(const ValidationGrid& grid, const std::vector<Valid
   std::vector<std::string> order;
   std::map<std::string, std::vector<const ValidationFitInput*>> groups;
   for (const ValidationFitInput& input : inputs) {
-    if (groups.count(input.result->platform) == 0) order.push_back(input.result->platform);
-    groups[input.result->platform].push_back(&input);
+    const std::string group = group_calibration(input.result->platform);
+    if (groups.count(group) == 0) order.push_back(group);
+    groups[group].push_back(&input);
   }
   std::vector<double> before, after;
   for (const std::string& platform : order) {
@@ -120,6 +171,7 @@ nlohmann::json to_json(const ValidationFit& fit) {
                       {"fitted", g.fitted[i]},
                       {"sigma", g.sigma[i] ? nlohmann::json(*g.sigma[i]) : nlohmann::json(nullptr)}});
     groups.push_back({{"platform", g.platform},
+                      {"platforms", g.platforms},
                       {"observed", g.observed},
                       {"held_out", g.held_out},
                       {"free", free},
@@ -137,7 +189,8 @@ nlohmann::json to_json(const ValidationFit& fit) {
 
 std::string validation_fit_markdown(const ValidationFit& fit) {
   std::string md = fmt::format(
-      "## Fit on the measured runs\n\nIn every group of configurations predicted on one calibrated platform, {} "
+      "## Fit on the measured runs\n\nIn every group of configurations predicted on one calibrated platform (or on "
+      "a recalibration of its compute, each run on its own file), {} "
       "{} fitted to the measured runs of {} (`cnnpar fit`'s least squares on mean iteration times), and the group's "
       "other runs predicted on the fitted platform. Held out: {} runs; their MAPE against the mean measured iteration "
       "time is {:.1f} % calibrated, {:.1f} % fitted.\n\n",
@@ -152,7 +205,8 @@ std::string validation_fit_markdown(const ValidationFit& fit) {
                             g.sigma[i] ? fmt::format(" ± {:.2g}", *g.sigma[i]) : std::string());
     if (!g.skipped.empty()) values = "not fitted: " + g.skipped;
     // The calibrations share the work folder's calibration/ (the report's environment names it).
-    const std::string platform = std::filesystem::path(g.platform).filename().string();
+    std::string platform = std::filesystem::path(g.platform).filename().string();
+    if (g.platforms > 1) platform += fmt::format(" (+{} recalibrated)", g.platforms - 1);
     md += fmt::format("| {} | {} | {} | {} | {} | {} |\n", platform, g.observed.size(), values, g.held_out.size(),
                       g.before_percent.empty() ? std::string("—") : fmt::format("{:.1f} %", mean_abs(g.before_percent)),
                       g.after_percent.empty() ? std::string("—") : fmt::format("{:.1f} %", mean_abs(g.after_percent)));

@@ -1,6 +1,7 @@
 #pragma once
 // Real runs feed the fit (issue 11): the measured runs of a validation are observations for
-// `cnnpar fit`'s least squares. Configurations predicted on one calibrated platform form a group;
+// `cnnpar fit`'s least squares. Configurations predicted on one calibrated platform (or on a
+// recalibration of its compute) form a group;
 // in each, the grid's free parameters are fitted to the runs its `fit.observe` selects, and the
 // group's other runs are predicted on the fitted platform: their error before and after the fit
 // is the held-out error. Observations are mean measured iteration times (analysis/fit.hpp), so
@@ -23,7 +24,10 @@ struct ValidationFitInput {
 };
 
 struct ValidationFitGroup {
-  std::string platform;                  ///< the calibrated platform file the group was predicted on
+  /// the group's calibrated platform file; runs predicted on a recalibration of its compute
+  /// (group_calibration) belong to it, each predicted on its own file with the fitted values
+  std::string platform;
+  int platforms = 1;                     ///< platform files among its runs (1 + recalibrations)
   std::vector<std::string> observed;     ///< configuration labels the fit saw
   std::vector<std::string> held_out;     ///< the group's other configurations
   std::vector<FreeParameter> free;
@@ -46,7 +50,8 @@ struct ValidationFit {
   double held_out_mape_after_percent = 0;   ///< on the fitted platforms
 };
 
-/** Fits every group of `inputs` (grouped by ConfigResult::platform) with `make_engine`.
+/** Fits every group of `inputs` (grouped by group_calibration of ConfigResult::platform) with
+ *  `make_engine`.
  *  @throws InputError naming the grid file and "/fit/free/N" for a free path the platform does
  *  not have or cannot fit. */
 ValidationFit fit_validation(const ValidationGrid& grid, const std::vector<ValidationFitInput>& inputs,

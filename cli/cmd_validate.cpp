@@ -66,8 +66,6 @@ constexpr double kRunStallTimeout_s = 300;
 /** Calibration sizes: at least 1 MiB (the bandwidth fit needs large messages), at most 256 MiB. */
 constexpr double kLeastLargestMessage_bytes = 1024.0 * 1024;
 constexpr double kMostLargestMessage_bytes = 256.0 * 1024 * 1024;
-/** Marks a platform file whose compute was measured again (recalibrated_compute). */
-constexpr const char* kRecalibratedSuffix = "-recalibrated-";
 
 std::vector<std::string> parse_engines(const std::string& text) {
   std::vector<std::string> engines;
@@ -309,10 +307,8 @@ class Validation {
    *  free STEM-recalibrated-N.json beside it: a run found the machine computing off the speed
    *  that file was calibrated at (a shared machine drifts over minutes to hours). */
   std::string recalibrated_compute(const std::string& network, const std::string& platform_file) {
-    const fs::path original(platform_file);
-    std::string stem = original.stem().string();
-    const std::size_t mark = stem.rfind(kRecalibratedSuffix);
-    if (mark != std::string::npos) stem.resize(mark);  // numbered from the group's first calibration
+    const fs::path original(group_calibration(platform_file));  // numbered from the group's calibration
+    const std::string stem = original.stem().string();
     fs::path file;
     for (int n = 1;; ++n) {
       file = original.parent_path() / fmt::format("{}{}{}.json", stem, kRecalibratedSuffix, n);

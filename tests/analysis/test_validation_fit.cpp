@@ -132,3 +132,61 @@ TEST_CASE("validation fit: a group with too few observed runs is skipped, and a 
   CHECK(fit.groups[0].skipped == "0 measured run(s) observed for 1 free parameter(s)");
   CHECK(fit.held_out == 0);
 }
+
+TEST_CASE("validation fit: a recalibration belongs to its group's calibration, each run predicted on its own file", "[validation]") {
+  CHECK(group_calibration("/w/calibration/vgg_1Gbps_p2-recalibrated-3.json") == "/w/calibration/vgg_1Gbps_p2.json");
+  CHECK(group_calibration("/w/calibration/vgg_1Gbps_p2.json") == "/w/calibration/vgg_1Gbps_p2.json");
+  CHECK(group_calibration("/w/x-recalibrated-.json") == "/w/x-recalibrated-.json");
+  CHECK(group_calibration("/w/x-recalibrated-2b.json") == "/w/x-recalibrated-2b.json");
+
+  Folder folder;
+  const ValidationGrid grid = parse_validation_grid(grid_json(), "grid.json");
+  // The machine computed 20 % slower for the lee runs, and their group was recalibrated: the
+  // recalibration has the slower peak (80 instead of 100 GFLOP/s), both have the wrong slowdown.
+  nlohmann::json slow_truth = nlohmann::json::parse(kTruth);
+  slow_truth["nodes"]["peak"] = "80Gf";
+  const Platform fast = parse_platform(nlohmann::json::parse(kTruth), "truth.json");
+  const Platform slow = parse_platform(slow_truth, "slow.json");
+  nlohmann::json calibrated = nlohmann::json::parse(kTruth), recalibrated = slow_truth;
+  calibrated["comm_compute_slowdown"] = 0.2;
+  recalibrated["comm_compute_slowdown"] = 0.2;
+  const std::string calibrated_file = (folder.path / "calibrated.json").string();
+  const std::string recalibrated_file = (folder.path / "calibrated-recalibrated-1.json").string();
+  write_file_atomic(calibrated_file, calibrated.dump());
+  write_file_atomic(recalibrated_file, recalibrated.dump());
+
+  std::vector<ConfigResult> results;
+  std::vector<std::string> traces;
+  const Network network = load_network("veeriah-cifar10");
+  for (const ValidationConfig& config : validation_configs(grid)) {
+    const bool lee = config.strategy.name == "lee";
+    const Platform& truth = lee ? slow : fast;
+    const Trace trace = make_analytic_engine()->run(build_schedule(network, truth, config.strategy), truth);
+    traces.push_back((folder.path / (config_key(grid, config) + ".json")).string());
+    write_file_atomic(traces.back(), to_json(trace).dump());
+    ConfigResult r;
+    r.key = config_key(grid, config);
+    r.label = config_label(grid, config);
+    r.strategy = strategy_label(config.strategy);
+    r.batch = config.strategy.global_batch;
+    r.platform = lee ? recalibrated_file : calibrated_file;
+    results.push_back(r);
+  }
+  std::vector<ValidationFitInput> inputs;
+  for (std::size_t i = 0; i < results.size(); ++i) inputs.push_back({&results[i], traces[i]});
+
+  const ValidationFit fit = fit_validation(grid, inputs, [] { return make_analytic_engine(); });
+  REQUIRE(fit.groups.size() == 1);  // the recalibration joins its group
+  const ValidationFitGroup& g = fit.groups[0];
+  CHECK(g.platform == calibrated_file);
+  CHECK(g.platforms == 2);
+  CHECK(g.skipped.empty());
+  REQUIRE(g.fitted.size() == 1);
+  CHECK(g.fitted[0] == Approx(0.5).epsilon(1e-4));
+  // Held out on their own (slower) platform with the fitted slowdown: their own times. On the
+  // group's first platform they would be about 20 % fast in compute.
+  REQUIRE(g.after_percent.size() == 2);
+  for (double after : g.after_percent) CHECK(std::abs(after) < 1e-3);
+  for (double before : g.before_percent) CHECK(before < -0.1);
+  CHECK(to_json(fit).at("groups").at(0).at("platforms") == 2);
+}
