@@ -6,6 +6,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <utility>
 
 #include <catch2/catch.hpp>
 
@@ -44,6 +46,38 @@ nlohmann::json grid_json() {
   })");
 }
 
+/** Every configuration of `grid` "measured": its analytic trace on the truth `where` gives it,
+ *  written into `folder`, and a result naming the platform file `where` gives it. */
+class Measured {
+ public:
+  using Where = std::function<std::pair<const Platform*, std::string>(const ValidationConfig&)>;
+  Measured(const ValidationGrid& grid, const fs::path& folder, const Where& where) {
+    const Network network = load_network("veeriah-cifar10");
+    for (const ValidationConfig& config : validation_configs(grid)) {
+      const auto [truth, platform_file] = where(config);
+      const Trace trace = make_analytic_engine()->run(build_schedule(network, *truth, config.strategy), *truth);
+      traces_.push_back((folder / (config_key(grid, config) + ".json")).string());
+      write_file_atomic(traces_.back(), to_json(trace).dump());
+      ConfigResult r;
+      r.key = config_key(grid, config);
+      r.label = config_label(grid, config);
+      r.strategy = strategy_label(config.strategy);
+      r.batch = config.strategy.global_batch;
+      r.platform = platform_file;
+      results_.push_back(r);
+    }
+  }
+  std::vector<ValidationFitInput> inputs() const {
+    std::vector<ValidationFitInput> out;
+    for (std::size_t i = 0; i < results_.size(); ++i) out.push_back({&results_[i], traces_[i]});
+    return out;
+  }
+
+ private:
+  std::vector<ConfigResult> results_;
+  std::vector<std::string> traces_;
+};
+
 }  // namespace
 
 TEST_CASE("validation fit: the slowdown is found from the observed runs, and the held-out ones come right", "[validation]") {
@@ -58,23 +92,8 @@ TEST_CASE("validation fit: the slowdown is found from the observed runs, and the
 
   // Every configuration "measured": its analytic trace on the truth. dp_layerwise at batches
   // 32 and 64 is observed (2 runs for 1 parameter); lee at both batches is held out.
-  std::vector<ConfigResult> results;
-  std::vector<std::string> traces;
-  const Network network = load_network("veeriah-cifar10");
-  for (const ValidationConfig& config : validation_configs(grid)) {
-    const Trace trace = make_analytic_engine()->run(build_schedule(network, truth, config.strategy), truth);
-    traces.push_back((folder.path / (config_key(grid, config) + ".json")).string());
-    write_file_atomic(traces.back(), to_json(trace).dump());
-    ConfigResult r;
-    r.key = config_key(grid, config);
-    r.label = config_label(grid, config);
-    r.strategy = strategy_label(config.strategy);
-    r.batch = config.strategy.global_batch;
-    r.platform = platform_file;
-    results.push_back(r);
-  }
-  std::vector<ValidationFitInput> inputs;
-  for (std::size_t i = 0; i < results.size(); ++i) inputs.push_back({&results[i], traces[i]});
+  Measured measured(grid, folder.path, [&](const ValidationConfig&) { return std::make_pair(&truth, platform_file); });
+  const std::vector<ValidationFitInput> inputs = measured.inputs();
 
   const ValidationFit fit = fit_validation(grid, inputs, [] { return make_analytic_engine(); });
   REQUIRE(fit.groups.size() == 1);  // one calibrated platform
@@ -155,25 +174,11 @@ TEST_CASE("validation fit: a recalibration belongs to its group's calibration, e
   write_file_atomic(calibrated_file, calibrated.dump());
   write_file_atomic(recalibrated_file, recalibrated.dump());
 
-  std::vector<ConfigResult> results;
-  std::vector<std::string> traces;
-  const Network network = load_network("veeriah-cifar10");
-  for (const ValidationConfig& config : validation_configs(grid)) {
+  Measured measured(grid, folder.path, [&](const ValidationConfig& config) {
     const bool lee = config.strategy.name == "lee";
-    const Platform& truth = lee ? slow : fast;
-    const Trace trace = make_analytic_engine()->run(build_schedule(network, truth, config.strategy), truth);
-    traces.push_back((folder.path / (config_key(grid, config) + ".json")).string());
-    write_file_atomic(traces.back(), to_json(trace).dump());
-    ConfigResult r;
-    r.key = config_key(grid, config);
-    r.label = config_label(grid, config);
-    r.strategy = strategy_label(config.strategy);
-    r.batch = config.strategy.global_batch;
-    r.platform = lee ? recalibrated_file : calibrated_file;
-    results.push_back(r);
-  }
-  std::vector<ValidationFitInput> inputs;
-  for (std::size_t i = 0; i < results.size(); ++i) inputs.push_back({&results[i], traces[i]});
+    return std::make_pair(lee ? &slow : &fast, lee ? recalibrated_file : calibrated_file);
+  });
+  const std::vector<ValidationFitInput> inputs = measured.inputs();
 
   const ValidationFit fit = fit_validation(grid, inputs, [] { return make_analytic_engine(); });
   REQUIRE(fit.groups.size() == 1);  // the recalibration joins its group
