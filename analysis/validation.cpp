@@ -642,6 +642,13 @@ std::string group_calibration(const std::string& platform_file) {
   return (file.parent_path() / (stem.substr(0, mark) + file.extension().string())).string();
 }
 
+std::string recalibrated_platform_file(const std::string& group_file, int n) {
+  const std::filesystem::path file(group_file);
+  return (file.parent_path() / fmt::format("{}{}{}{}", file.stem().string(), kRecalibratedSuffix, n,
+                                           file.extension().string()))
+      .string();
+}
+
 ConfigResult config_result_from_json(const nlohmann::json& document, const std::string& file) {
   const JsonNode root(document, file);
   if (!document.is_object()) root.fail("a validation result is a JSON object");

@@ -63,6 +63,8 @@ inline constexpr const char* kRecalibratedSuffix = "-recalibrated-";
 /** The group calibration a platform file belongs to: STEM.json for STEM-recalibrated-N.json,
  *  else the file itself. */
 std::string group_calibration(const std::string& platform_file);
+/** STEM-recalibrated-N.json beside `group_file` (STEM.json): its N-th recalibration. */
+std::string recalibrated_platform_file(const std::string& group_file, int n);
 
 /** A validation grid file (docs/formats.md "Validation grid"). */
 struct ValidationGrid {

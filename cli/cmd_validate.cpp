@@ -307,15 +307,11 @@ class Validation {
    *  free STEM-recalibrated-N.json beside it: a run found the machine computing off the speed
    *  that file was calibrated at (a shared machine drifts over minutes to hours). */
   std::string recalibrated_compute(const std::string& network, const std::string& platform_file) {
-    const fs::path original(group_calibration(platform_file));  // numbered from the group's calibration
-    const std::string stem = original.stem().string();
-    fs::path file;
-    for (int n = 1;; ++n) {
-      file = original.parent_path() / fmt::format("{}{}{}.json", stem, kRecalibratedSuffix, n);
-      if (!fs::exists(file)) break;
-    }
+    const std::string group = group_calibration(platform_file);  // numbered from the group's calibration
+    std::string file;
+    for (int n = 1; file.empty() || fs::exists(file); ++n) file = recalibrated_platform_file(group, n);
     calibrate_compute(file, network, platform_file);
-    return file.string();
+    return file;
   }
 
   /** Network and progress, once per (network, link setting, rank count), from the network's

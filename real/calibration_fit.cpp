@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <utility>
@@ -201,6 +202,23 @@ std::vector<MessageFactor> fit_message_factors(const std::vector<StepSample>& sa
   return pieces;
 }
 
+namespace {
+
+/** The bandwidth with which overhead + bytes / bandwidth adds up to the measured total of the
+ *  (bytes, seconds) samples; none when no bytes or no time is left beyond the overhead. */
+std::optional<double> total_matching_bandwidth_Bps(const std::vector<std::pair<double, double>>& samples,
+                                                   double overhead_s) {
+  double bytes = 0, memory_s = 0;
+  for (const auto& [x, y] : samples) {
+    bytes += x;
+    memory_s += y - overhead_s;
+  }
+  if (!(bytes > 0 && memory_s > 0)) return std::nullopt;
+  return bytes / memory_s;
+}
+
+}  // namespace
+
 MemoryFit fit_memory(const std::vector<std::pair<double, double>>& samples) {
   // Overhead: the Theil–Sen intercept of the small ops, where it is most of the time and
   // one slow repeat cannot move it. Bandwidth: what makes the modelled total equal the
@@ -209,17 +227,15 @@ MemoryFit fit_memory(const std::vector<std::pair<double, double>>& samples) {
   for (const auto& p : samples)
     if (p.first >= 0 && p.second >= 0 && std::isfinite(p.second)) valid.push_back(p);
   const Line small = theil_sen(end_points(valid, true, kSmallOpBytes));
-  double bytes = 0, seconds = 0;
-  for (const auto& [x, y] : valid) {
-    bytes += x;
-    seconds += y;
-  }
   MemoryFit fit;
   fit.overhead_s = std::max(0.0, small.intercept);
-  if (!(seconds - double(valid.size()) * fit.overhead_s > 0)) fit.overhead_s = 0;  // all overhead: none
-  const double memory_s = seconds - double(valid.size()) * fit.overhead_s;
-  if (!(bytes > 0 && memory_s > 0)) throw std::invalid_argument("memory fit: no bytes or no time");
-  fit.bandwidth_Bps = bytes / memory_s;
+  std::optional<double> bandwidth_Bps = total_matching_bandwidth_Bps(valid, fit.overhead_s);
+  if (!bandwidth_Bps) {  // all overhead: none
+    fit.overhead_s = 0;
+    bandwidth_Bps = total_matching_bandwidth_Bps(valid, 0);
+  }
+  if (!bandwidth_Bps) throw std::invalid_argument("memory fit: no bytes or no time");
+  fit.bandwidth_Bps = *bandwidth_Bps;
   std::vector<double> residuals;
   for (const auto& [x, y] : valid) residuals.push_back(y - fit.overhead_s - x / fit.bandwidth_Bps);
   fit.outliers = robust_summary(residuals).outliers;
@@ -245,20 +261,18 @@ RooflineFit fit_roofline(const std::vector<KernelSample>& samples, double peak_f
   for (const KernelSample& k : samples) memory_bound.push_back(&k);
   for (int round = 0; round < rounds; ++round) {
     std::vector<std::pair<double, double>> points;
-    for (const KernelSample* k : memory_bound) points.emplace_back(k->bytes, k->seconds);
+    std::map<KernelClass, std::vector<std::pair<double, double>>> class_points;
+    for (const KernelSample* k : memory_bound) {
+      points.emplace_back(k->bytes, k->seconds);
+      class_points[k->kernel].emplace_back(k->bytes, k->seconds);
+    }
     fit.memory = fit_memory(points);
     // Each class's own bandwidth over its memory-bound ops, from the common overhead.
-    std::map<KernelClass, std::vector<const KernelSample*>> memory_by_class;
-    for (const KernelSample* k : memory_bound) memory_by_class[k->kernel].push_back(k);
     fit.kernel_bandwidth_Bps.clear();
-    for (const auto& [kernel, ops] : memory_by_class) {
-      if (int(ops.size()) < kMinClassBandwidthOps) continue;
-      double bytes = 0, memory_s = 0;
-      for (const KernelSample* k : ops) {
-        bytes += k->bytes;
-        memory_s += k->seconds - fit.memory.overhead_s;
-      }
-      if (bytes > 0 && memory_s > 0) fit.kernel_bandwidth_Bps[kernel] = bytes / memory_s;
+    for (const auto& [kernel, class_samples] : class_points) {
+      if (int(class_samples.size()) < kMinClassBandwidthOps) continue;
+      if (const auto bandwidth_Bps = total_matching_bandwidth_Bps(class_samples, fit.memory.overhead_s))
+        fit.kernel_bandwidth_Bps[kernel] = *bandwidth_Bps;
     }
     std::map<KernelClass, std::vector<const KernelSample*>> by_class;
     for (const KernelSample& k : samples)

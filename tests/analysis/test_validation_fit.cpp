@@ -157,6 +157,8 @@ TEST_CASE("validation fit: a recalibration belongs to its group's calibration, e
   CHECK(group_calibration("/w/calibration/vgg_1Gbps_p2.json") == "/w/calibration/vgg_1Gbps_p2.json");
   CHECK(group_calibration("/w/x-recalibrated-.json") == "/w/x-recalibrated-.json");
   CHECK(group_calibration("/w/x-recalibrated-2b.json") == "/w/x-recalibrated-2b.json");
+  CHECK(recalibrated_platform_file("/w/calibration/vgg_1Gbps_p2.json", 3) ==
+        "/w/calibration/vgg_1Gbps_p2-recalibrated-3.json");
 
   Folder folder;
   const ValidationGrid grid = parse_validation_grid(grid_json(), "grid.json");
