@@ -173,7 +173,7 @@ TEST_CASE("batch not divisible by the node count", "[cli]") {
   expect_bad_input(dir, "predict --batch 256 --nodes 1-4:1", {"command line", "/batch", "256"});
 }
 
-TEST_CASE("an uneven batch split is allowed on request; the default node list doubles", "[cli]") {
+TEST_CASE("an uneven batch split is allowed on request, the default node list doubles", "[cli]") {
   TempDir dir;
   CHECK(run(dir, "predict --quiet --batch 256 --nodes 3 --uneven-batch").status == 0);
   const fs::path every = dir.path() / "every.json";

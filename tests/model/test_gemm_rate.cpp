@@ -99,7 +99,7 @@ TEST_CASE("GEMM grid: outside the measured range the nearest end is taken and fl
   CHECK(gemm_rate(grid, {512, 2048, 27}, Phase::forward)->out_of_range);
 }
 
-TEST_CASE("GEMM grid: a phase's own points win; keys without a phase serve the others") {
+TEST_CASE("GEMM grid: a phase's own points win, keys without a phase serve the others") {
   std::map<std::string, double> rates = {{gemm_key({8, 8, 8}, Phase::forward), 1e9},
                                          {gemm_key({8, 8, 8}, std::nullopt), 2e9}};
   const GemmGrid grid(rates);
@@ -121,7 +121,7 @@ TEST_CASE("GEMM grid keys: shapes and phases are checked") {
   CHECK_THROWS_AS(parse_platform(doc, "p.json"), InputError);
 }
 
-TEST_CASE("op time of a GEMM between calibrated batches is interpolated; outside it warns") {
+TEST_CASE("op time of a GEMM between calibrated batches is interpolated, outside it warns") {
   nlohmann::json doc = nlohmann::json::parse(R"({"name": "cal", "nodes": {"count": 1, "peak": "1Tf"},
       "network": {"bandwidth": "1GBps", "latency": "1us"},
       "calibration": {"gemm_flops": {"gemm 64x1024x27 forward": "10Gf", "gemm 64x4096x27 forward": "30Gf"}}})");

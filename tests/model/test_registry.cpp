@@ -71,7 +71,7 @@ TEST_CASE("registry: values parse by type and range, errors name file, path and 
   CHECK(error([] { strategy_spec("model_parallel", "study.json"); }).find("per_layer") != std::string::npos);
 }
 
-TEST_CASE("run-spec: the JSON round trip keeps every field; bad specs name file, path and value") {
+TEST_CASE("run-spec: the JSON round trip keeps every field, bad specs name file, path and value") {
   RunSpec spec;
   spec.network = "vgg-a-32";
   spec.platform = "local";

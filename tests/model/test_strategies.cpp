@@ -235,7 +235,7 @@ TEST_CASE("options out of range are bad input naming the option and value") {
   expect(warm, "/warmup", "2");
 }
 
-TEST_CASE("data-parallel ranks share one op list; an uneven split gives two") {
+TEST_CASE("data-parallel ranks share one op list, an uneven split gives two") {
   const Schedule even = build_schedule(vgg_a(), cori(), options_for("lee", 8));
   for (const Program& program : even.programs) CHECK(program.ops.same_storage(even.programs[0].ops));
 
@@ -313,7 +313,7 @@ TEST_CASE("dp_layerwise defer: the last gradients' allreduces are waited for in 
   CHECK_THROWS_AS(build_schedule(vgg_a(), cori(), options), InputError);
 }
 
-TEST_CASE("lee's defaults fit small networks; explicit values out of range are refused") {
+TEST_CASE("lee's defaults fit small networks, explicit values out of range are refused") {
   // veeriah-cifar10 counts 6 layers (2 conv, 2 pool, 2 fc): the default k = 9 becomes 6 (one
   // chunk with every gradient) and f = 2 stays 2; Schedule::options records what was built.
   const Network small = load_network("veeriah-cifar10");

@@ -261,7 +261,7 @@ TEST_CASE("simulate_many returns traces in input order", "[simgrid][many]") {
   }
 }
 
-TEST_CASE("LV08 is slower than the alpha-beta model; CM02 is not", "[simgrid][network-model]") {
+TEST_CASE("LV08 is slower than the alpha-beta model, CM02 is not", "[simgrid][network-model]") {
   // LV08 scales bandwidth by 0.97 and latency by 13.01 (SimGrid's TCP calibration), so a
   // bandwidth-bound ring is at least 1/0.97 - 1 = 3 % slower than the closed form.
   const int p = 4;
