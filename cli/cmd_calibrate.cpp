@@ -20,6 +20,7 @@
 #include "model/run_spec.hpp"
 #include "model/platform.hpp"
 #include "model/scenarios.hpp"
+#include "model/units.hpp"
 
 namespace cnnpar::cli {
 
@@ -110,10 +111,15 @@ int calibrate(const CalibrateOptions& o) {
               platform.nodes.call_overhead_s * 1e6, platform.iteration_overhead_s * 1e3, platform.input_per_image_s * 1e6,
               platform.measured_op_s.empty() ? "" : fmt::format(", {} per-op overrides", platform.measured_op_s.size()).c_str());
   std::printf("network: latency %.3f us, bandwidth %.3f GB/s, reduction rate %.3f GB/s, %zu message-factor pieces, "
-              "size factors for %zu collective kinds%s\n",
+              "size factors for %zu collective kinds%s%s\n",
               platform.network.latency_s * 1e6, platform.network.bandwidth_Bps / 1e9,
               platform.network.reduction_rate_Bps / 1e9, platform.network.message_factors.size(),
               platform.network.kind_size_factors.size(),
+              platform.network.link_burst_bytes > 0
+                  ? fmt::format("; token bucket {} bursting at {:.3f} GB/s", format_bytes(platform.network.link_burst_bytes),
+                                platform.network.link_peak_bandwidth_Bps / 1e9)
+                        .c_str()
+                  : "",
               nodes >= 2 && parts.network ? " (measured)" : " (from the base platform)");
   std::printf("progress: comm_compute_slowdown %.3f, network.busy_bandwidth_fraction %.3f, "
               "comm_start_wait_max %.3f ms%s\n",

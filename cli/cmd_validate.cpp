@@ -236,6 +236,8 @@ class Validation {
     base.nodes.count = std::max(base.nodes.count, grid_.testbed_nodes);
     base.nodes.speed_factors.clear();
     base.resolve_speed_factors();
+    // Each calibration keeps it and measures how fast the bucket's burst passes.
+    base.network.link_burst_bytes = target_->link_burst_bytes();
     write_file_atomic(file.string(), to_json(base).dump(2) + "\n");
     return file.string();
   }

@@ -28,6 +28,7 @@ class ClusterTarget : public RunTarget {
   nlohmann::json describe() const override {
     return {{"kind", "cluster"}, {"launcher", mpiexec_}, {"hostfile", hostfile_}};
   }
+  double link_burst_bytes() const override { return 0; }
 
  private:
   std::string mpiexec_, hostfile_;
@@ -75,6 +76,8 @@ class TestbedTarget : public RunTarget {
   }
 
   void finish() override { session_.reset(); }
+
+  double link_burst_bytes() const override { return grid_.burst_bytes; }
 
   nlohmann::json describe() const override {
     return {{"kind", "testbed"},

@@ -29,6 +29,9 @@ class RunTarget {
   virtual void finish() = 0;
   /** For the report's environment. */
   virtual nlohmann::json describe() const = 0;
+  /** The token bucket that shapes each node link (bytes; network.link_burst): the testbed's
+   *  tbf burst, 0 on a cluster. */
+  virtual double link_burst_bytes() const = 0;
 };
 
 /** A cluster when `mpiexec` or `hostfile` is given, else the testbed named `testbed_name`.

@@ -228,15 +228,28 @@ double step_message_bytes(const CollectiveStep& step) {
 }
 
 double step_time_s(const CollectiveStep& step, const NetworkSpec& network, double size_factor) {
-  double seconds = network.message_time_s(size_factor * step_message_bytes(step));
+  return step_time_s(step, network, size_factor, 0.0);
+}
+
+double step_time_s(const CollectiveStep& step, const NetworkSpec& network, double size_factor, double passed_bytes) {
+  const double wire_bytes = size_factor * step_message_bytes(step);
+  double seconds = network.message_time_s(std::max(0.0, wire_bytes - passed_bytes)) + network.burst_time_s(passed_bytes);
   if (step.reduce && network.reduction_rate_Bps > 0 && step.receive_from >= 0)
     seconds += step.receive_bytes / network.reduction_rate_Bps;
   return seconds;
 }
 
 double steps_time_s(const CollectivePlan& plan, const NetworkSpec& network, double size_factor) {
-  double total_s = 0;
-  for (const CollectiveStep& step : plan.steps) total_s += step_time_s(step, network, size_factor);
+  return steps_time_s(plan, network, size_factor, 0.0);
+}
+
+double steps_time_s(const CollectivePlan& plan, const NetworkSpec& network, double size_factor, double burst_bytes) {
+  double total_s = 0, burst_left_bytes = std::max(0.0, burst_bytes);
+  for (const CollectiveStep& step : plan.steps) {
+    const double passed_bytes = std::min(burst_left_bytes, size_factor * step_message_bytes(step));
+    burst_left_bytes -= passed_bytes;
+    total_s += step_time_s(step, network, size_factor, passed_bytes);
+  }
   return total_s;
 }
 

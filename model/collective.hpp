@@ -93,10 +93,18 @@ double step_message_bytes(const CollectiveStep& step);
  *  bytes)) (α·latency factor + n/(β·bandwidth factor)), plus received bytes /
  *  network.reduction_rate when the round reduces (the arithmetic is not scaled). */
 double step_time_s(const CollectiveStep& step, const NetworkSpec& network, double size_factor = 1);
+/** step_time_s when `passed_bytes` of the round's scaled message pass as a burst (a link's
+ *  token bucket, model/link_bucket.hpp): network.burst_time_s(passed_bytes) and a message of
+ *  the rest, network.message_time_s(size_factor · max(send, receive bytes) - passed_bytes), as
+ *  the SimGrid engine sends it. */
+double step_time_s(const CollectiveStep& step, const NetworkSpec& network, double size_factor, double passed_bytes);
 /** Σ of step_time_s over the steps of a member. With no message factors, size factor 1 and
  *  free reductions this is Σ α + max(send, receive bytes)/β, for the critical member the
  *  closed form of each algorithm (sim/analytic/collective_cost.hpp). */
 double steps_time_s(const CollectivePlan& plan, const NetworkSpec& network, double size_factor = 1);
+/** steps_time_s when the first `burst_bytes` scaled bytes of the rounds pass as a burst: each
+ *  round in turn passes what is left of them (step_time_s with passed bytes). */
+double steps_time_s(const CollectivePlan& plan, const NetworkSpec& network, double size_factor, double burst_bytes);
 /** The pure α-β case of steps_time_s. */
 double steps_time_s(const CollectivePlan& plan, double alpha_s, double beta_Bps);
 

@@ -99,6 +99,10 @@ double NetworkSpec::message_time_s(double bytes) const {
   return alpha_s() * message_factor(bytes).latency_factor + transfer_time_s(bytes);
 }
 
+double NetworkSpec::burst_time_s(double passed_bytes) const {
+  return link_peak_bandwidth_Bps > 0 ? passed_bytes / link_peak_bandwidth_Bps : 0.0;
+}
+
 double NetworkSpec::transfer_time_s(double bytes) const {
   return bytes / (bandwidth_Bps * message_factor(bytes).bandwidth_factor);
 }
@@ -378,7 +382,8 @@ void parse_kind_size_factors(const JsonNode& table, NetworkSpec& network) {
 void parse_network(const JsonNode& node, NetworkSpec& network) {
   node.check_keys({"topology", "bandwidth", "latency", "overhead", "algorithms", "collective_concurrency",
                    "fat_tree", "torus", "dragonfly", "element_bytes", "message_factors", "kind_size_factors",
-                   "reduction_rate", "busy_bandwidth_fraction", "injection_contention"});
+                   "reduction_rate", "busy_bandwidth_fraction", "injection_contention", "link_burst",
+                   "link_peak_bandwidth"});
   if (node.has("topology")) {
     const JsonNode value = node.at("topology");
     try {
@@ -415,6 +420,9 @@ void parse_network(const JsonNode& node, NetworkSpec& network) {
       value.fail("busy_bandwidth_fraction must be in (0, 1]");
   }
   if (node.has("injection_contention")) network.injection_contention = node.at("injection_contention").as_bool();
+  if (node.has("link_burst")) network.link_burst_bytes = node.at("link_burst").as_quantity(Unit::size_bytes, true);
+  if (node.has("link_peak_bandwidth"))
+    network.link_peak_bandwidth_Bps = node.at("link_peak_bandwidth").as_quantity(Unit::bandwidth_Bps, true);
   network.fat_tree = node.string_or("fat_tree", "");
   network.torus = node.string_or("torus", "");
   network.dragonfly = node.string_or("dragonfly", "");
@@ -555,6 +563,9 @@ nlohmann::json to_json(const Platform& platform) {
   if (platform.network.busy_bandwidth_fraction != 1)
     network["busy_bandwidth_fraction"] = platform.network.busy_bandwidth_fraction;
   if (platform.network.injection_contention) network["injection_contention"] = true;
+  if (platform.network.link_burst_bytes > 0) network["link_burst"] = fmt::format("{}B", platform.network.link_burst_bytes);
+  if (platform.network.link_peak_bandwidth_Bps > 0)
+    network["link_peak_bandwidth"] = fmt::format("{}Bps", platform.network.link_peak_bandwidth_Bps);
   if (platform.nodes.call_overhead_s > 0) nodes["call_overhead"] = fmt::format("{}s", platform.nodes.call_overhead_s);
   if (platform.nodes.image_parallel_kernels) nodes["image_parallel_kernels"] = true;
   if (platform.nodes.core_bandwidth_Bps > 0) nodes["core_bandwidth"] = fmt::format("{}Bps", platform.nodes.core_bandwidth_Bps);

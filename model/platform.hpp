@@ -150,6 +150,17 @@ struct NetworkSpec {
    *  each gets bandwidth / (collectives transferring) when it starts (analytic engine; the
    *  SimGrid engine always shares links). */
   bool injection_contention = false;
+  /** Depth (bytes) of the token bucket shaping each node link in each direction, as `tc tbf`
+   *  does (the validation testbed: 256 KiB); 0 = a plain link. A link idle for t seconds
+   *  passes min(link_burst, left + t·bandwidth) bytes as a burst before its rate applies
+   *  (model/link_bucket.hpp). JSON `link_burst`. */
+  double link_burst_bytes = 0;
+  /** Bytes per second the bucket's bytes pass at: the unshaped path beneath the shaper (on
+   *  the testbed the veths and bridge, bound by the cores); 0 = at once. JSON
+   *  `link_peak_bandwidth`. A burst saves time only where this is faster than the bandwidth. */
+  double link_peak_bandwidth_Bps = 0;
+  /** Seconds `passed_bytes` of a message take as a burst: passed_bytes / link_peak_bandwidth. */
+  double burst_time_s(double passed_bytes) const;
   /** Start-up cost of one point-to-point message: alpha = latency + overhead. */
   double alpha_s() const { return latency_s + overhead_s; }
   /** The piece of message_factors for an `bytes`-byte message (factors of 1 when empty). */

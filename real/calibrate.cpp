@@ -396,6 +396,25 @@ double priced_s(const Collective& c, const Platform& platform) {
   return steps_time_s(priced_plan(c, platform), platform.network, step_size_factor(c, platform.network));
 }
 
+// Draining a link's token bucket sends this many times its depth: tbf counts headers too.
+constexpr double kDrainMargin = 1.1;
+constexpr int kDrainTag = 7102;
+
+/** Empties every node link's token bucket (network.link_burst): each rank sends `bytes` to the
+ *  next in a ring and receives as many from the previous one, so the measurement that follows
+ *  starts at the link's rate, as the engines' collective pricing assumes (they add the burst
+ *  a run's idle links hold, model/link_bucket.hpp). Without it the barrier-separated repeats
+ *  of mid sizes on a 1 Gbit/s testbed link came out 9-15 % faster than its rate, and pings
+ *  of 128-512 KiB a third. */
+void drain_buckets(const Exchange& x, int rank, int size, std::vector<float>& out, std::vector<float>& in) {
+  const int count = int(out.size());
+  const double start = MPI_Wtime();
+  mpi::Request send, receive;
+  CNNPAR_MPI(MPI_Irecv(in.data(), count, MPI_FLOAT, (rank + size - 1) % size, kDrainTag, x.comms.point_to_point(), receive.out()));
+  CNNPAR_MPI(MPI_Isend(out.data(), count, MPI_FLOAT, (rank + 1) % size, kDrainTag, x.comms.point_to_point(), send.out()));
+  drive([&] { return receive.test() && send.test(); }, x, start, "bucket drain");
+}
+
 void calibrate_network(const CalibrateOptions& o, const Exchange& x, MPI_Comm comm, int rank, int size,
                        Platform& platform, std::vector<CollectiveCurve>& curves, std::string& network_note) {
   std::vector<double> sizes;
@@ -404,6 +423,14 @@ void calibrate_network(const CalibrateOptions& o, const Exchange& x, MPI_Comm co
   // Room for the largest message and a reduce_scatter's padding to P blocks.
   const std::size_t floats = std::size_t(o.max_message_bytes / 4) + 1 + std::size_t(size);
   std::vector<float> a(floats, 1.0f), b(floats, 0.0f);
+  const std::size_t drain_floats = std::size_t(std::ceil(kDrainMargin * platform.network.link_burst_bytes / 4));
+  std::vector<float> drain_out(drain_floats, 1.0f), drain_in(drain_floats, 0.0f);
+  const auto barrier = [&] {
+    tight_barrier(comm, o.timeout_s);
+    if (drain_floats == 0) return;
+    drain_buckets(x, rank, size, drain_out, drain_in);
+    tight_barrier(comm, o.timeout_s);  // every rank has received its drain: no link still carries one
+  };
   const CollectiveKind kinds[] = {CollectiveKind::send, CollectiveKind::allreduce, CollectiveKind::allgather,
                                   CollectiveKind::reduce_scatter, CollectiveKind::bcast};
   for (CollectiveKind kind : kinds) {
@@ -447,9 +474,9 @@ void calibrate_network(const CalibrateOptions& o, const Exchange& x, MPI_Comm co
       std::vector<double> best_slowest;
       for (int round = 0; round < rounds; ++round) {
         std::vector<double> mine(static_cast<std::size_t>(repeats)), slowest(static_cast<std::size_t>(repeats));
-        if (chained) tight_barrier(comm, o.timeout_s);
+        if (chained) barrier();
         for (int i = 0; i < repeats; ++i) {
-          if (!chained) tight_barrier(comm, o.timeout_s);
+          if (!chained) barrier();
           mine[std::size_t(i)] = run_one(c, buffers, x);
         }
         mpi::allreduce(mine.data(), slowest.data(), repeats, MPI_DOUBLE, MPI_MAX, comm, o.timeout_s,
@@ -548,6 +575,59 @@ void calibrate_network(const CalibrateOptions& o, const Exchange& x, MPI_Comm co
   for (CollectiveCurve& curve : curves)
     for (CollectivePoint& point : curve.points)
       point.modelled_s = priced_s(measured_collective(collective_kind_from_string(curve.kind), point.bytes, size), platform);
+}
+
+// A burst probe sends this share of the bucket: with TCP/IP headers it still fits (tbf counts
+// them: goodput is 0.956 of the rate).
+constexpr double kBurstProbeShare = 0.75;
+constexpr int kBurstProbeRepeats = 9;
+// Between probes the link idles this many times the bucket's refill time, within the bounds
+// (long enough to refill, shorter than TCP's idle restart of 200 ms where the rate allows).
+constexpr double kBurstRefillMargin = 2;
+constexpr double kMinBurstIdle_s = 0.02, kMaxBurstIdle_s = 1.0;
+
+/** The rate a token bucket's bytes pass at (network.link_peak_bandwidth) on a link shaped with
+ *  network.link_burst: ranks 0 and 1 idle until their buckets refill, then rank 0 sends
+ *  kBurstProbeShare of the bucket and rank 1 answers with one float; the round trip less two
+ *  latencies is the burst. The median over kBurstProbeRepeats; never below the link's
+ *  bandwidth (a shaper slower than its path has no burst to speak of). Rank 0's fit. */
+void calibrate_burst(const CalibrateOptions& o, const Exchange& x, MPI_Comm comm, int rank, Platform& platform,
+                     std::string& note) {
+  NetworkSpec& net = platform.network;
+  double idle_s = std::clamp(kBurstRefillMargin * net.link_burst_bytes / net.bandwidth_Bps, kMinBurstIdle_s, kMaxBurstIdle_s);
+  mpi::bcast(&idle_s, 1, MPI_DOUBLE, 0, comm, o.timeout_s, "calibration (burst idle)");  // rank 0 has the fit
+  const int count = std::max(1, int(kBurstProbeShare * net.link_burst_bytes / 4));
+  std::vector<float> message(std::size_t(count), 1.0f);
+  std::vector<double> round_trips;
+  const double start = now_s();
+  for (int i = 0; i < kBurstProbeRepeats; ++i) {
+    tight_barrier(comm, o.timeout_s);
+    std::this_thread::sleep_for(std::chrono::duration<double>(idle_s));
+    if (rank > 1) continue;
+    const double sent = MPI_Wtime();
+    for (int leg = 0; leg < 2; ++leg) {
+      const int leg_count = leg == 0 ? count : 1;
+      mpi::Request request;
+      if ((leg == 0) == (rank == 0))
+        CNNPAR_MPI(MPI_Isend(message.data(), leg_count, MPI_FLOAT, 1 - rank, kPingTag, x.comms.point_to_point(), request.out()));
+      else
+        CNNPAR_MPI(MPI_Irecv(message.data(), leg_count, MPI_FLOAT, 1 - rank, kPingTag, x.comms.point_to_point(), request.out()));
+      drive([&] { return request.test(); }, x, sent, "burst probe");
+    }
+    round_trips.push_back(MPI_Wtime() - sent);
+  }
+  if (rank != 0) return;
+  const double burst_s = median(round_trips) - 2 * net.message_time_s(0);
+  const double burst_bytes = 4.0 * count;
+  if (!(burst_s > 0)) {
+    note = fmt::format("burst probe: {:.0f} B took {:.1f} us, within two latencies: link_peak_bandwidth left at {}",
+                       burst_bytes, 1e6 * median(round_trips), net.link_peak_bandwidth_Bps);
+    return;
+  }
+  net.link_peak_bandwidth_Bps = std::max(burst_bytes / burst_s, net.bandwidth_Bps);
+  say(o, fmt::format("network: burst          {:.0f} B after {:.0f} ms idle: {:.3f} ms, {:.1f} MB/s (link {:.1f} MB/s), {:.1f} s",
+                     burst_bytes, 1e3 * idle_s, 1e3 * median(round_trips), 1e-6 * burst_bytes / burst_s,
+                     1e-6 * net.bandwidth_Bps, now_s() - start));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -875,8 +955,12 @@ CalibrationResult calibrate(const Network& network, const Platform& base, const 
     const Communicators comms(world, rank);
     const Exchange x{comms, o.collectives, result.platform, rank, tag_upper_bound(), o.timeout_s,
                      o.progress_mode == ProgressMode::thread ? o.poll_interval_s : 0.0};
-    if (o.parts.network)
+    if (o.parts.network) {
       calibrate_network(o, x, comm, rank, size, result.platform, result.collectives, result.network_note);
+      // A shaped link's bucket (the testbed's tbf): how fast its burst passes.
+      if (result.platform.network.link_burst_bytes > 0)
+        calibrate_burst(o, x, comm, rank, result.platform, result.network_note);
+    }
     if (o.parts.progress) {
       if (o.parts.compute && o.sleep_compute) share_platform(result.platform, comm, rank, o.timeout_s);
       try {

@@ -9,9 +9,12 @@
 
 #include <fmt/format.h>
 
+#include "model/collective.hpp"
+#include "model/collective_algorithm.hpp"
 #include "model/error.hpp"
-#include "sim/analytic/collective_cost.hpp"
+#include "model/link_bucket.hpp"
 #include "model/op_time.hpp"
+#include "sim/analytic/collective_cost.hpp"
 
 namespace cnnpar::analytic {
 namespace {
@@ -100,6 +103,9 @@ class Replay {
     // Whether a rank's progress thread is idle at a post depends on collectives ending in
     // time order (comm_start_wait_s).
     if (platform.comm_start_wait_max_s > 0) run_ahead_ = false;
+    // What a link's bucket holds depends on when its collectives end.
+    buckets_ = LinkBuckets(ranks, platform.network.link_burst_bytes, platform.network.bandwidth_Bps);
+    if (buckets_.enabled()) run_ahead_ = false;
 
     ranks_.resize(std::size_t(ranks));
     for (int r = 0; r < ranks; ++r) ranks_[std::size_t(r)].overhead_s = iteration_overhead_s(platform, schedule, r);
@@ -421,6 +427,7 @@ class Replay {
     CollState& cs = colls_[std::size_t(c)];
     cs.started = true;
     cs.start_s = cs.max_join_s;
+    if (buckets_.enabled()) cs.duration_s = take_burst(c, cs.start_s);
     cs.end_s = cs.start_s + cs.duration_s;
     if (slowdown_ > 0)
       for (int m : members(c)) change_transferring(m, +1, cs.start_s);
@@ -438,6 +445,34 @@ class Replay {
     cs.rate = collective_rate(c);
     push(cs.start_s + cs.remaining_s / cs.rate, c, cs.version, false);
     update_neighbours(c, cs.start_s);
+  }
+
+  // Collective c starting at start_s: its first bytes pass as a burst (network.burst_time_s) as
+  // far as every member's upload (when it sends) and download (when it receives) bucket holds
+  // them, from the critical member's first rounds. Returns c's full-speed duration.
+  double take_burst(int c, double start_s) {
+    const Collective& coll = schedule_.collectives[std::size_t(c)];
+    if (coll.group.size() <= 1) return colls_[std::size_t(c)].duration_s;
+    const Algorithm algorithm = resolve_algorithm(coll, platform_);
+    const double size_factor = step_size_factor(coll, platform_.network);
+    struct Volume {
+      int rank;
+      double sent_bytes, received_bytes;  // scaled by the size factor
+    };
+    std::vector<Volume> volumes;
+    double passed_bytes = platform_.network.link_burst_bytes;
+    for (int m : members(c)) {
+      const CollectivePlan plan = plan_collective(coll, algorithm, member_index(c, m));
+      const Volume v{m, size_factor * plan.bytes_sent, size_factor * plan.bytes_received};
+      if (v.sent_bytes > 0) passed_bytes = std::min(passed_bytes, buckets_.upload_bytes(m, start_s));
+      if (v.received_bytes > 0) passed_bytes = std::min(passed_bytes, buckets_.download_bytes(m, start_s));
+      volumes.push_back(v);
+    }
+    for (const Volume& v : volumes) {
+      buckets_.take_upload(v.rank, std::min(passed_bytes, v.sent_bytes), start_s);
+      buckets_.take_download(v.rank, std::min(passed_bytes, v.received_bytes), start_s);
+    }
+    return collective_time_s(coll, platform_, passed_bytes);
   }
 
   // Compute progresses at a new rate from time_s on (time-ordered replay only).
@@ -465,6 +500,10 @@ class Replay {
     for (int m : group) {
       RankState& rs = ranks_[std::size_t(m)];
       record_of(m, c).comm_end_s = cs.end_s;
+      if (buckets_.enabled() && schedule_.collectives[std::size_t(c)].group.size() > 1) {  // as take_burst took
+        buckets_.release_upload(m, cs.end_s);
+        buckets_.release_download(m, cs.end_s);
+      }
       --rs.active;
       if (slowdown_ > 0) change_transferring(m, -1, cs.end_s);
     }
@@ -548,6 +587,7 @@ class Replay {
   bool contention_ = false;
   bool dynamic_rates_ = false;
   bool run_ahead_ = false;
+  LinkBuckets buckets_;  // the node links' token buckets (network.link_burst_bytes)
   std::vector<int> representatives_;   // one rank per class; empty = replay every rank
   std::vector<int> representative_of_;  // per rank: its class representative
   std::vector<RankState> ranks_;

@@ -51,12 +51,16 @@ double direct_alltoall_s(int p, double bytes, double alpha_s, double beta_Bps) {
 double direct_send_s(double bytes, double alpha_s, double beta_Bps) { return alpha_s + bytes / beta_Bps; }
 
 double collective_time_s(const Collective& collective, const Platform& platform) {
+  return collective_time_s(collective, platform, 0.0);
+}
+
+double collective_time_s(const Collective& collective, const Platform& platform, double burst_bytes) {
   if (collective.group.size() <= 1) return 0.0;
   // The steps of the one collective layer (model/collective.hpp), priced round by round; the
   // closed forms above are what this sums to (tests/sim/test_collective_cost.cpp).
   const CollectivePlan plan =
       plan_collective(collective, resolve_algorithm(collective, platform), critical_member(collective));
-  return steps_time_s(plan, platform.network, step_size_factor(collective, platform.network));
+  return steps_time_s(plan, platform.network, step_size_factor(collective, platform.network), burst_bytes);
 }
 
 }  // namespace cnnpar::analytic

@@ -36,5 +36,8 @@ double direct_send_s(double bytes, double alpha_s, double beta_Bps);
 
 /** Closed-form duration (seconds) of `collective` on `platform`. */
 double collective_time_s(const Collective& collective, const Platform& platform);
+/** The same when the critical member's first `burst_bytes` (scaled) bytes pass as a burst from
+ *  its links' token buckets (model/link_bucket.hpp, steps_time_s). */
+double collective_time_s(const Collective& collective, const Platform& platform, double burst_bytes);
 
 }  // namespace cnnpar::analytic

@@ -25,6 +25,7 @@
 #include "model/collective.hpp"
 #include "model/collective_algorithm.hpp"
 #include "model/error.hpp"
+#include "model/link_bucket.hpp"
 #include "model/op_time.hpp"
 #include "sim/simgrid/sg_platform.hpp"
 
@@ -165,6 +166,7 @@ class Replay {
     slowdown_ = platform.comm_compute_slowdown;
     busy_fraction_ = platform.network.busy_bandwidth_fraction;
     if (busy_fraction_ < 1 && hosts.size() >= 2) find_own_links(hosts);
+    buckets_ = LinkBuckets(int(hosts.size()), platform.network.link_burst_bytes, platform.network.bandwidth_Bps);
     for (std::size_t r = 0; r < hosts.size(); ++r) {
       RankState& st = states_[r];
       st.rank = int(r);
@@ -379,10 +381,23 @@ class Replay {
     sg4::this_actor::sleep_for(double(steps) * step.receive_bytes / platform_.network.reduction_rate_Bps);
   }
 
+  /** Starts the put of a `bytes`-byte message from `from` to `to`: the bytes the links' token
+   *  buckets pass (model/link_bucket.hpp) take burst_time_s first and are not sent through the
+   *  links; end_put gives the links back. */
+  template <typename Put>
+  sg4::CommPtr start_put(int from, int to, double bytes, Put put) {
+    const double passed_bytes = buckets_.start_message(from, to, bytes, sg4::Engine::get_clock());
+    const double burst_s = platform_.network.burst_time_s(passed_bytes);
+    if (burst_s > 0) sg4::this_actor::sleep_for(burst_s);  // the burst, then the rest at the link's rate
+    return start_message(from, to, [&] { return put(message_size(bytes - passed_bytes)); });
+  }
+  void end_put(int from, int to) { buckets_.end_message(from, to, sg4::Engine::get_clock()); }
+
   /** Blocking send of `bytes` from rank `from` to rank `to` after the per-message overhead. */
   void send(sg4::Mailbox* box, double bytes, int from, int to) {
     if (overhead_s_ > 0) sg4::this_actor::sleep_for(message_overhead_s(bytes));
-    start_message(from, to, [&] { return box->put_async(&dummy_payload, message_size(bytes)); })->wait();
+    start_put(from, to, bytes, [&](std::uint64_t size) { return box->put_async(&dummy_payload, size); })->wait();
+    end_put(from, to);
   }
 
   void receive(sg4::Mailbox* box, int from, int to) {
@@ -397,9 +412,10 @@ class Replay {
   void send_receive(sg4::Mailbox* out, double bytes, sg4::Mailbox* in, int me, int to, int from, double extra_s = 0) {
     const double start_s = message_overhead_s(bytes) + extra_s;
     if (start_s > 0) sg4::this_actor::sleep_for(start_s);
-    sg4::CommPtr put = start_message(me, to, [&] { return out->put_async(&dummy_payload, message_size(bytes)); });
+    sg4::CommPtr put = start_put(me, to, bytes, [&](std::uint64_t size) { return out->put_async(&dummy_payload, size); });
     receive(in, from, me);
     put->wait();
+    end_put(me, to);
   }
 
   /** Runs this member's steps of the one collective layer (model/collective.hpp) as
@@ -465,9 +481,10 @@ class Replay {
       const int destination = c.group[0] == c.root ? c.group[1] : c.group[0];
       const double bytes = step_size_factor(c, platform_.network) * c.bytes;  // as step_time_s prices it
       if (overhead_s_ > 0) sg4::this_actor::sleep_for(message_overhead_s(bytes));
-      start_message(st.rank, destination,
-                    [&] { return inbox(destination)->put_async(const_cast<int*>(&c.id), message_size(bytes)); })
+      start_put(st.rank, destination, bytes,
+                [&](std::uint64_t size) { return inbox(destination)->put_async(const_cast<int*>(&c.id), size); })
           ->wait();
+      end_put(st.rank, destination);
       return;
     }
     std::unique_lock lock(*st.mutex);
@@ -491,6 +508,7 @@ class Replay {
   double overhead_s_ = 0;
   double slowdown_ = 0;
   double busy_fraction_ = 1;
+  LinkBuckets buckets_;  ///< the node links' token buckets (network.link_burst_bytes)
 };
 
 }  // namespace

@@ -42,7 +42,7 @@ TEST_CASE("roofline: a kernel takes the longer of its compute and memory times")
   CHECK(platform.kernel_time_s(KernelClass::eltwise, 1e9, 1e10, 0) == Approx(0.1).epsilon(1e-12));
 }
 
-TEST_CASE("roofline: a kernel class with its own memory bandwidth streams at it; the others at the node's") {
+TEST_CASE("roofline: a kernel class with its own memory bandwidth streams at it, the others at the node's") {
   nlohmann::json document = minimal_platform();
   document["nodes"]["kernel_memory_bandwidth"] = {{"im2col", "10GBps"}};
   const Platform platform = parse_platform(document, "p.json");
@@ -53,7 +53,7 @@ TEST_CASE("roofline: a kernel class with its own memory bandwidth streams at it;
   const Platform back = parse_platform(to_json(platform), "back.json");
   CHECK(back.nodes.memory_bandwidth_for(KernelClass::im2col) == Approx(1e10).epsilon(1e-12));
   CHECK(back.nodes.memory_bandwidth_for(KernelClass::pool) == Approx(1e11).epsilon(1e-12));
-  // An unknown class and a bandwidth without a unit name the path and the value.
+  // An unknown class and a bandwidth whose unit does not parse name the path and the value.
   const auto refused = [&](const nlohmann::json& table) -> std::optional<InputError> {
     document["nodes"]["kernel_memory_bandwidth"] = table;
     try {
@@ -66,10 +66,10 @@ TEST_CASE("roofline: a kernel class with its own memory bandwidth streams at it;
   const std::optional<InputError> unknown = refused({{"gather", "10GBps"}});
   REQUIRE(unknown);
   CHECK(unknown->json_path() == "/nodes/kernel_memory_bandwidth/gather");
-  const std::optional<InputError> unitless = refused({{"im2col", "10"}});
+  const std::optional<InputError> unitless = refused({{"im2col", "10 furlongs"}});
   REQUIRE(unitless);
   CHECK(unitless->json_path() == "/nodes/kernel_memory_bandwidth/im2col");
-  CHECK(unitless->value() == "10");
+  CHECK(unitless->value() == "10 furlongs");
 }
 
 TEST_CASE("heterogeneous nodes: speed factors scale compute time") {
@@ -407,6 +407,28 @@ TEST_CASE("mechanism parameters parse, round-trip and price a message") {
   CHECK(again.iteration_overhead_s == Approx(2e-3));
   CHECK(platform.comm_start_wait_max_s == Approx(3e-3));
   CHECK(again.comm_start_wait_max_s == Approx(3e-3));
+}
+
+TEST_CASE("a link's token bucket parses, round-trips and prices its burst") {
+  nlohmann::json document = minimal_platform();
+  document["network"]["link_burst"] = "256KiB";
+  document["network"]["link_peak_bandwidth"] = "200MBps";
+  const Platform platform = parse_platform(document, "p.json");
+  CHECK(platform.network.link_burst_bytes == 262144);
+  CHECK(platform.network.link_peak_bandwidth_Bps == Approx(2e8));
+  // 1e6 B of burst at 2e8 B/s: 5e-3 s; with no peak rate a burst passes at once.
+  CHECK(platform.network.burst_time_s(1e6) == Approx(5e-3).epsilon(1e-12));
+  const Platform again = parse_platform(to_json(platform), "again.json");
+  CHECK(again.network.link_burst_bytes == 262144);
+  CHECK(again.network.link_peak_bandwidth_Bps == Approx(2e8));
+  CHECK(parse_platform(minimal_platform(), "p.json").network.burst_time_s(1e6) == 0.0);
+  CHECK_FALSE(to_json(parse_platform(minimal_platform(), "p.json"))["network"].contains("link_burst"));
+  nlohmann::json negative = minimal_platform();
+  negative["network"]["link_burst"] = "-1KiB";
+  expect_error(negative, "/network/link_burst", "-1KiB");
+  nlohmann::json unit = minimal_platform();
+  unit["network"]["link_peak_bandwidth"] = "fast";
+  expect_error(unit, "/network/link_peak_bandwidth", "fast");
 }
 
 TEST_CASE("kind size factors parse, round-trip and interpolate in log2 of the collective's size") {

@@ -66,6 +66,14 @@ for result in r["results"]:
     assert all(abs(x - 1) > tolerance for x in ratios[:-1]), (result["key"], ratios)
     assert ("-recalibrated-" in result["platform"]) == result["compute_recalibrated"], result["key"]
 assert r["ranking_groups"] == 1
+# The testbed's tbf bucket is part of every calibrated platform, with the rate its burst passes
+# at (measured: never below the link's bandwidth).
+burst = r["environment"]["target"]["burst_bytes"]
+for result in r["results"]:
+    network = json.load(open(result["platform"]))["network"]
+    assert network["link_burst"] == f"{burst:g}B", (network.get("link_burst"), burst)
+    peak = float(network["link_peak_bandwidth"].removesuffix("Bps"))
+    assert peak >= float(network["bandwidth"].removesuffix("Bps")), network
 PY
 [ -s "$work/v/report.md" ] && [ -s "$work/v/report.csv" ] || fail "report.md or report.csv missing"
 cp "$work/v/report.json" "$work/first.json"
