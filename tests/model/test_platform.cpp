@@ -116,6 +116,13 @@ TEST_CASE("Gaussian node speeds (Marques et al.) are repeatable for a seed and c
   CHECK(sum / 2000 == Approx(1.0).margin(0.011));
 }
 
+/** The minimal platform with `value` at the JSON pointer `path`. */
+static nlohmann::json minimal_platform_with(const std::string& path, const nlohmann::json& value) {
+  nlohmann::json document = minimal_platform();
+  document[nlohmann::json::json_pointer(path)] = value;
+  return document;
+}
+
 /** Parsing `document` must throw an InputError naming bad.json, `path` and `value`. */
 static void expect_error(const nlohmann::json& document, const std::string& path, const std::string& value) {
   try {
@@ -423,12 +430,8 @@ TEST_CASE("a link's token bucket parses, round-trips and prices its burst") {
   CHECK(again.network.link_peak_bandwidth_Bps == Approx(2e8));
   CHECK(parse_platform(minimal_platform(), "p.json").network.burst_time_s(1e6) == 0.0);
   CHECK_FALSE(to_json(parse_platform(minimal_platform(), "p.json"))["network"].contains("link_burst"));
-  nlohmann::json negative = minimal_platform();
-  negative["network"]["link_burst"] = "-1KiB";
-  expect_error(negative, "/network/link_burst", "-1KiB");
-  nlohmann::json unit = minimal_platform();
-  unit["network"]["link_peak_bandwidth"] = "fast";
-  expect_error(unit, "/network/link_peak_bandwidth", "fast");
+  expect_error(minimal_platform_with("/network/link_burst", "-1KiB"), "/network/link_burst", "-1KiB");
+  expect_error(minimal_platform_with("/network/link_peak_bandwidth", "fast"), "/network/link_peak_bandwidth", "fast");
 }
 
 TEST_CASE("kind size factors parse, round-trip and interpolate in log2 of the collective's size") {
