@@ -347,22 +347,31 @@ CommBuffers buffers_for(const Collective& c, int rank, std::vector<float>& a, st
 /** Seconds of one `c` on this rank, run as the executor runs it (RunningCollective, driven as
  *  the run's progress mode drives it); a `send` is a ping-pong between ranks 0 and 1, one way =
  *  half the round trip (ranks beyond them: 0). */
+/** Seconds of a round trip between ranks 0 and 1 (called on those two only): rank 0 sends
+ *  `out_count` floats from `send`, rank 1 receives them into `recv` and answers with
+ *  `back_count` floats from `send`, each leg driven as the run drives a request. */
+double ping_pong(const float* send, float* recv, int out_count, int back_count, const Exchange& x, const std::string& what) {
+  const double start = MPI_Wtime();
+  const int peer = 1 - x.rank;
+  for (int leg = 0; leg < 2; ++leg) {
+    const int count = leg == 0 ? out_count : back_count;
+    mpi::Request request;
+    if ((leg == 0) == (x.rank == 0))
+      CNNPAR_MPI(MPI_Isend(send, count, MPI_FLOAT, peer, kPingTag, x.comms.point_to_point(), request.out()));
+    else
+      CNNPAR_MPI(MPI_Irecv(recv, count, MPI_FLOAT, peer, kPingTag, x.comms.point_to_point(), request.out()));
+    drive([&] { return request.test(); }, x, start, what);
+  }
+  return MPI_Wtime() - start;
+}
+
 double run_one(const Collective& c, const CommBuffers& buffers, const Exchange& x) {
   const double start = MPI_Wtime();
   const std::string what = fmt::format("{} of {:.0f} B", to_string(c.kind), c.bytes);
   if (c.kind == CollectiveKind::send) {
     if (x.rank > 1) return 0;
-    const int peer = 1 - x.rank;
     const int count = int(std::max(buffers.send_count, buffers.recv_count));
-    for (int leg = 0; leg < 2; ++leg) {
-      mpi::Request request;
-      if ((leg == 0) == (x.rank == 0))
-        CNNPAR_MPI(MPI_Isend(buffers.send, count, MPI_FLOAT, peer, kPingTag, x.comms.point_to_point(), request.out()));
-      else
-        CNNPAR_MPI(MPI_Irecv(buffers.recv, count, MPI_FLOAT, peer, kPingTag, x.comms.point_to_point(), request.out()));
-      drive([&] { return request.test(); }, x, start, what);
-    }
-    return 0.5 * (MPI_Wtime() - start);
+    return 0.5 * ping_pong(buffers.send, buffers.recv, count, count, x, what);
   }
   RunningCollective running(c, buffers, x.comms, x.rank, x.mode, &x.platform, x.tag_upper_bound);
   drive([&] { return running.test(); }, x, start, what);
@@ -604,17 +613,7 @@ void calibrate_burst(const CalibrateOptions& o, const Exchange& x, MPI_Comm comm
     tight_barrier(comm, o.timeout_s);
     std::this_thread::sleep_for(std::chrono::duration<double>(idle_s));
     if (rank > 1) continue;
-    const double sent = MPI_Wtime();
-    for (int leg = 0; leg < 2; ++leg) {
-      const int leg_count = leg == 0 ? count : 1;
-      mpi::Request request;
-      if ((leg == 0) == (rank == 0))
-        CNNPAR_MPI(MPI_Isend(message.data(), leg_count, MPI_FLOAT, 1 - rank, kPingTag, x.comms.point_to_point(), request.out()));
-      else
-        CNNPAR_MPI(MPI_Irecv(message.data(), leg_count, MPI_FLOAT, 1 - rank, kPingTag, x.comms.point_to_point(), request.out()));
-      drive([&] { return request.test(); }, x, sent, "burst probe");
-    }
-    round_trips.push_back(MPI_Wtime() - sent);
+    round_trips.push_back(ping_pong(message.data(), message.data(), count, 1, x, "burst probe"));
   }
   if (rank != 0) return;
   const double burst_s = median(round_trips) - 2 * net.message_time_s(0);
