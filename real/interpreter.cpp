@@ -1,6 +1,7 @@
 #include "real/interpreter.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cmath>
@@ -315,115 +316,137 @@ bool RunningCollective::test() {
 // The communication engine: collectives in posting order, at most `concurrency` started
 // and unfinished at once. In poll mode the compute stream drives it (progress()); in thread
 // mode a communication thread does, and the compute stream only enqueues and waits.
+//
+// Ownership: the progressing side (the compute stream in poll mode, the thread in thread
+// mode) alone touches queue_, active_ and each Entry's `running`. The two sides meet only
+// under handoff_mutex_, which is never held across an MPI call: the compute stream used to
+// share one lock with the thread's MPI_Test and MPI_I* calls, so a wait for a collective
+// that had long finished queued behind the start of the next one (6-9 ms per wait on the
+// testbed, with an 18 MB eager step).
 
 struct Interpreter::Engine {
   struct Entry {
     const Collective* collective = nullptr;
     CommBuffers buffers;
-    std::unique_ptr<RunningCollective> running;  ///< once started
-    std::size_t record = 0;
-    bool done = false;
+    std::unique_ptr<RunningCollective> running;  ///< progressing side only, once started
+    /// posted_s and wait_*: compute stream; comm_*: progressing side, written before `done`
+    CollectiveRecord record;
+    std::atomic<bool> done{false};  ///< set (release) by the progressing side once complete
   };
 
   Engine(const Communicators& comms, const SyncedClock& clock, int rank, const InterpreterOptions& options)
       : comms_(comms), clock_(clock), rank_(rank), options_(options) {
     tag_upper_bound_ = tag_upper_bound();
-    if (options_.progress == ProgressMode::thread) thread_ = std::thread([this] { thread_main(); });
+    if (threaded()) thread_ = std::thread([this] { thread_main(); });
   }
 
   ~Engine() { stop(); }
 
   void stop() {
     {
-      std::lock_guard lock(mutex_);
+      std::lock_guard lock(handoff_mutex_);
       stopping_ = true;
     }
-    changed_.notify_all();
+    handoff_.notify_all();
     if (thread_.joinable()) thread_.join();
   }
 
   void post(const Collective& c, const CommBuffers& buffers, double posted_s) {
+    CNNPAR_ASSERT(entries_.count(c.id) == 0, fmt::format("collective {} posted twice", c.id));
+    auto entry = std::make_unique<Entry>();
+    entry->collective = &c;
+    entry->buffers = buffers;
+    entry->record = describe_collective(c);
+    entry->record.posted_s = posted_s;
+    Entry* const posted = entry.get();
+    entries_.emplace(c.id, std::move(entry));
+    posted_.push_back(posted);
     {
-      std::lock_guard lock(mutex_);
+      std::lock_guard lock(handoff_mutex_);
       rethrow_locked();
-      CNNPAR_ASSERT(entries_.count(c.id) == 0, fmt::format("collective {} posted twice", c.id));
-      auto entry = std::make_unique<Entry>();
-      entry->collective = &c;
-      entry->buffers = buffers;
-      entry->record = records_.size();
-      CollectiveRecord record = describe_collective(c);
-      record.posted_s = posted_s;
-      records_.push_back(record);
-      queue_.push_back(entry.get());
-      entries_.emplace(c.id, std::move(entry));
+      inbox_.push_back(posted);
     }
-    if (options_.progress == ProgressMode::poll) {
-      progress();
+    if (threaded()) {
+      handoff_.notify_all();
     } else {
-      changed_.notify_all();
+      progress();
     }
   }
 
   /** Poll mode: tests active collectives, starts queued ones. */
-  void progress() {
-    std::lock_guard lock(mutex_);
-    progress_locked();
-  }
+  void progress() { progress_pass(); }
 
   /** Blocks until collective `id` completed; records the wait. */
   void wait(int id) {
     const double start_s = clock_.now_s();
-    std::unique_lock lock(mutex_);
     const auto it = entries_.find(id);
     CNNPAR_ASSERT(it != entries_.end(), fmt::format("wait for collective {} that was not posted", id));
     Entry& entry = *it->second;
-    while (!entry.done) {
-      rethrow_locked();
-      if (options_.progress == ProgressMode::poll) {
-        progress_locked();
-        if (entry.done) break;
-        lock.unlock();
-        std::this_thread::yield();  // ranks may outnumber cores: let a computing one run
-        lock.lock();
-      } else {
-        changed_.wait_for(lock, std::chrono::milliseconds(5));
-      }
+    const auto check_stall = [&] {
       const double waited_s = clock_.now_s() - start_s;
-      if (!entry.done && waited_s > options_.timeout_s)
+      if (waited_s > options_.timeout_s)
         throw StallError(fmt::format("rank {}: stalled waiting for collective {} ({}) for {:.1f} s; its group: ranks {}",
                                      rank_, id, entry.collective->label, waited_s,
                                      fmt::join(entry.collective->group, ",")));
+    };
+    if (threaded()) {
+      std::unique_lock lock(handoff_mutex_);
+      while (!entry.done.load(std::memory_order_acquire)) {
+        rethrow_locked();
+        handoff_.wait_for(lock, std::chrono::milliseconds(5));
+        if (!entry.done.load(std::memory_order_acquire)) check_stall();
+      }
+    } else {
+      while (!entry.done.load(std::memory_order_acquire)) {
+        progress_pass();
+        if (entry.done.load(std::memory_order_acquire)) break;
+        std::this_thread::yield();  // ranks may outnumber cores: let a computing one run
+        check_stall();
+      }
     }
-    CollectiveRecord& record = records_[entry.record];
-    record.wait_start_s = start_s;
-    record.wait_end_s = clock_.now_s();
+    entry.record.wait_start_s = start_s;
+    entry.record.wait_end_s = clock_.now_s();
   }
 
-  std::vector<CollectiveRecord> records() {
-    std::lock_guard lock(mutex_);
-    return records_;
+  /** The collectives' records in posting order; call after stop(). */
+  std::vector<CollectiveRecord> records() const {
+    CNNPAR_ASSERT(!thread_.joinable(), "records() while the communication thread runs");
+    std::vector<CollectiveRecord> out;
+    out.reserve(posted_.size());
+    for (const Entry* entry : posted_) out.push_back(entry->record);
+    return out;
   }
 
-  /** True while some posted collective has not completed (queued or running). */
-  bool pending() {
-    std::lock_guard lock(mutex_);
-    return !active_.empty() || !queue_.empty();
-  }
+  /** Poll mode: true while some posted collective has not completed (queued or running). */
+  bool pending() const { return !active_.empty() || !queue_.empty(); }
 
  private:
+  bool threaded() const { return options_.progress == ProgressMode::thread; }
+
   void rethrow_locked() {
     if (error_) std::rethrow_exception(error_);
   }
 
-  bool progress_locked() {
+  /** Takes posted entries, tests active collectives, starts queued ones; true if any
+   *  collective completed or started. */
+  bool progress_pass() {
+    {
+      std::lock_guard lock(handoff_mutex_);
+      queue_.insert(queue_.end(), inbox_.begin(), inbox_.end());
+      inbox_.clear();
+    }
     bool changed = false;
     for (auto it = active_.begin(); it != active_.end();) {
       Entry* entry = *it;
       if (entry->running->test()) {
-        entry->done = true;
-        records_[entry->record].comm_end_s = clock_.now_s();
+        entry->record.comm_end_s = clock_.now_s();
+        entry->done.store(true, std::memory_order_release);
         it = active_.erase(it);
         changed = true;
+        if (threaded()) {
+          { std::lock_guard lock(handoff_mutex_); }  // a waiter between its check and its sleep sees it
+          handoff_.notify_all();
+        }
       } else {
         ++it;
       }
@@ -431,33 +454,38 @@ struct Interpreter::Engine {
     while (!queue_.empty() && int(active_.size()) < std::max(1, options_.collective_concurrency)) {
       Entry* entry = queue_.front();
       queue_.pop_front();
-      records_[entry->record].comm_start_s = clock_.now_s();
+      entry->record.comm_start_s = clock_.now_s();
       entry->running = std::make_unique<RunningCollective>(*entry->collective, entry->buffers, comms_, rank_,
                                                            options_.collectives, options_.platform, tag_upper_bound_);
       active_.push_back(entry);
       changed = true;
+      if (options_.debug_on_start) options_.debug_on_start(entry->collective->id);
     }
     return changed;
   }
 
   void thread_main() {
-    std::unique_lock lock(mutex_);
-    while (!stopping_) {
+    for (;;) {
       try {
-        if (progress_locked()) changed_.notify_all();
+        progress_pass();
       } catch (...) {
-        error_ = std::current_exception();
-        changed_.notify_all();
+        {
+          std::lock_guard lock(handoff_mutex_);
+          error_ = std::current_exception();
+        }
+        handoff_.notify_all();
         return;
       }
+      std::unique_lock lock(handoff_mutex_);
+      if (stopping_) return;
       if (active_.empty() && queue_.empty()) {
-        changed_.wait(lock);  // idle: woken by post() or stop()
+        handoff_.wait(lock, [&] { return stopping_ || !inbox_.empty(); });  // idle: woken by post() or stop()
+        if (stopping_) return;
       } else {
         lock.unlock();
         // Sleeping (not spinning) keeps the thread from halving compute on a shared core
         // (measured: an async-progress spinner doubled compute time on 2 cores).
         sleep_s(options_.poll_interval_s);
-        lock.lock();
       }
     }
   }
@@ -468,15 +496,19 @@ struct Interpreter::Engine {
   InterpreterOptions options_;
   int tag_upper_bound_ = 32767;
 
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::thread thread_;
-  bool stopping_ = false;
-  std::exception_ptr error_;
+  // compute stream only
   std::map<int, std::unique_ptr<Entry>> entries_;
+  std::vector<Entry*> posted_;  ///< posting order
+  // progressing side only
   std::deque<Entry*> queue_;
   std::vector<Entry*> active_;
-  std::vector<CollectiveRecord> records_;
+  // shared, under handoff_mutex_
+  std::mutex handoff_mutex_;
+  std::condition_variable handoff_;
+  std::deque<Entry*> inbox_;  ///< posted, not yet taken by the progressing side
+  bool stopping_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;
 };
 
 Interpreter::Interpreter(const Schedule& schedule, int rank, ComputeBackend& backend, const Communicators& comms,
@@ -552,8 +584,8 @@ RankTrace Interpreter::run() {
       last_poll_s = clock_.now_s();
     }
   }
-  trace.collectives = engine.records();
   engine.stop();
+  trace.collectives = engine.records();
   backend_.finish();
   return trace;
 }

@@ -131,6 +131,9 @@ struct InterpreterOptions {
   double timeout_s = 60;            ///< a wait with no completion for this long aborts the job
   /** Testing only: this rank stops (sleeps without polling) at the middle of its program. */
   bool debug_stall = false;
+  /** Testing only: called on the progressing side (the communication thread in thread mode)
+   *  right after it started collective `collective_id`, before it returns to its loop. */
+  std::function<void(int collective_id)> debug_on_start;
 };
 
 /** A wait that saw no completion for timeout_s: "rank R: stalled waiting for collective ID

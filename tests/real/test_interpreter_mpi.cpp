@@ -11,6 +11,7 @@
 #include "model/collective.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -326,6 +327,53 @@ TEST_CASE("a wait that never completes is reported as a stall naming rank and co
     MPI_Wait(&request, MPI_STATUS_IGNORE);
   }
   MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST_CASE("a wait on a finished collective returns while the communication thread is busy") {
+  // The compute stream must not queue behind the thread's MPI calls: while the thread is
+  // starting collective 1 (held here in the start hook), the wait for collective 0, which
+  // finished before collective 1 could start (one at a time), has to return. The hook waits
+  // for that return up to 10 s; a wait that needs the thread first would make it give up.
+  std::vector<int> world;
+  for (int r = 0; r < g_size; ++r) world.push_back(r);
+  Schedule s;
+  s.iterations = 1;
+  s.programs.resize(std::size_t(g_size));
+  s.collectives.push_back(make_collective(0, CollectiveKind::allreduce, 4.0 * 1024 * g_size, world));
+  s.collectives.push_back(make_collective(1, CollectiveKind::allreduce, 4.0 * 1024 * g_size, world));
+  for (int r = 0; r < g_size; ++r) {
+    s.programs[std::size_t(r)].rank = r;
+    s.programs[std::size_t(r)].ops = {post(0), compute("work"), post(1), wait(0), wait(1), mark(0)};
+  }
+  struct FlaggingBackend : CheckingBackend {
+    using CheckingBackend::CheckingBackend;
+    void complete(const Collective& c) override {
+      CheckingBackend::complete(c);
+      if (c.id == 0) first_completed = true;
+    }
+    std::atomic<bool> first_completed{false};
+  };
+  Communicators comms(s, g_rank);
+  SyncedClock clock;
+  clock.synchronise(MPI_COMM_WORLD, 2, 30);
+  FlaggingBackend backend(g_rank);
+  bool returned_while_busy = false;
+  InterpreterOptions options;
+  options.progress = ProgressMode::thread;
+  options.timeout_s = 30;
+  options.debug_on_start = [&](int id) {
+    if (id != 1) return;
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!backend.first_completed && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    returned_while_busy = backend.first_completed;
+  };
+  Interpreter interpreter(s, g_rank, backend, comms, clock, options);
+  const RankTrace trace = interpreter.run();
+  CHECK(returned_while_busy);
+  CHECK(backend.completed == 2);
+  CHECK(backend.mismatches == 0);
+  check_trace_invariants(trace, s, 1);
 }
 
 int main(int argc, char** argv) {
