@@ -7,11 +7,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "model/error.hpp"
 #include "model/json_node.hpp"
@@ -42,6 +44,40 @@ std::string found_on_path(const std::string& program) {
     if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
   }
   return "";
+}
+
+/** The words of one line of a /proc/sys file ("" when it cannot be read). */
+std::vector<std::string> proc_words(const std::string& file) {
+  std::ifstream in(file);
+  std::vector<std::string> words;
+  for (std::string word; in >> word;) words.push_back(word);
+  return words;
+}
+
+/** Lets node namespaces select kTcpCongestionControl. Only the initial namespace may make a
+ *  congestion control that is not in the host's tcp_allowed_congestion_control the default,
+ *  and a fresh boot of this machine allows only "reno bbr" (the node's write then fails with
+ *  EIO). Adding it to the allowed list leaves the host's own default as it was. */
+void allow_congestion_control_in_namespaces() {
+  const std::string allowed_file = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
+  const std::string available_file = "/proc/sys/net/ipv4/tcp_available_congestion_control";
+  std::vector<std::string> allowed = proc_words(allowed_file);
+  const auto has = [](const std::vector<std::string>& words) {
+    return std::find(words.begin(), words.end(), kTcpCongestionControl) != words.end();
+  };
+  if (has(allowed)) return;
+  const std::vector<std::string> available = proc_words(available_file);
+  if (!available.empty() && !has(available))
+    throw std::runtime_error(fmt::format("the testbed runs TCP {} in its nodes, and this kernel does not offer it "
+                                         "({} lists: {})",
+                                         kTcpCongestionControl, available_file, fmt::join(available, " ")));
+  allowed.push_back(kTcpCongestionControl);
+  std::ofstream out(allowed_file);
+  out << fmt::format("{}\n", fmt::join(allowed, " "));
+  out.close();
+  if (!out || !has(proc_words(allowed_file)))
+    throw std::runtime_error(fmt::format("could not add TCP {} to {} (the testbed's nodes run it)",
+                                         kTcpCongestionControl, allowed_file));
 }
 
 /** The qdiscs that shape one veth end: [netem delay D] above tbf rate R. Replaces what is there. */
@@ -190,6 +226,7 @@ Testbed Testbed::create(const Spec& spec) {
   require_root("testbed", "/name");
   DeferredInterrupts deferred;
   testbed::destroy(spec.name);  // a stale one
+  allow_congestion_control_in_namespaces();
   const bool with_netem = spec.latency_s > 0 && netem_available();
   Testbed bed(spec, with_netem);
   try {
