@@ -223,7 +223,7 @@ class Validation {
       if (d != r.diagnosis.end() && d->second.cause != MissCause::none) line += fmt::format(" [{}]", to_string(d->second.cause));
     }
     const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    if (done < total) line += fmt::format("; about {} left", format_seconds(elapsed_s / done * (total - done)));
+    if (done < total) line += fmt::format("; about {} left", format_remaining(elapsed_s / done * (total - done)));
     return line;
   }
 

@@ -90,7 +90,7 @@ void Progress::update(int done, int total) {
   active_ = terminal_;
   std::string rate;
   if (done > 0 && done < total && elapsed_s > 0.5)  // the ETA assumes the rest runs at the mean rate so far
-    rate = fmt::format(", {:.1f}/s, ETA {}", done / elapsed_s, format_seconds(elapsed_s * (total - done) / done));
+    rate = fmt::format(", {:.1f}/s, ETA {}", done / elapsed_s, format_remaining(elapsed_s * (total - done) / done));
   else if (done == total && elapsed_s > 0.5)
     rate = fmt::format(", {}", format_seconds(elapsed_s));
   std::fprintf(stderr, terminal_ ? "\r%s: %d/%d%s\033[K" : "%s: %d/%d%s\n", label_.c_str(), done, total, rate.c_str());

@@ -147,6 +147,14 @@ std::string format_seconds(double seconds) {
   return fmt::format("{:.3f} ns", seconds * 1e9);
 }
 
+std::string format_remaining(double seconds) {
+  if (!(seconds > 0)) return "0 s";
+  if (seconds < 59.5) return fmt::format("{:.0f} s", seconds);
+  const long long minutes = std::llround(seconds / 60);
+  if (minutes < 60) return fmt::format("{} min", minutes);
+  return fmt::format("{} h {} min", minutes / 60, minutes % 60);
+}
+
 TimeUnit time_unit_for(double largest_seconds) {
   const double magnitude = std::fabs(largest_seconds);
   if (magnitude >= 1 || magnitude == 0) return {"s", 1};

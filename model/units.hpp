@@ -31,6 +31,10 @@ std::string unit_example(Unit unit);
 /** Formats a duration in seconds with a readable prefix ("12.3 ms"). */
 std::string format_seconds(double seconds);
 
+/** Formats a long wait for a person, to the nearest second under a minute and the nearest
+ *  minute above ("45 s", "35 min", "1 h 12 min"); negative counts as 0. */
+std::string format_remaining(double seconds);
+
 /** One time unit for a whole table column: the largest of s, ms, us, ns in which the column's
  *  largest magnitude is at least 1 (so every cell of the column reads in the same unit). */
 struct TimeUnit {

@@ -4,6 +4,7 @@
 
 #include "model/units.hpp"
 
+using cnnpar::format_remaining;
 using cnnpar::parse_quantity;
 using cnnpar::Unit;
 
@@ -58,4 +59,16 @@ TEST_CASE("a non-zero quantity that underflows to zero after its unit is refused
   // 1e-320 * 1e-12 s and 4e-324 / 8 B round to 0 in double: they are tiny, not zero.
   CHECK_THROWS_WITH(parse_quantity("1e-320ps", Unit::time_s), Catch::Contains("below the plausible range"));
   CHECK_THROWS_WITH(parse_quantity("4e-324b", Unit::size_bytes), Catch::Contains("below the plausible range"));
+}
+
+TEST_CASE("a time left reads in seconds, minutes, then hours and minutes") {
+  CHECK(format_remaining(0) == "0 s");
+  CHECK(format_remaining(-3) == "0 s");
+  CHECK(format_remaining(44.6) == "45 s");
+  CHECK(format_remaining(59.4) == "59 s");
+  CHECK(format_remaining(59.6) == "1 min");  // 59.6 s rounds to the minute, not to "60 s"
+  CHECK(format_remaining(2099.2) == "35 min");  // 34.99 min
+  CHECK(format_remaining(3569) == "59 min");
+  CHECK(format_remaining(3600) == "1 h 0 min");
+  CHECK(format_remaining(4320) == "1 h 12 min");
 }
