@@ -46,7 +46,7 @@ std::string found_on_path(const std::string& program) {
   return "";
 }
 
-/** The words of one line of a /proc/sys file ("" when it cannot be read). */
+/** The words of a /proc/sys file (none when it cannot be read). */
 std::vector<std::string> proc_words(const std::string& file) {
   std::ifstream in(file);
   std::vector<std::string> words;
