@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 
 #include "analysis/metrics.hpp"
-#include "analysis/sweep.hpp"
-#include "model/error.hpp"
+#include "analysis/rows.hpp"
+#include "base/error.hpp"
 
 namespace cnnpar {
 namespace {

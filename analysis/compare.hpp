@@ -48,7 +48,7 @@ CompareReport compare_traces(const Trace& predicted, const Trace& measured, int 
 
 std::string format_compare_table(const CompareReport& report);
 
-/** Both traces as rows of the prediction CSV (analysis/sweep.hpp kRowCsvHeader): the
+/** Both traces as rows of the prediction CSV (analysis/rows.hpp kRowCsvHeader): the
  *  predicted row, then the measured one; speedup and efficiency are empty (no baseline). */
 std::string compare_csv(const Trace& predicted, const Trace& measured);
 

@@ -11,9 +11,9 @@
 #include <fmt/format.h>
 
 #include "analysis/metrics.hpp"
-#include "model/error.hpp"
-#include "model/marques.hpp"
-#include "model/units.hpp"
+#include "base/error.hpp"
+#include "workload/strategies/marques.hpp"
+#include "base/units.hpp"
 
 namespace cnnpar {
 namespace {

@@ -9,9 +9,9 @@
 #include <fmt/format.h>
 
 #include "model/cost.hpp"
-#include "model/error.hpp"
-#include "model/output_files.hpp"
-#include "model/units.hpp"
+#include "base/error.hpp"
+#include "base/output_files.hpp"
+#include "base/units.hpp"
 
 namespace cnnpar {
 

@@ -21,7 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/metrics.hpp"
-#include "analysis/sweep.hpp"
+#include "analysis/rows.hpp"
 #include "model/network.hpp"
 #include "model/trace.hpp"
 

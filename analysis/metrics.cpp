@@ -5,7 +5,7 @@
 #include <map>
 #include <utility>
 
-#include "model/error.hpp"
+#include "base/error.hpp"
 
 namespace cnnpar {
 

@@ -32,7 +32,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/statistics.hpp"
+#include "base/statistics.hpp"
 #include "model/trace.hpp"
 
 namespace cnnpar {
@@ -103,7 +103,7 @@ double speedup(double iteration_1_s, double iteration_p_s);
 /** S(P) / P. */
 double efficiency(double speedup, int ranks);
 
-// median(): model/statistics.hpp
+// median(): base/statistics.hpp
 
 /** Spread of the measured iteration times: 100 · (max − min) / median (0 with fewer than two). */
 double iteration_spread_percent(const TraceMetrics& metrics);

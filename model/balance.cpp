@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "model/error.hpp"
-#include "model/output_files.hpp"
+#include "base/error.hpp"
+#include "base/output_files.hpp"
 
 namespace cnnpar {
 

@@ -20,7 +20,7 @@
 
 #include <fmt/format.h>
 
-#include "model/error.hpp"
+#include "base/error.hpp"
 
 namespace cnnpar {
 

@@ -7,10 +7,10 @@
 
 #include <fmt/format.h>
 
-#include "model/error.hpp"
-#include "model/gemm_rate.hpp"
-#include "model/limits.hpp"
-#include "model/json_node.hpp"
+#include "base/error.hpp"
+#include "model/gemm_grid.hpp"
+#include "base/limits.hpp"
+#include "base/json_node.hpp"
 
 namespace cnnpar {
 

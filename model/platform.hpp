@@ -13,7 +13,7 @@
 
 namespace cnnpar {
 
-class GemmGrid;  // model/gemm_rate.hpp
+class GemmGrid;  // model/gemm_grid.hpp
 
 enum class Topology { crossbar, star, fat_tree, torus, dragonfly };
 /** Collective algorithms; `automatic` lets the engine pick (JSON spelling "auto"). */
@@ -153,7 +153,7 @@ struct NetworkSpec {
   /** Depth (bytes) of the token bucket shaping each node link in each direction, as `tc tbf`
    *  does (the validation testbed: 256 KiB); 0 = a plain link. A link idle for t seconds
    *  passes min(link_burst, left + t·bandwidth) bytes as a burst before its rate applies
-   *  (model/link_bucket.hpp). JSON `link_burst`. */
+   *  (system/link_bucket.hpp). JSON `link_burst`. */
   double link_burst_bytes = 0;
   /** Bytes per second the bucket's bytes pass at: the unshaped path beneath the shaper (on
    *  the testbed the veths and bridge, bound by the cores); 0 = at once. JSON
@@ -188,21 +188,21 @@ struct Platform {
   /** Seconds (at most) a collective posted to an idle progress thread waits for a core while
    *  its rank goes on computing: the thread starts it when the rank's next compute op ends or
    *  when the OS scheduler hands it a slice after this long, whichever comes first
-   *  (model/op_time.hpp: comm_start_wait_s). 0 = the thread has a core of its own.
+   *  (system/op_time.hpp: comm_start_wait_s). 0 = the thread has a core of its own.
    *  JSON `comm_start_wait_max`. */
   double comm_start_wait_max_s = 0;
   /** seconds every rank spends at the start of each iteration outside the schedule's ops
    *  (framework bookkeeping, data loading); JSON `iteration_overhead`. */
   double iteration_overhead_s = 0;
   /** seconds every rank spends per image it reads from the dataset at the start of each
-   *  iteration, on top of iteration_overhead (model/op_time.hpp: iteration_overhead_s);
+   *  iteration, on top of iteration_overhead (system/op_time.hpp: iteration_overhead_s);
    *  JSON `input_per_image` */
   double input_per_image_s = 0;
   /** measured seconds per op label (`cnnpar calibrate --op-seconds`, or by hand): an explicit
    *  override of the op's modelled time, whatever its batch */
   std::map<std::string, double> measured_op_s;
   /** measured GEMM rate (FLOP/s) per key "gemm MxNxK" or "gemm MxNxK phase" (the grid of
-   *  `cnnpar calibrate`, interpolated by model/gemm_rate.hpp) */
+   *  `cnnpar calibrate`, interpolated by system/gemm_rate.hpp) */
   std::map<std::string, double> measured_gemm_flops;
 
   /** Speed factor of `rank`'s node (heterogeneity); 1 when none is given. */

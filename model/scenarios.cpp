@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "model/error.hpp"
-#include "model/json_node.hpp"
+#include "base/error.hpp"
+#include "base/json_node.hpp"
 
 namespace cnnpar {
 namespace {

@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
-#include "model/error.hpp"
-#include "model/limits.hpp"
-#include "model/json_node.hpp"
+#include "base/error.hpp"
+#include "base/limits.hpp"
+#include "base/json_node.hpp"
 
 namespace cnnpar {
 

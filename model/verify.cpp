@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "model/error.hpp"
+#include "base/error.hpp"
 #include "model/network.hpp"
 #include "model/schedule.hpp"
 

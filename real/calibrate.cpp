@@ -16,14 +16,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "model/collective.hpp"
-#include "model/collective_algorithm.hpp"
-#include "model/error.hpp"
-#include "model/gemm_rate.hpp"
-#include "model/output_files.hpp"
-#include "model/op_time.hpp"
+#include "system/collective.hpp"
+#include "system/collective_algorithm.hpp"
+#include "base/error.hpp"
+#include "system/gemm_rate.hpp"
+#include "base/output_files.hpp"
+#include "system/op_time.hpp"
 #include "model/schedule.hpp"
-#include "model/strategies/strategy.hpp"
+#include "workload/strategy.hpp"
 #include "real/clock_sync.hpp"
 #include "real/dataset.hpp"
 #include "real/kernels.hpp"
@@ -412,7 +412,7 @@ constexpr int kDrainTag = 7102;
 /** Empties every node link's token bucket (network.link_burst): each rank sends `bytes` to the
  *  next in a ring and receives as many from the previous one, so the measurement that follows
  *  starts at the link's rate, as the engines' collective pricing assumes (they add the burst
- *  a run's idle links hold, model/link_bucket.hpp). Without it the barrier-separated repeats
+ *  a run's idle links hold, system/link_bucket.hpp). Without it the barrier-separated repeats
  *  of mid sizes on a 1 Gbit/s testbed link came out 9-15 % faster than its rate, and pings
  *  of 128-512 KiB a third. */
 void drain_buckets(const Exchange& x, int rank, int size, std::vector<float>& out, std::vector<float>& in) {

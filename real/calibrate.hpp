@@ -6,7 +6,7 @@
 //    network's one-rank schedule is run with the real kernels at every per-rank batch 1, 2,
 //    4, ... up to the global batch. Each GEMM op gives a point of the GEMM grid
 //    (calibration.gemm_flops, "gemm MxNxK phase" → FLOP/s, the median of every rank's
-//    repeats), which model/gemm_rate.hpp interpolates; the non-GEMM ops (im2col, col2im,
+//    repeats), which system/gemm_rate.hpp interpolates; the non-GEMM ops (im2col, col2im,
 //    pooling, element-wise, update) give nodes.memory_bandwidth and nodes.call_overhead from a
 //    fit of t = overhead + bytes / bandwidth; the time an iteration spends outside its ops
 //    gives iteration_overhead. Per-op seconds only with `op_seconds` (an explicit override);
@@ -15,7 +15,7 @@
 //    runs them in the calibration's collectives mode (real/interpreter.hpp RunningCollective:
 //    MPI's own collectives or the engines' steps), the median of repeats (max over ranks per
 //    repeat), outliers counted, sizes whose predicted transfer exceeds a bound skipped; each
-//    time is split into the steps the engines price (model/collective.hpp), and
+//    time is split into the steps the engines price (system/collective.hpp), and
 //    network.latency, .bandwidth and .message_factors are fitted so that the step pricing
 //    reproduces the curves;
 //  * progress (P >= 2, every rank): with the executor's Interpreter in the calibration's
@@ -34,7 +34,7 @@
 
 #include "model/network.hpp"
 #include "model/platform.hpp"
-#include "model/run_spec.hpp"
+#include "workload/run_spec.hpp"
 #include "real/calibration_fit.hpp"
 #include "real/interpreter.hpp"
 

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "model/statistics.hpp"
+#include "base/statistics.hpp"
 
 namespace cnnpar::real {
 

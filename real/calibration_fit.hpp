@@ -35,7 +35,7 @@ struct Line {
 Line theil_sen(const std::vector<std::pair<double, double>>& points);
 
 /** The time an iteration spends outside its ops: iteration_overhead + input_per_image · images
- *  (model/op_time.hpp). */
+ *  (system/op_time.hpp). */
 struct InputTimeFit {
   double overhead_s = 0;
   double per_image_s = 0;
@@ -69,7 +69,7 @@ inline constexpr double kLargeMessageBytes = 16.0 * 1024 * 1024;
 LinkFit fit_link(const std::vector<std::pair<double, double>>& samples);
 
 /** Seconds one step of a collective took with a message of step_bytes (the larger of what
- *  it sends and receives in that step; model/collective.hpp). */
+ *  it sends and receives in that step; system/collective.hpp). */
 struct StepSample {
   double step_bytes = 0;
   double step_s = 0;

@@ -1,6 +1,6 @@
 #pragma once
 // Checkpoints: weights + momentum + iteration + network fingerprint + the run settings a
-// resumed run must keep, with a checksum, written atomically (model/output_files.hpp).
+// resumed run must keep, with a checksum, written atomically (base/output_files.hpp).
 //
 // File layout, version 2 (little-endian):
 //   "CNNPCKP2" (8 bytes) | iteration i64 (global iterations completed; at byte 8 so a script

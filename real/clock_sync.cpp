@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "model/error.hpp"
+#include "base/error.hpp"
 #include "real/mpi_wrap.hpp"
 
 namespace cnnpar::real {

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "model/error.hpp"
+#include "base/error.hpp"
 
 namespace cnnpar::real {
 

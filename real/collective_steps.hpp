@@ -1,5 +1,5 @@
 #pragma once
-// Runs one member's point-to-point steps of the collective layer (model/collective.hpp) on
+// Runs one member's point-to-point steps of the collective layer (system/collective.hpp) on
 // real FP32 buffers, without MPI: the local executor exchanges the steps' messages in
 // process, the MPI interpreter's plain send/recv mode (`--collectives p2p`) with
 // MPI_Isend/MPI_Irecv. Both get the kind's result in the posted buffers (real/interpreter.hpp
@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "model/collective.hpp"
+#include "system/collective.hpp"
 #include "model/schedule.hpp"
 
 namespace cnnpar::real {

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "model/error.hpp"
+#include "base/error.hpp"
 #include "real/hash.hpp"
 
 namespace cnnpar::real {

@@ -15,10 +15,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "model/collective.hpp"
-#include "model/collective_algorithm.hpp"
-#include "model/error.hpp"
-#include "model/op_time.hpp"
+#include "system/collective.hpp"
+#include "system/collective_algorithm.hpp"
+#include "base/error.hpp"
+#include "system/op_time.hpp"
 #include "real/collective_steps.hpp"
 
 namespace cnnpar::real {

@@ -41,7 +41,7 @@ struct CommBuffers {
 };
 
 /** How collectives run: `mpi` calls the MPI library's MPI_I* collective (its own algorithm);
- *  `p2p` runs the steps of model/collective.hpp with MPI_Isend/MPI_Irecv, i.e. exactly the
+ *  `p2p` runs the steps of system/collective.hpp with MPI_Isend/MPI_Irecv, i.e. exactly the
  *  algorithm the engines price (resolve_algorithm on the run's platform). */
 enum class CollectiveMode { mpi, p2p };
 const char* to_string(CollectiveMode mode);
@@ -79,7 +79,7 @@ class ComputeBackend {
 class SleepBackend : public ComputeBackend {
  public:
   /** `iteration_overhead_s`: what the rank sleeps at the start of each iteration, the
-   *  engines' model/op_time.hpp iteration_overhead_s (a real run loads its batch then). */
+   *  engines' system/op_time.hpp iteration_overhead_s (a real run loads its batch then). */
   SleepBackend(const Platform& platform, int rank, double slice_s, double iteration_overhead_s = 0);
   std::string mode() const override { return "sleep"; }
   void begin_iteration(int iteration) override;

@@ -21,8 +21,8 @@ extern "C" void omp_set_num_threads(int threads);
 #include <memory>
 #include <vector>
 
-#include "model/error.hpp"
-#include "model/run_spec.hpp"
+#include "base/error.hpp"
+#include "workload/run_spec.hpp"
 
 namespace cnnpar::real {
 namespace {

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <map>
 
-#include "model/collective_algorithm.hpp"
-#include "model/error.hpp"
+#include "system/collective_algorithm.hpp"
+#include "base/error.hpp"
 #include "real/collective_steps.hpp"
 #include "real/dataset.hpp"
 
@@ -21,7 +21,7 @@ LocalExecutor::LocalExecutor(const Network& network, const Schedule& schedule, s
 
 namespace {
 
-// Runs the collective's point-to-point steps (model/collective.hpp) on the posted buffers
+// Runs the collective's point-to-point steps (system/collective.hpp) on the posted buffers
 // once every member has posted, with the algorithm the engines price by default.
 void emulate(const Collective& c, std::map<int, CollectiveBuffers>& posted) {
   const Algorithm algorithm = resolve_algorithm(c, Platform{});

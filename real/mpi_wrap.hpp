@@ -64,7 +64,7 @@ std::string library_version();
  *  has finished its own closes sits in the PMI barrier and never reads it: 4 to 8 of 10 4-rank
  *  runs across network namespaces hung so. MPICH 4.1 enters the barrier before the closes.
  *  A run on such a library leaves after its final barrier without MPI_Finalize when every rank
- *  is alone on its host (real/cnnpar_run.cpp). */
+ *  is alone on its host (apps/cnnpar-run/main.cpp). */
 bool finalize_can_hang(const std::string& library_version);
 
 /** True when some host runs more than one rank of `comm` (MPI_COMM_TYPE_SHARED groups of

@@ -5,8 +5,8 @@
 #include <thread>
 #include <vector>
 
-#include "model/marques.hpp"
-#include "model/strategies/builders.hpp"
+#include "workload/strategies/marques.hpp"
+#include "workload/builders.hpp"
 #include "real/kernels.hpp"
 
 namespace cnnpar::real {

@@ -1,7 +1,7 @@
 #pragma once
 // Marques et al.'s timing probe (Sec. "Hybrid CPU-CPU and GPU-GPU Computing"): before
 // training, every device runs convolutions of the conv layers' shapes on random values; the
-// times give the workload shares of Eq. 1 (model/marques.hpp). cnnpar-run resolves
+// times give the workload shares of Eq. 1 (workload/strategies/marques.hpp). cnnpar-run resolves
 // conv_split's `--shares probe` with it.
 #include "model/network.hpp"
 #include "model/platform.hpp"

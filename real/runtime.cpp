@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "model/error.hpp"
-#include "model/op_time.hpp"
+#include "base/error.hpp"
+#include "system/op_time.hpp"
 #include "real/hash.hpp"
 #include "real/dataset.hpp"
 #include "real/kernels.hpp"

@@ -102,7 +102,7 @@ struct SgdConfig {
  *  or unit slice that differs between ranks) are padded to the largest one, whose size
  *  Collective::bytes states, and compacted at complete().
  *  reduce_scatter: send = P padded blocks, recv = this rank's block (partition transitions).
- *  The partition transitions (model/strategies/per_layer.cpp) pack each rank's region of a
+ *  The partition transitions (workload/strategies/per_layer.cpp) pack each rank's region of a
  *  layer's tensor into its block and unpack the blocks they need at complete(). */
 struct CollectiveBuffers {
   float* send = nullptr;

@@ -5,9 +5,9 @@
 
 #include <fmt/format.h>
 
-#include "model/error.hpp"
-#include "model/json_node.hpp"
-#include "model/units.hpp"
+#include "base/error.hpp"
+#include "base/json_node.hpp"
+#include "base/units.hpp"
 #include "testbed/system.hpp"
 #include "testbed/testbed.hpp"
 

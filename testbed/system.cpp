@@ -16,7 +16,7 @@
 
 #include <fmt/format.h>
 
-#include "model/error.hpp"
+#include "base/error.hpp"
 
 namespace cnnpar::testbed::detail {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "model/child_process.hpp"
+#include "base/child_process.hpp"
 #include "testbed/testbed.hpp"
 
 namespace cnnpar::testbed::detail {

@@ -14,10 +14,10 @@
 
 #include <fmt/format.h>
 
-#include "model/error.hpp"
-#include "model/json_node.hpp"
-#include "model/output_files.hpp"
-#include "model/units.hpp"
+#include "base/error.hpp"
+#include "base/json_node.hpp"
+#include "base/output_files.hpp"
+#include "base/units.hpp"
 #include "testbed/system.hpp"
 
 namespace cnnpar::testbed {

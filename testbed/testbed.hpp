@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/child_process.hpp"
+#include "base/child_process.hpp"
 
 namespace cnnpar::testbed {
 
@@ -126,7 +126,7 @@ void destroy(const std::string& name);
 
 /** Owns a testbed for a scope: creates it on construction and destroys it on destruction, also
  *  when unwinding from an exception or from InterruptedError after Ctrl-C. While it lives,
- *  SIGINT and SIGTERM are deferred (DeferredInterrupts, model/child_process.hpp): the children
+ *  SIGINT and SIGTERM are deferred (DeferredInterrupts, base/child_process.hpp): the children
  *  of run_child still get them and report InterruptedError, nothing else is cut half-way, and
  *  one that arrived between children surfaces at the next run_child or, once the testbed is
  *  gone, when the Session ends. Construct and destroy it on one thread. */

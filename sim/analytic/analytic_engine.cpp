@@ -9,11 +9,11 @@
 
 #include <fmt/format.h>
 
-#include "model/collective.hpp"
-#include "model/collective_algorithm.hpp"
-#include "model/error.hpp"
-#include "model/link_bucket.hpp"
-#include "model/op_time.hpp"
+#include "system/collective.hpp"
+#include "system/collective_algorithm.hpp"
+#include "base/error.hpp"
+#include "system/link_bucket.hpp"
+#include "system/op_time.hpp"
 #include "sim/analytic/collective_cost.hpp"
 
 namespace cnnpar::analytic {

@@ -1,7 +1,7 @@
 #pragma once
 // The analytic back-end: an event-driven replay of a Schedule on a Platform with
 // closed-form collective times (collective_cost.hpp) and roofline/calibrated compute
-// times (model/op_time.hpp).
+// times (system/op_time.hpp).
 //
 // Per rank: one compute stream in program order; one communication engine running posted
 // collectives in posting order, `collective_concurrency` at a time. A rank's engine joins a

@@ -2,9 +2,9 @@
 
 #include <cmath>
 
-#include "model/collective.hpp"
-#include "model/collective_algorithm.hpp"
-#include "model/error.hpp"
+#include "system/collective.hpp"
+#include "system/collective_algorithm.hpp"
+#include "base/error.hpp"
 
 namespace cnnpar::analytic {
 
@@ -56,7 +56,7 @@ double collective_time_s(const Collective& collective, const Platform& platform)
 
 double collective_time_s(const Collective& collective, const Platform& platform, double burst_bytes) {
   if (collective.group.size() <= 1) return 0.0;
-  // The steps of the one collective layer (model/collective.hpp), priced round by round; the
+  // The steps of the one collective layer (system/collective.hpp), priced round by round; the
   // closed forms above are what this sums to (tests/sim/test_collective_cost.cpp).
   const CollectivePlan plan =
       plan_collective(collective, resolve_algorithm(collective, platform), critical_member(collective));

@@ -14,7 +14,7 @@
 //   direct alltoall           (P-1) · (α + n/(P·β))
 //   direct send               α + n/β
 // A group of one rank costs 0 s. The algorithm comes from resolve_algorithm()
-// (model/collective_algorithm.hpp, rule in sim/ALGORITHM_NOTE.md).
+// (system/collective_algorithm.hpp, rule in sim/ALGORITHM_NOTE.md).
 #include "model/platform.hpp"
 #include "model/schedule.hpp"
 
@@ -37,7 +37,7 @@ double direct_send_s(double bytes, double alpha_s, double beta_Bps);
 /** Closed-form duration (seconds) of `collective` on `platform`. */
 double collective_time_s(const Collective& collective, const Platform& platform);
 /** The same when the critical member's first `burst_bytes` (scaled) bytes pass as a burst from
- *  its links' token buckets (model/link_bucket.hpp, steps_time_s). */
+ *  its links' token buckets (system/link_bucket.hpp, steps_time_s). */
 double collective_time_s(const Collective& collective, const Platform& platform, double burst_bytes);
 
 }  // namespace cnnpar::analytic

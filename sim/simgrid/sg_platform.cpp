@@ -10,7 +10,7 @@
 #include <simgrid/s4u/Link.hpp>
 #include <simgrid/s4u/NetZone.hpp>
 
-#include "model/error.hpp"
+#include "base/error.hpp"
 
 namespace sg4 = simgrid::s4u;
 

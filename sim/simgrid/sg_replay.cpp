@@ -22,11 +22,11 @@
 #include <simgrid/s4u/NetZone.hpp>
 #include <simgrid/s4u/Semaphore.hpp>
 
-#include "model/collective.hpp"
-#include "model/collective_algorithm.hpp"
-#include "model/error.hpp"
-#include "model/link_bucket.hpp"
-#include "model/op_time.hpp"
+#include "system/collective.hpp"
+#include "system/collective_algorithm.hpp"
+#include "base/error.hpp"
+#include "system/link_bucket.hpp"
+#include "system/op_time.hpp"
 #include "sim/simgrid/sg_platform.hpp"
 
 namespace sg4 = simgrid::s4u;
@@ -375,14 +375,14 @@ class Replay {
     return overhead_s_ * platform_.network.message_factor(bytes).latency_factor;
   }
 
-  /** The reduction arithmetic of `steps` rounds that add what they received (model/collective.hpp step_time_s). */
+  /** The reduction arithmetic of `steps` rounds that add what they received (system/collective.hpp step_time_s). */
   void reduce_received(const CollectiveStep& step, std::size_t steps) const {
     if (!step.reduce || step.receive_from < 0 || platform_.network.reduction_rate_Bps <= 0) return;
     sg4::this_actor::sleep_for(double(steps) * step.receive_bytes / platform_.network.reduction_rate_Bps);
   }
 
   /** Starts the put of a `bytes`-byte message from `from` to `to`: the bytes the links' token
-   *  buckets pass (model/link_bucket.hpp) take burst_time_s first and are not sent through the
+   *  buckets pass (system/link_bucket.hpp) take burst_time_s first and are not sent through the
    *  links; end_put gives the links back. */
   template <typename Put>
   sg4::CommPtr start_put(int from, int to, double bytes, Put put) {
@@ -418,7 +418,7 @@ class Replay {
     end_put(me, to);
   }
 
-  /** Runs this member's steps of the one collective layer (model/collective.hpp) as
+  /** Runs this member's steps of the one collective layer (system/collective.hpp) as
    *  messages: a round with both a send and a receive is one send_receive, one with either a
    *  blocking put or get. Consecutive rounds between the same two peers with equal messages
    *  (a ring) are sent as batches of ring_batch() rounds. */

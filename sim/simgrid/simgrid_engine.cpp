@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "model/error.hpp"
+#include "base/error.hpp"
 #include "sim/simgrid/sg_replay.hpp"
 
 namespace cnnpar {

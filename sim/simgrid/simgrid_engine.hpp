@@ -1,7 +1,7 @@
 #pragma once
 // The SimGrid engine: replays a Schedule on a SimGrid S4U platform. Ranks are actors (one
 // compute actor and collective_concurrency communication actors per rank), collectives are
-// decomposed into point-to-point messages by their algorithm (model/collective_algorithm.hpp)
+// decomposed into point-to-point messages by their algorithm (system/collective_algorithm.hpp)
 // and contend for the platform's links. Emits the same Trace as every engine (engine "simgrid").
 //
 // SimGrid's Engine cannot be reset, so each simulation runs in a forked child process that

@@ -6,11 +6,11 @@
 
 #include <catch2/catch.hpp>
 
-#include "analysis/advise.hpp"
+#include "experiments/advise.hpp"
 #include "analysis/metrics.hpp"
-#include "model/error.hpp"
+#include "base/error.hpp"
 #include "model/scenarios.hpp"
-#include "model/strategies/per_layer.hpp"
+#include "workload/strategies/per_layer.hpp"
 #include "sim/analytic/analytic_engine.hpp"
 
 using namespace cnnpar;

@@ -6,7 +6,7 @@
 
 #include "analysis/components.hpp"
 #include "hand_trace.hpp"
-#include "model/error.hpp"
+#include "base/error.hpp"
 #include "model/scenarios.hpp"
 
 namespace cnnpar {

@@ -1,4 +1,4 @@
-// cnnpar fit (analysis/fit.hpp): free parameters resolved from platform paths, a closed-form
+// cnnpar fit (experiments/fit.hpp): free parameters resolved from platform paths, a closed-form
 // fit, recovery of a known platform, leave-one-out, and the failures.
 #include <unistd.h>
 
@@ -12,11 +12,11 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "analysis/fit.hpp"
+#include "experiments/fit.hpp"
 #include "analysis/metrics.hpp"
 #include "model/scenarios.hpp"
-#include "model/error.hpp"
-#include "model/study.hpp"
+#include "base/error.hpp"
+#include "workload/study.hpp"
 #include "sim/analytic/analytic_engine.hpp"
 
 namespace fs = std::filesystem;

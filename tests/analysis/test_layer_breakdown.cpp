@@ -11,9 +11,9 @@
 #include "analysis/metrics.hpp"
 #include "hand_trace.hpp"
 #include "model/cost.hpp"
-#include "model/error.hpp"
+#include "base/error.hpp"
 #include "model/scenarios.hpp"
-#include "model/strategies/strategy.hpp"
+#include "workload/strategy.hpp"
 #include "sim/analytic/analytic_engine.hpp"
 
 using namespace cnnpar;

@@ -10,11 +10,11 @@
 #include "analysis/chrome_trace.hpp"
 #include "analysis/compare.hpp"
 #include "analysis/metrics.hpp"
-#include "analysis/sweep.hpp"
+#include "experiments/sweep.hpp"
 #include "hand_trace.hpp"
-#include "model/error.hpp"
-#include "model/output_files.hpp"
-#include "model/units.hpp"
+#include "base/error.hpp"
+#include "base/output_files.hpp"
+#include "base/units.hpp"
 
 using namespace cnnpar;
 

@@ -12,7 +12,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "analysis/report.hpp"
+#include "experiments/report.hpp"
 
 using namespace cnnpar;
 namespace fs = std::filesystem;

@@ -1,12 +1,12 @@
-// The validation grid, the diagnosis of a miss and the fidelity report (analysis/validation.hpp),
+// The validation grid, the diagnosis of a miss and the fidelity report (experiments/validation.hpp),
 // on hand-written grids and hand-built traces whose numbers are worked out in the comments.
 #include <catch2/catch.hpp>
 
 #include "analysis/metrics.hpp"
-#include "analysis/validation.hpp"
+#include "experiments/validation.hpp"
 #include "hand_trace.hpp"
-#include "model/error.hpp"
-#include "model/statistics.hpp"
+#include "base/error.hpp"
+#include "base/statistics.hpp"
 
 using namespace cnnpar;
 

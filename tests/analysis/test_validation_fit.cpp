@@ -1,4 +1,4 @@
-// The validation's fit on measured runs (analysis/validation_fit.hpp): "measured" traces made by
+// The validation's fit on measured runs (experiments/validation_fit.hpp): "measured" traces made by
 // the analytic engine on a platform whose comm_compute_slowdown is known, a "calibrated"
 // platform that has it wrong, and the fit must find the known value from the observed runs and
 // bring the held-out ones to their own times.
@@ -11,11 +11,11 @@
 
 #include <catch2/catch.hpp>
 
-#include "analysis/validation_fit.hpp"
-#include "model/error.hpp"
-#include "model/output_files.hpp"
+#include "experiments/validation_fit.hpp"
+#include "base/error.hpp"
+#include "base/output_files.hpp"
 #include "model/scenarios.hpp"
-#include "model/strategies/strategy.hpp"
+#include "workload/strategy.hpp"
 #include "sim/analytic/analytic_engine.hpp"
 
 using namespace cnnpar;

@@ -16,9 +16,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/error.hpp"
+#include "base/error.hpp"
 #include "model/scenarios.hpp"
-#include "model/strategies/strategy.hpp"
+#include "workload/strategy.hpp"
 #include "sim/analytic/analytic_engine.hpp"
 #include "sim/simgrid/simgrid_engine.hpp"
 

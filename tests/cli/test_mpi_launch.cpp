@@ -8,8 +8,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "cli/mpi_launch.hpp"
-#include "model/error.hpp"
+#include "launch/mpi_launch.hpp"
+#include "base/error.hpp"
 
 namespace {
 

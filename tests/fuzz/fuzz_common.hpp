@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/error.hpp"
-#include "model/json_node.hpp"
+#include "base/error.hpp"
+#include "base/json_node.hpp"
 
 namespace cnnpar::fuzz {
 

@@ -7,7 +7,7 @@
 #include "analysis/metrics.hpp"
 #include "model/network.hpp"
 #include "model/platform.hpp"
-#include "model/strategies/strategy.hpp"
+#include "workload/strategy.hpp"
 #include "sim/analytic/analytic_engine.hpp"
 #include "tests/fuzz/fuzz_common.hpp"
 

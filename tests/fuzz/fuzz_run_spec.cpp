@@ -1,6 +1,6 @@
 // Run-specs (what `cnnpar run` hands to `cnnpar-run`): run_spec_from_json, then the JSON
 // form written back.
-#include "model/run_spec.hpp"
+#include "workload/run_spec.hpp"
 #include "tests/fuzz/fuzz_common.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -5,8 +5,8 @@
 #include <map>
 
 #include "model/scenarios.hpp"
-#include "model/strategies/strategy.hpp"
-#include "model/study.hpp"
+#include "workload/strategy.hpp"
+#include "workload/study.hpp"
 #include "tests/fuzz/fuzz_common.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "model/units.hpp"
+#include "base/units.hpp"
 #include "tests/fuzz/fuzz_common.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -5,11 +5,11 @@
 #include <filesystem>
 #include <string>
 
-#include "model/json_node.hpp"
-#include "model/output_files.hpp"
-#include "model/run_spec.hpp"
+#include "base/json_node.hpp"
+#include "base/output_files.hpp"
+#include "workload/run_spec.hpp"
 #include "model/scenarios.hpp"
-#include "model/strategies/strategy.hpp"
+#include "workload/strategy.hpp"
 
 int main(int argc, char** argv) {
   using namespace cnnpar;

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "model/cost.hpp"
-#include "model/error.hpp"
+#include "base/error.hpp"
 #include "model/network.hpp"
 
 using namespace cnnpar;

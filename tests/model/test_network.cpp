@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-#include "model/error.hpp"
+#include "base/error.hpp"
 #include "model/network.hpp"
 
 using namespace cnnpar;

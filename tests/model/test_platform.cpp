@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <optional>
 
-#include "model/error.hpp"
-#include "model/op_time.hpp"
-#include "model/overrides.hpp"
+#include "base/error.hpp"
+#include "system/op_time.hpp"
+#include "workload/overrides.hpp"
 #include "model/platform.hpp"
 #include "model/scenarios.hpp"
 #include "model/schedule.hpp"

@@ -1,9 +1,9 @@
 #include <catch2/catch.hpp>
 
-#include "model/error.hpp"
+#include "base/error.hpp"
 #include "model/scenarios.hpp"
 #include "model/schedule.hpp"
-#include "model/strategies/strategy.hpp"
+#include "workload/strategy.hpp"
 #include "model/trace.hpp"
 
 using namespace cnnpar;

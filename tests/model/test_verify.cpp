@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "model/error.hpp"
+#include "base/error.hpp"
 #include "model/schedule.hpp"
 
 using namespace cnnpar;

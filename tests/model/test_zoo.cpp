@@ -11,7 +11,7 @@
 #include <tuple>
 
 #include "model/cost.hpp"
-#include "model/json_node.hpp"
+#include "base/json_node.hpp"
 #include "model/network.hpp"
 #include "model/platform.hpp"
 #include "model/scenarios.hpp"

@@ -9,7 +9,7 @@ set(cnnpar_mpi_env "OPENBLAS_NUM_THREADS=1;CNNPAR_SCENARIOS=${PROJECT_SOURCE_DIR
 cnnpar_add_test(test_real_interpreter_units SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_interpreter_units.cpp
                 LIBS cnnpar_real_mpi LABELS real)
 cnnpar_add_test(test_real_child_process SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/test_child_process.cpp
-                LIBS cnnpar_model LABELS real)
+                LIBS cnnpar_workload LABELS real)
 
 # Catch2 with its own main (MPI_Init before the session), run under mpiexec.
 add_executable(test_real_interpreter_mpi ${CMAKE_CURRENT_SOURCE_DIR}/test_interpreter_mpi.cpp)
@@ -24,11 +24,11 @@ endforeach()
 add_executable(cnnpar_weights_compare ${CMAKE_CURRENT_SOURCE_DIR}/weights_compare.cpp)
 target_link_libraries(cnnpar_weights_compare PRIVATE cnnpar_settings cnnpar_test_settings)
 add_executable(cnnpar_trace_check ${CMAKE_CURRENT_SOURCE_DIR}/trace_check.cpp)
-target_link_libraries(cnnpar_trace_check PRIVATE cnnpar_settings cnnpar_test_settings cnnpar_model)
+target_link_libraries(cnnpar_trace_check PRIVATE cnnpar_settings cnnpar_test_settings cnnpar_workload)
 add_executable(cnnpar_platform_check ${CMAKE_CURRENT_SOURCE_DIR}/platform_check.cpp)
-target_link_libraries(cnnpar_platform_check PRIVATE cnnpar_settings cnnpar_test_settings cnnpar_model)
+target_link_libraries(cnnpar_platform_check PRIVATE cnnpar_settings cnnpar_test_settings cnnpar_workload)
 add_executable(cnnpar_platform_parts_check ${CMAKE_CURRENT_SOURCE_DIR}/platform_parts_check.cpp)
-target_link_libraries(cnnpar_platform_parts_check PRIVATE cnnpar_settings cnnpar_test_settings cnnpar_model)
+target_link_libraries(cnnpar_platform_parts_check PRIVATE cnnpar_settings cnnpar_test_settings cnnpar_workload)
 
 set(run_out ${CMAKE_CURRENT_BINARY_DIR}/mpi_runs)
 file(MAKE_DIRECTORY ${run_out})
@@ -331,7 +331,7 @@ file(WRITE ${run_out}/no_fc.json
      " \"layers\": [{\"name\": \"conv1\", \"type\": \"conv\", \"maps\": 10, \"kernel\": 8},\n"
      "            {\"name\": \"loss\", \"type\": \"softmax\"}]}\n")
 # 3·10^10 parameters (360 GB of weights, gradients and momentum; within the per-layer bound of
-# model/limits.hpp): refused before allocating. 30000·10^6 + 10^6 + 10^6·10 + 10 = 30011000010.
+# base/limits.hpp): refused before allocating. 30000·10^6 + 10^6 + 10^6·10 + 10 = 30011000010.
 file(WRITE ${run_out}/huge_fc.json
      "{\"name\": \"huge-fc\", \"input\": {\"channels\": 3, \"height\": 100, \"width\": 100},\n"
      " \"layers\": [{\"name\": \"fc1\", \"type\": \"fc\", \"outputs\": 1000000},\n"
@@ -371,7 +371,7 @@ endforeach()
 
 # Not a test: the compute-efficiency figure (GEMM rate in the executor vs calibrated sgemm).
 add_executable(cnnpar_gemm_efficiency ${CMAKE_CURRENT_SOURCE_DIR}/gemm_efficiency.cpp)
-target_link_libraries(cnnpar_gemm_efficiency PRIVATE cnnpar_settings cnnpar_test_settings cnnpar_model cnnpar_analysis)
+target_link_libraries(cnnpar_gemm_efficiency PRIVATE cnnpar_settings cnnpar_test_settings cnnpar_workload cnnpar_analysis)
 
 # `cnnpar run` / `cnnpar calibrate` (the cnnpar executable, no MPI inside) launch cnnpar-run
 # under mpiexec and read its output back; the run also predicts and compares.

@@ -17,11 +17,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/gemm_rate.hpp"
+#include "system/gemm_rate.hpp"
 #include "model/platform.hpp"
 #include "model/scenarios.hpp"
-#include "model/strategies/registry.hpp"
-#include "model/strategies/strategy.hpp"
+#include "workload/registry.hpp"
+#include "workload/strategy.hpp"
 #include "model/trace.hpp"
 #include "analysis/metrics.hpp"
 

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/platform.hpp"
-#include "model/run_spec.hpp"
+#include "workload/run_spec.hpp"
 
 namespace {
 

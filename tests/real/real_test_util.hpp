@@ -9,7 +9,7 @@
 
 #include "model/network.hpp"
 #include "model/platform.hpp"
-#include "model/strategies/strategy.hpp"
+#include "workload/strategy.hpp"
 
 namespace cnnpar::real::testing {
 

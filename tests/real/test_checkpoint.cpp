@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "model/error.hpp"
+#include "base/error.hpp"
 #include "real/checkpoint.hpp"
 #include "real/dataset.hpp"
 #include "real/local_executor.hpp"

@@ -1,4 +1,4 @@
-// run_child (model/child_process.hpp), the way `cnnpar run` starts mpiexec: exit statuses pass
+// run_child (base/child_process.hpp), the way `cnnpar run` starts mpiexec: exit statuses pass
 // through, and a SIGTERM that reaches cnnpar is forwarded to the child and reported as an
 // interruption even when the child then exits 0 (hydra's mpiexec may do so).
 #include <catch2/catch.hpp>
@@ -11,8 +11,8 @@
 #include <iterator>
 #include <string>
 
-#include "model/child_process.hpp"
-#include "model/error.hpp"
+#include "base/child_process.hpp"
+#include "base/error.hpp"
 
 using namespace cnnpar;
 

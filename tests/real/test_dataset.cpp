@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "model/error.hpp"
+#include "base/error.hpp"
 #include "real/dataset.hpp"
 #include "tests/real/real_test_util.hpp"
 

@@ -16,7 +16,7 @@
 #include <random>
 #include <vector>
 
-#include "model/strategies/strategy.hpp"
+#include "workload/strategy.hpp"
 #include "real/dataset.hpp"
 #include "real/kernels.hpp"
 #include "real/runtime.hpp"

@@ -8,7 +8,7 @@
 
 #include <mpi.h>
 
-#include "model/collective.hpp"
+#include "system/collective.hpp"
 
 #include <algorithm>
 #include <atomic>

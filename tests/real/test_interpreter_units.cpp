@@ -5,7 +5,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "model/collective.hpp"
+#include "system/collective.hpp"
 #include "model/cost.hpp"
 #include "model/schedule.hpp"
 #include "real/calibrate.hpp"

@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "model/error.hpp"
+#include "base/error.hpp"
 #include "real/kernels.hpp"
 #include "real/reference_kernels.hpp"
 

@@ -11,8 +11,8 @@
 #include <cstdio>
 #include <string>
 
-#include "model/error.hpp"
-#include "model/strategies/strategy.hpp"
+#include "base/error.hpp"
+#include "workload/strategy.hpp"
 #include "real/dataset.hpp"
 #include "real/kernels.hpp"
 #include "real/local_executor.hpp"

@@ -13,7 +13,7 @@
 #include <cstdio>
 #include <string>
 
-#include "model/strategies/strategy.hpp"
+#include "workload/strategy.hpp"
 #include "real/dataset.hpp"
 #include "real/local_executor.hpp"
 #include "real/runtime.hpp"

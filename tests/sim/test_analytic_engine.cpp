@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "analysis/metrics.hpp"
-#include "model/error.hpp"
+#include "base/error.hpp"
 #include "sim/analytic/analytic_engine.hpp"
 #include "sim/analytic/collective_cost.hpp"
 

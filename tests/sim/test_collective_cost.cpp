@@ -5,8 +5,8 @@
 #include <array>
 #include <vector>
 
-#include "model/collective.hpp"
-#include "model/collective_algorithm.hpp"
+#include "system/collective.hpp"
+#include "system/collective_algorithm.hpp"
 #include "sim/analytic/collective_cost.hpp"
 
 using namespace cnnpar;

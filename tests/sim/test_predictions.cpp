@@ -5,7 +5,7 @@
 
 #include "analysis/metrics.hpp"
 #include "model/scenarios.hpp"
-#include "model/strategies/strategy.hpp"
+#include "workload/strategy.hpp"
 #include "sim/analytic/analytic_engine.hpp"
 
 using namespace cnnpar;

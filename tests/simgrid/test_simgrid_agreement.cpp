@@ -8,7 +8,7 @@
 
 #include "analysis/metrics.hpp"
 #include "model/scenarios.hpp"
-#include "model/strategies/strategy.hpp"
+#include "workload/strategy.hpp"
 #include "sim/analytic/analytic_engine.hpp"
 #include "sim/simgrid/simgrid_engine.hpp"
 

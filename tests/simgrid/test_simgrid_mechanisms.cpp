@@ -5,7 +5,7 @@
 
 #include "analysis/metrics.hpp"
 #include "model/scenarios.hpp"
-#include "model/strategies/strategy.hpp"
+#include "workload/strategy.hpp"
 #include "sim/analytic/analytic_engine.hpp"
 #include "sim/simgrid/simgrid_engine.hpp"
 #include "tests/simgrid/fixtures.hpp"
@@ -103,7 +103,7 @@ TEST_CASE("iteration overhead is paid once at the start of every iteration", "[s
 
 TEST_CASE("the input time grows with the images each rank reads", "[simgrid][mechanisms]") {
   // overhead a = 1e-3 s + b = 2e-4 s per image read. Rank 0's forward op takes 3 images, rank 1's
-  // 1 (model/op_time.hpp: input_images): per iteration 2e-3 s of compute plus 1.6e-3 s on rank 0,
+  // 1 (system/op_time.hpp: input_images): per iteration 2e-3 s of compute plus 1.6e-3 s on rank 0,
   // 1.2e-3 s on rank 1. No collective joins them: rank 0 marks at 3.6e-3 and 7.2e-3 s, rank 1
   // at 3.2e-3 and 6.4e-3 s.
   const auto images_op = [](std::int64_t images) {

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <unistd.h>
 
-#include "model/error.hpp"
+#include "base/error.hpp"
 #include "sim/analytic/analytic_engine.hpp"
 #include "sim/simgrid/simgrid_engine.hpp"
 #include "tests/simgrid/fixtures.hpp"

@@ -14,8 +14,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "model/child_process.hpp"
-#include "model/error.hpp"
+#include "base/child_process.hpp"
+#include "base/error.hpp"
 #include "testbed/testbed.hpp"
 
 namespace fs = std::filesystem;

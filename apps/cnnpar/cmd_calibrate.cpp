@@ -1,0 +1,165 @@
+// `cnnpar calibrate`: runs `mpiexec -n P cnnpar-run --calibrate` and checks and summarises the
+// platform JSON it writes (docs/formats.md "calibration").
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "apps/cnnpar/commands.hpp"
+#include "apps/common/flags.hpp"
+#include "launch/mpi_launch.hpp"
+#include "base/child_process.hpp"
+#include "base/error.hpp"
+#include "base/output_files.hpp"
+#include "workload/run_spec.hpp"
+#include "model/platform.hpp"
+#include "model/scenarios.hpp"
+#include "base/units.hpp"
+
+namespace cnnpar::cli {
+
+namespace {
+
+struct CalibrateOptions {
+  std::string network;
+  std::string platform = "local";
+  std::string nodes = "2";
+  std::int64_t batch = 128;
+  int repeats = 3;
+  std::string out;
+  double timeout_s = 60;
+  std::string mpiexec = "mpiexec";
+  bool mpiexec_given = false;  // --mpiexec on the command line (refused with --testbed)
+  std::string hostfile;
+  std::string testbed;
+  std::string gemm = kDefaultGemmBackend;
+  int threads = 0;  // 0 = OPENBLAS_NUM_THREADS, else the cores per rank
+  double max_message_bytes = 256.0 * 1024 * 1024;
+  bool max_message_given = false;
+  bool op_seconds = false;
+  std::string parts = kAllCalibrationParts;
+  // How the runs to be predicted execute: the network and progress parts measure that mode.
+  std::string comm_progress = "poll";
+  std::string collectives = "mpi";
+  std::string compute = "real";
+  double poll_interval_us = kDefaultPollIntervalUs;
+};
+
+int calibrate(const CalibrateOptions& o) {
+  load_network(o.network);  // report bad input before starting MPI
+  load_platform(o.platform);
+  const int nodes = flags::parse_one_node_count(o.nodes);
+  check_output_path(o.out, "--out");
+  // --batch is the global batch, as in `cnnpar run`: rank 0 measures every per-rank batch
+  // from 1 to it, so any node count at that batch (or a smaller one) is covered.
+  if (o.batch < 1) throw InputError("command line", "--batch", std::to_string(o.batch), "the global batch must be >= 1");
+  if (!(o.max_message_bytes >= 1024 && o.max_message_bytes <= 2.0 * 1024 * 1024 * 1024))
+    throw InputError("command line", "--max-message", fmt::format("{}", o.max_message_bytes),
+                     "the largest message must be 1 KiB .. 2 GiB");
+  check_run_number(RunNumber::timeout_s, o.timeout_s, "command line", "/timeout-s");
+  check_run_number(RunNumber::repeats, o.repeats, "command line", "/repeats");
+  check_gemm_backend_name(o.gemm, "command line", "/gemm");
+  check_run_number(RunNumber::threads, o.threads, "command line", "/threads");
+  check_run_number(RunNumber::poll_interval_us, o.poll_interval_us, "command line", "/poll-interval-us");
+  const CalibrationParts parts = parse_calibration_parts(o.parts, "command line", "--calibrate-parts");
+  if (o.comm_progress != "poll" && o.comm_progress != "thread")
+    throw InputError("command line", "--comm-progress", o.comm_progress, "expected poll or thread");
+  if (o.collectives != "mpi" && o.collectives != "p2p")
+    throw InputError("command line", "--collectives", o.collectives, "expected mpi or p2p");
+  if (o.compute != "real" && o.compute != "sleep")
+    throw InputError("command line", "--compute", o.compute, "expected real or sleep");
+  const std::vector<std::string> launcher =
+      o.testbed.empty() ? mpi_launch::split_command(o.mpiexec)
+                        : mpi_launch::testbed_launcher(o.testbed, o.mpiexec_given ? std::optional(o.mpiexec) : std::nullopt,
+                                                     o.hostfile, nodes);
+  if (o.threads > 0) ::setenv("OPENBLAS_NUM_THREADS", std::to_string(o.threads).c_str(), 1);
+  std::vector<std::string> args = {"--gemm", o.gemm,"--calibrate",  "--network",  o.network, "--platform", o.platform,
+                                         "--batch",      std::to_string(o.batch), "--repeats", std::to_string(o.repeats),
+                                         "--timeout-s",  fmt::format("{}", o.timeout_s), "--out", o.out,
+                                         "--calibrate-parts", to_string(parts), "--comm-progress", o.comm_progress,
+                                         "--collectives", o.collectives, "--compute", o.compute,
+                                         "--poll-interval-us", fmt::format("{}", o.poll_interval_us)};
+  // Only a size the user asked for is measured however long it takes (else a 2 s bound).
+  if (o.max_message_given) {
+    args.push_back("--max-message");
+    args.push_back(fmt::format("{}", o.max_message_bytes));
+  }
+  if (o.op_seconds) args.push_back("--op-seconds");
+  const auto command = mpi_launch::command(launcher, o.hostfile, nodes, mpi_launch::find_executor(), args);
+  const std::string blas_threads = mpi_launch::default_blas_threads(nodes);
+  std::string shown = "OPENBLAS_NUM_THREADS=" + blas_threads;
+  for (const auto& part : command) shown += (shown.empty() ? "" : " ") + part;
+  std::printf("cnnpar calibrate: %s\n", shown.c_str());
+  const int status = run_child(command);
+  if (status != 0) {
+    std::fprintf(stderr, "cnnpar calibrate: cnnpar-run exited with status %d\n", status);
+    return status == 2 ? 2 : 1;
+  }
+  const Platform platform = load_platform(o.out);  // the file must parse as a platform
+  std::printf("measured %s in %s progress with %s collectives; the rest is %s's\n", to_string(parts).c_str(),
+              o.comm_progress.c_str(), o.collectives.c_str(), o.platform.c_str());
+  std::printf("compute%s: %zu GEMM grid points, memory bandwidth %.3f GB/s, call overhead %.2f us, "
+              "iteration overhead %.3f ms + %.1f us per image%s\n",
+              parts.compute ? "" : " (from the base platform)", platform.measured_gemm_flops.size(),
+              platform.nodes.memory_bandwidth_Bps / 1e9,
+              platform.nodes.call_overhead_s * 1e6, platform.iteration_overhead_s * 1e3, platform.input_per_image_s * 1e6,
+              platform.measured_op_s.empty() ? "" : fmt::format(", {} per-op overrides", platform.measured_op_s.size()).c_str());
+  std::printf("network: latency %.3f us, bandwidth %.3f GB/s, reduction rate %.3f GB/s, %zu message-factor pieces, "
+              "size factors for %zu collective kinds%s%s\n",
+              platform.network.latency_s * 1e6, platform.network.bandwidth_Bps / 1e9,
+              platform.network.reduction_rate_Bps / 1e9, platform.network.message_factors.size(),
+              platform.network.kind_size_factors.size(),
+              platform.network.link_burst_bytes > 0
+                  ? fmt::format("; token bucket {} bursting at {:.3f} GB/s", format_bytes(platform.network.link_burst_bytes),
+                                platform.network.link_peak_bandwidth_Bps / 1e9)
+                        .c_str()
+                  : "",
+              nodes >= 2 && parts.network ? " (measured)" : " (from the base platform)");
+  std::printf("progress: comm_compute_slowdown %.3f, network.busy_bandwidth_fraction %.3f, "
+              "comm_start_wait_max %.3f ms%s\n",
+              platform.comm_compute_slowdown, platform.network.busy_bandwidth_fraction,
+              platform.comm_start_wait_max_s * 1e3,
+              nodes >= 2 && parts.progress ? " (measured)" : " (from the base platform)");
+  std::printf("wrote %s\n", o.out.c_str());
+  return 0;
+}
+
+}  // namespace
+
+Runner add_calibrate_command(CLI::App& app) {
+  auto options = std::make_shared<CalibrateOptions>();
+  CalibrateOptions& o = *options;
+  CLI::App* sub = app.add_subcommand("calibrate", "measure a GEMM grid, memory bandwidth and collective curves; write a platform JSON");
+  flags::network(*sub, o.network)->required();
+  flags::platform(*sub, o.platform);
+  flags::nodes(*sub, o.nodes);
+  flags::batch(*sub, o.batch);
+  flags::repeats(*sub, o.repeats);
+  sub->add_option("--out", o.out, "write the calibrated platform JSON here")->required();
+  flags::timeout_s(*sub, o.timeout_s);
+  CLI::Option* mpiexec = flags::mpiexec(*sub, o.mpiexec);
+  flags::hostfile(*sub, o.hostfile);
+  flags::testbed(*sub, o.testbed);
+  flags::gemm(*sub, o.gemm);
+  flags::threads(*sub, o.threads);
+  CLI::Option* max_message = flags::max_message(*sub, o.max_message_bytes);
+  flags::op_seconds(*sub, o.op_seconds);
+  flags::calibrate_parts(*sub, o.parts);
+  flags::comm_progress(*sub, o.comm_progress);
+  flags::collectives(*sub, o.collectives);
+  flags::compute(*sub, o.compute);
+  flags::poll_interval_us(*sub, o.poll_interval_us);
+  return [options, mpiexec, max_message] {
+    options->mpiexec_given = mpiexec->count() > 0;
+    options->max_message_given = max_message->count() > 0;
+    return calibrate(*options);
+  };
+}
+
+}  // namespace cnnpar::cli

@@ -1,0 +1,276 @@
+// `cnnpar run`: measures a configuration with the MPI executor (mpiexec -n P cnnpar-run),
+// predicts the same Schedule with the analytic engine, and prints both side by side.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "analysis/compare.hpp"
+#include "analysis/metrics.hpp"
+#include "apps/cnnpar/commands.hpp"
+#include "apps/cnnpar/common.hpp"
+#include "apps/common/flags.hpp"
+#include "launch/mpi_launch.hpp"
+#include "base/child_process.hpp"
+#include "base/error.hpp"
+#include "base/json_node.hpp"
+#include "workload/run_spec.hpp"
+#include "model/scenarios.hpp"
+#include "workload/registry.hpp"
+#include "workload/strategy.hpp"
+#include "model/trace.hpp"
+#include "sim/analytic/analytic_engine.hpp"
+
+namespace cnnpar::cli {
+
+namespace {
+
+struct RunOptions {
+  std::string network;
+  std::string platform = "local";
+  StrategyFlags strategy;
+  std::string nodes = "2";
+  std::int64_t batch = 64;
+  int iterations = kDefaultMeasuredRunIterations;
+  int warmup = 1;
+  std::string seed = "1";  // parse_seed: CLI11 would wrap "-1"
+  double lr = kDefaultLearningRate, momentum = kDefaultMomentum, weight_decay = kDefaultWeightDecay;
+  std::string dataset = "synthetic";
+  std::string compute = "real";
+  std::string comm_progress = "poll";
+  bool progress = false;  // per-iteration lines even when stderr is not a terminal
+  bool quiet = false;
+  std::string collectives = "mpi";
+  double poll_interval_us = kDefaultPollIntervalUs;
+  double timeout_s = 60;
+  int concurrency = 0;  // 0 = the platform's
+  std::string trace_out;
+  std::string weights_out;
+  std::string checkpoint;
+  int checkpoint_every = 0;
+  bool resume = false;
+  std::string compare_json, compare_csv;
+  std::string mpiexec = "mpiexec";
+  bool mpiexec_given = false;  // --mpiexec on the command line (refused with --testbed)
+  std::string hostfile;
+  std::string testbed;
+  bool no_predict = false;
+  int threads = 0;  // 0 = OPENBLAS_NUM_THREADS, else the cores per rank
+  std::string gemm = kDefaultGemmBackend;
+  std::vector<std::string> slowdown;  // --slowdown RANK:FACTOR
+};
+
+Trace read_trace(const std::string& path) {
+  // Not bad input: cnnpar-run succeeded without its output (status 1).
+  if (!std::filesystem::exists(path)) throw std::runtime_error("cnnpar-run exited 0 but wrote no trace " + path);
+  return trace_from_json(read_json_file(path), path);
+}
+
+void print_metrics(const char* title, const TraceMetrics& m) {
+  std::printf("%-10s iteration %.4f s  compute(max) %.4f s  comm %.4f s  exposed %.4f s  overlap %.1f %%\n", title,
+              m.iteration_s, m.compute_max_s, m.comm_s, m.exposed_comm_s, m.overlap_ratio_percent);
+}
+
+void print_spread(const TraceMetrics& m) {
+  if (m.iteration_times_s.size() < 2) return;
+  const auto [least, most] = std::minmax_element(m.iteration_times_s.begin(), m.iteration_times_s.end());
+  std::printf("measured   iteration median %.4f s over %zu measured iterations, min %.4f s, max %.4f s, spread %.1f %%\n",
+              m.iteration_s, m.iteration_times_s.size(), *least, *most, iteration_spread_percent(m));
+}
+
+void print_warnings(const std::vector<std::string>& warnings) {
+  std::fflush(stdout);  // after the tables they qualify
+  for (const std::string& warning : warnings) std::fprintf(stderr, "cnnpar run: warning: %s\n", warning.c_str());
+}
+
+int run(const RunOptions& o) {
+  // Validate the configuration here first, so bad input is reported before mpiexec starts.
+  const std::string file = "command line";
+  const int nodes = flags::parse_one_node_count(o.nodes);
+  check_run_numbers({o.lr, o.momentum, o.weight_decay, o.timeout_s, o.poll_interval_us, double(o.concurrency),
+                     double(o.checkpoint_every), double(o.threads)},
+                    file);
+  check_gemm_backend_name(o.gemm, file, "/gemm");
+  // Outputs are checked before mpiexec starts, not found unwritable after the run.
+  check_output_path(o.trace_out, "--trace");
+  check_output_path(o.weights_out, "--weights-out");
+  check_output_path(o.compare_json, "--compare-json");
+  check_output_path(o.compare_csv, "--compare-csv");
+  const std::vector<std::string> launcher =
+      o.testbed.empty() ? mpi_launch::split_command(o.mpiexec)
+                        : mpi_launch::testbed_launcher(o.testbed, o.mpiexec_given ? std::optional(o.mpiexec) : std::nullopt,
+                                                     o.hostfile, nodes);
+  RunSpec spec;
+  for (const std::string& text : o.slowdown) add_slowdown(spec.slowdown, text, file, "/slowdown");
+  check_slowdown_ranks(spec.slowdown, nodes, file, "/slowdown");
+  const Network network = load_network(o.network);
+  Platform platform = load_platform(o.platform);
+  platform.network.element_bytes = kExecutorElementBytes;  // the prediction of the executor's FP32 run
+  // The prediction runs the slowed nodes slower alike (nodes the platform lacks fail below).
+  for (const auto& [rank, factor] : spec.slowdown)
+    if (rank < platform.nodes.count) platform.slow_down(rank, factor);
+  spec.network = o.network;
+  spec.platform = o.platform;
+  StrategyOptions& strategy = spec.strategy;
+  strategy.name = o.strategy.strategy();
+  strategy.global_batch = o.batch;
+  strategy.ranks = nodes;
+  strategy.iterations = o.iterations;
+  strategy.warmup_iterations = o.warmup;
+  strategy.origin = file;
+  strategy.values = o.strategy.values();
+  strategy.recompute_columns = o.strategy.recompute_columns();
+  const Schedule schedule = build_schedule(network, platform, strategy);
+  verify_or_throw(schedule, "<schedule " + strategy.name + ">", &network);
+
+  mpi_launch::TemporaryPath temporary("cnnpar-run-trace");
+  mpi_launch::TemporaryPath spec_file("cnnpar-run-spec");
+  spec.seed = parse_seed(o.seed, file, "/seed");
+  spec.learning_rate = o.lr;
+  spec.momentum = o.momentum;
+  spec.weight_decay = o.weight_decay;
+  spec.dataset = o.dataset;
+  spec.compute = o.compute;
+  spec.comm_progress = o.comm_progress;
+  spec.progress = !o.quiet && (o.progress || ::isatty(STDERR_FILENO) == 1);
+  spec.collectives = o.collectives;
+  spec.poll_interval_us = o.poll_interval_us;
+  spec.timeout_s = o.timeout_s;
+  spec.collective_concurrency = o.concurrency;
+  spec.trace = o.trace_out.empty() ? temporary.path() : o.trace_out;
+  spec.weights_out = o.weights_out;
+  spec.checkpoint = o.checkpoint;
+  spec.checkpoint_every = o.checkpoint_every;
+  spec.resume = o.resume;
+  spec.threads = o.threads;
+  spec.gemm = o.gemm;
+  const std::string trace_path = spec.trace;
+  const std::vector<std::string> command =
+      mpi_launch::command(launcher, o.hostfile, nodes, mpi_launch::find_executor(),
+                          o.quiet ? std::vector<std::string>{"--spec", spec_file.path(), "--quiet"}
+                                  : std::vector<std::string>{"--spec", spec_file.path()});
+  write_file_atomic(spec_file.path(), to_json(spec).dump(2) + "\n");
+
+  if (o.threads > 0) ::setenv("OPENBLAS_NUM_THREADS", std::to_string(o.threads).c_str(), 1);
+  const std::string blas_threads = mpi_launch::default_blas_threads(nodes);
+  std::string shown = "OPENBLAS_NUM_THREADS=" + blas_threads;
+  for (const auto& part : command) shown += (shown.empty() ? "" : " ") + part;
+  if (!o.quiet) std::printf("cnnpar run: %s\n", shown.c_str());
+  std::fflush(stdout);
+  const int status = run_child(command);
+  if (status != 0) {
+    std::fprintf(stderr, "cnnpar run: cnnpar-run exited with status %d\n", status);
+    return status == 2 ? 2 : 1;
+  }
+
+  const Trace measured = read_trace(trace_path);
+  const TraceMetrics measured_metrics = compute_metrics(measured);
+  const auto finish_measured_only = [&] {
+    if (!o.quiet) {
+      print_metrics("measured", measured_metrics);
+      print_spread(measured_metrics);
+    }
+    print_warnings(measurement_warnings(nullptr, measured));
+    return 0;
+  };
+  if (o.no_predict || o.resume) {
+    // A resumed run measures only the iterations after the checkpoint; the prediction is of the
+    // whole run, so an op-by-op comparison would pair different iterations.
+    if (o.resume && !o.no_predict && !o.quiet) std::printf("cnnpar run: resumed run: measured only, no prediction\n");
+    return finish_measured_only();
+  }
+  // Options the executor resolved on its own (conv_split's probed shares) are predicted as
+  // measured: every option of the strategy's schema is taken from the trace where it differs.
+  Schedule predicted_schedule = schedule;
+  const nlohmann::json run_options = measured.metadata.value("options", nlohmann::json::object());
+  bool resolved = false;
+  for (const OptionSpec& option : strategy_spec(strategy.name, file).options) {
+    if (!run_options.is_object() || !run_options.contains(option.key)) continue;
+    const nlohmann::json value =
+        option.parse_value(run_options.at(option.key), trace_path, "/metadata/options/" + option.key);
+    if (value == strategy.value(option.key)) continue;
+    strategy.values[option.key] = value;
+    resolved = true;
+  }
+  if (resolved) predicted_schedule = build_schedule(network, platform, strategy);
+  Trace predicted;
+  try {
+    predicted = make_analytic_engine()->run(predicted_schedule, platform);
+  } catch (const InputError& e) {
+    // e.g. more ranks than the platform has nodes: the measurement still stands.
+    if (!o.quiet) std::printf("cnnpar run: no analytic prediction: %s\n", e.what());
+    return finish_measured_only();
+  }
+  const CompareReport report = compare_traces(predicted, measured);
+  OutputTransaction outputs;
+  if (!o.compare_json.empty()) outputs.file(o.compare_json, to_json(report).dump(2) + "\n");
+  if (!o.compare_csv.empty()) outputs.file(o.compare_csv, compare_csv(predicted, measured));
+  outputs.commit();
+  if (!o.quiet) {
+    print_metrics("predicted", compute_metrics(predicted));
+    print_metrics("measured", measured_metrics);
+    print_spread(measured_metrics);
+    std::printf("%s", format_compare_table(report).c_str());
+  }
+  print_warnings(measurement_warnings(&predicted, measured));
+  return 0;
+}
+
+}  // namespace
+
+Runner add_run_command(CLI::App& app) {
+  auto options = std::make_shared<RunOptions>();
+  RunOptions& o = *options;
+  CLI::App* sub = app.add_subcommand("run", "measure a configuration with the MPI executor and compare with the analytic prediction");
+  flags::network(*sub, o.network)->required();
+  flags::platform(*sub, o.platform);
+  o.strategy.add(*sub, "dp", kExecutorRecomputesColumns);
+  flags::nodes(*sub, o.nodes);
+  flags::batch(*sub, o.batch);
+  flags::iterations(*sub, o.iterations);
+  flags::warmup(*sub, o.warmup);
+  flags::seed(*sub, o.seed);
+  flags::learning_rate(*sub, o.lr);
+  flags::momentum(*sub, o.momentum);
+  flags::weight_decay(*sub, o.weight_decay);
+  flags::dataset(*sub, o.dataset);
+  flags::compute(*sub, o.compute);
+  flags::comm_progress(*sub, o.comm_progress);
+  flags::collectives(*sub, o.collectives);
+  flags::poll_interval_us(*sub, o.poll_interval_us);
+  flags::timeout_s(*sub, o.timeout_s);
+  flags::threads(*sub, o.threads);
+  flags::slowdown(*sub, o.slowdown);
+  flags::gemm(*sub, o.gemm);
+  flags::concurrency(*sub, o.concurrency);
+  flags::trace_out(*sub, o.trace_out);
+  flags::weights_out(*sub, o.weights_out);
+  flags::checkpoint(*sub, o.checkpoint);
+  flags::checkpoint_every(*sub, o.checkpoint_every);
+  flags::resume(*sub, o.resume);
+  sub->add_option("--compare-json", o.compare_json, "write the comparison as JSON here (- = standard output)");
+  sub->add_option("--compare-csv", o.compare_csv,
+                  "write the predicted and the measured configuration as CSV rows here (the columns of predict --csv)");
+  CLI::Option* mpiexec = flags::mpiexec(*sub, o.mpiexec);
+  flags::hostfile(*sub, o.hostfile);
+  flags::testbed(*sub, o.testbed);
+  flags::progress(*sub, o.progress);
+  flags::quiet(*sub, o.quiet);
+  sub->add_flag("--no-predict", o.no_predict, "only measure");
+  return [options, mpiexec] {
+    options->mpiexec_given = mpiexec->count() > 0;
+    return run(*options);
+  };
+}
+
+}  // namespace cnnpar::cli

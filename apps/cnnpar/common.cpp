@@ -1,0 +1,153 @@
+#include "apps/cnnpar/common.hpp"
+
+#include "analysis/components.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "apps/common/flags.hpp"
+#include "base/error.hpp"
+#include "base/json_node.hpp"
+#include "model/scenarios.hpp"
+#include "base/units.hpp"
+#include "sim/analytic/analytic_engine.hpp"
+#ifdef CNNPAR_HAVE_SIMGRID
+#include "sim/simgrid/simgrid_engine.hpp"
+#endif
+
+namespace cnnpar::cli {
+
+void add_scenario_options(CLI::App& sub, ScenarioOptions& o) {
+  flags::network(sub, o.network);
+  flags::platform(sub, o.platform);
+  o.strategy.add(sub, kDefaultStrategy);
+  flags::batch(sub, o.batch);
+  flags::iterations(sub, o.iterations);
+  flags::warmup(sub, o.warmup);
+  flags::uneven_batch(sub, o.uneven_batch);
+  flags::set_values(sub, o.sets);
+}
+
+LoadedScenario load_scenario_options(const ScenarioOptions& o) {
+  LoadedScenario s;
+  s.network = load_network(o.network);
+  for (const std::string& text : o.sets) s.sets.push_back(parse_override(text, "command line", "--set"));
+  ScenarioDocument platform = load_scenario("platforms", o.platform);
+  s.platform = platform_with_overrides(platform.json, platform.origin, s.sets, "command line", "--set");
+  s.platform_document = std::move(platform.json);
+  s.platform_file = std::move(platform.origin);
+  s.strategy.name = o.strategy.strategy();
+  s.strategy.global_batch = o.batch;
+  s.strategy.iterations = o.iterations;
+  s.strategy.warmup_iterations = o.warmup;
+  s.strategy.uneven_batch = o.uneven_batch;
+  s.strategy.recompute_columns = o.strategy.recompute_columns();
+  s.strategy.origin = "command line";
+  s.strategy.values = o.strategy.values();
+  apply_strategy_overrides(s.strategy, s.sets, "command line", "--set");
+  return s;
+}
+
+void check_simgrid_settings(const std::string& engine, const std::string& network_model, const std::string& platform_xml) {
+  if (network_model != "CM02" && network_model != "LV08")
+    throw InputError("command line", "--network-model", network_model, "expected CM02 or LV08");
+  if (engine != "simgrid") {
+    if (network_model != "CM02")
+      throw InputError("command line", "--network-model", network_model, "only the SimGrid engine has one (add --engine simgrid)");
+    if (!platform_xml.empty())
+      throw InputError("command line", "--platform-xml", platform_xml, "only the SimGrid engine reads one (add --engine simgrid)");
+  }
+  std::error_code ec;
+  if (!platform_xml.empty() && !std::filesystem::is_regular_file(platform_xml, ec))
+    throw InputError("command line", "--platform-xml", platform_xml, "no such file");
+}
+
+std::string platform_label(const Platform& platform, const std::string& platform_xml) {
+  if (platform_xml.empty()) return platform.name;
+  return std::filesystem::path(platform_xml).filename().string() + " (nodes of " + platform.name + ")";
+}
+
+Progress::Progress(std::string label, bool forced, bool quiet)
+    : label_(std::move(label)),
+      enabled_(!quiet && (forced || isatty(STDERR_FILENO) == 1)),
+      terminal_(isatty(STDERR_FILENO) == 1) {}
+
+Progress::~Progress() { finish(); }
+
+void Progress::update(int done, int total) {
+  if (!enabled_) return;
+  const auto now = std::chrono::steady_clock::now();
+  const double elapsed_s = std::chrono::duration<double>(now - started_).count();
+  const double since_shown_s = std::chrono::duration<double>(now - shown_).count();
+  // At most 10 redraws a second on a terminal, one line a second in a log; always the last.
+  if (done < total && shown_once_ && since_shown_s < (terminal_ ? 0.1 : 1.0)) return;
+  shown_ = now;
+  shown_once_ = true;
+  active_ = terminal_;
+  std::string rate;
+  if (done > 0 && done < total && elapsed_s > 0.5)  // the ETA assumes the rest runs at the mean rate so far
+    rate = fmt::format(", {:.1f}/s, ETA {}", done / elapsed_s, format_remaining(elapsed_s * (total - done) / done));
+  else if (done == total && elapsed_s > 0.5)
+    rate = fmt::format(", {}", format_seconds(elapsed_s));
+  std::fprintf(stderr, terminal_ ? "\r%s: %d/%d%s\033[K" : "%s: %d/%d%s\n", label_.c_str(), done, total, rate.c_str());
+  std::fflush(stderr);
+}
+
+void Progress::finish() {
+  if (!active_) return;
+  active_ = false;
+  std::fprintf(stderr, "\n");
+  std::fflush(stderr);
+}
+
+Trace replay_once(const Schedule& schedule, const Platform& platform, const std::string& engine,
+                  const std::string& network_model, const std::string& platform_xml) {
+  if (engine == "analytic") return make_analytic_engine()->run(schedule, platform);
+#ifdef CNNPAR_HAVE_SIMGRID
+  SimgridOptions sg;
+  if (!network_model.empty()) sg.network_model = network_model;
+  sg.platform_xml = platform_xml;
+  Trace trace = make_simgrid_engine(sg)->run(schedule, platform);
+  if (!platform_xml.empty()) trace.metadata["platform_xml"] = platform_xml;
+  return trace;
+#else
+  (void)network_model, (void)platform_xml;
+  throw InputError("command line", "--engine", engine,
+                   "this cnnpar was built without SimGrid (configure with CNNPAR_WITH_SIMGRID=ON)");
+#endif
+}
+
+std::unique_ptr<Network> trace_network(const Trace& trace) {
+  for (const char* key : {"network_argument", "network"}) {
+    const auto found = trace.metadata.is_object() ? trace.metadata.find(key) : trace.metadata.end();
+    if (!trace.metadata.is_object() || found == trace.metadata.end() || !found->is_string()) continue;
+    try {
+      return std::make_unique<Network>(load_network(found->get<std::string>()));
+    } catch (const InputError&) {
+    }
+  }
+  return nullptr;
+}
+
+int trace_element_bytes(const Trace& trace) {
+  for (const char* key : {"platform_argument", "platform"}) {
+    const auto found = trace.metadata.is_object() ? trace.metadata.find(key) : trace.metadata.end();
+    if (!trace.metadata.is_object() || found == trace.metadata.end() || !found->is_string()) continue;
+    try {
+      return load_platform(found->get<std::string>()).network.element_bytes;
+    } catch (const InputError&) {
+    }
+  }
+  return NetworkSpec{}.element_bytes;
+}
+
+std::optional<nlohmann::json> trace_components(const Trace& trace) {
+  const std::unique_ptr<Network> network = trace_network(trace);
+  return components_json(trace, network.get(), trace_element_bytes(trace));
+}
+
+}  // namespace cnnpar::cli

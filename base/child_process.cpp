@@ -1,0 +1,229 @@
+#include "base/child_process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+namespace cnnpar {
+
+namespace {
+
+std::atomic<pid_t> g_child{0};
+std::atomic<int> g_received{0};
+
+extern "C" void forward_signal(int signal) {
+  g_received.store(signal);
+  const pid_t child = g_child.load();
+  if (child > 0) ::kill(child, signal);
+}
+
+std::vector<char*> exec_arguments(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  return args;
+}
+
+// In the forked child, before exec.
+void end_with_parent(pid_t parent) {
+#ifdef __linux__
+  // If cnnpar dies without forwarding (SIGKILL, crash), the child still gets SIGTERM: mpiexec
+  // then ends its ranks instead of running on as orphans. The callers block the calling
+  // thread until the child ends, so that thread (whose exit would also fire this) outlives it.
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (::getppid() != parent) std::_Exit(128 + SIGTERM);  // cnnpar died before prctl
+#endif
+}
+
+[[noreturn]] void exec_or_exit(const std::vector<char*>& args) {
+  ::execvp(args[0], args.data());
+  std::fprintf(stderr, "cnnpar: cannot start %s: %s\n", args[0], std::strerror(errno));
+  std::_Exit(127);
+}
+
+int wait_status(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+}  // namespace
+
+DeferredInterrupts::DeferredInterrupts() {
+  sigset_t interrupts;
+  sigemptyset(&interrupts);
+  sigaddset(&interrupts, SIGINT);
+  sigaddset(&interrupts, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &interrupts, &old_mask_);
+}
+
+DeferredInterrupts::~DeferredInterrupts() { ::pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr); }
+
+int DeferredInterrupts::take() {
+  sigset_t pending;
+  if (::sigpending(&pending) != 0) return 0;
+  for (const int signal : {SIGINT, SIGTERM}) {
+    if (sigismember(&pending, signal) != 1) continue;
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, signal);
+    const timespec now{0, 0};
+    if (::sigtimedwait(&one, nullptr, &now) == signal) return signal;
+  }
+  return 0;
+}
+
+int run_child(const std::vector<std::string>& argv, const ChildOptions& options) {
+  CNNPAR_ASSERT(!argv.empty(), "run_child needs a program");
+  const std::vector<char*> args = exec_arguments(argv);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  // The log is opened here, so a failure is told with its reason rather than as a child status.
+  int log = -1;
+  if (!options.quiet && !options.output_file.empty()) {
+    log = ::open(options.output_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log < 0) throw std::runtime_error("cannot write the log " + options.output_file + ": " + std::strerror(errno));
+  }
+  const auto close_log = [&] {
+    if (log >= 0) ::close(log);
+  };
+
+  struct sigaction forward {}, old_int {}, old_term {};
+  forward.sa_handler = forward_signal;
+  sigemptyset(&forward.sa_mask);
+  g_received.store(0);
+  ::sigaction(SIGINT, &forward, &old_int);
+  ::sigaction(SIGTERM, &forward, &old_term);
+  // Deliverable while the child runs, also under DeferredInterrupts: one that waited is
+  // delivered here, before the fork, and ends the child at once.
+  sigset_t interrupts, old_mask;
+  sigemptyset(&interrupts);
+  sigaddset(&interrupts, SIGINT);
+  sigaddset(&interrupts, SIGTERM);
+  ::pthread_sigmask(SIG_UNBLOCK, &interrupts, &old_mask);
+  const auto restore = [&] {
+    ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);  // before the old handlers return
+    g_child.store(0);
+    ::sigaction(SIGINT, &old_int, nullptr);
+    ::sigaction(SIGTERM, &old_term, nullptr);
+  };
+
+  if (const int waited = g_received.load(); waited != 0) {  // held by DeferredInterrupts: no child at all
+    restore();
+    throw InterruptedError(waited);
+  }
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    restore();
+    close_log();
+    throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    // One that reached the inherited handler before the reset (the parent forwards it as soon
+    // as it knows the pid) ends the child here.
+    if (const int early = g_received.load(); early != 0) std::_Exit(128 + early);
+    end_with_parent(parent);
+    if (!options.working_directory.empty() && ::chdir(options.working_directory.c_str()) != 0) std::_Exit(127);
+    const int out = options.quiet ? ::open("/dev/null", O_WRONLY) : log;
+    if (out >= 0) {
+      ::dup2(out, STDOUT_FILENO);
+      ::dup2(out, STDERR_FILENO);
+    }
+    exec_or_exit(args);
+  }
+  close_log();
+  g_child.store(pid);
+  if (const int early = g_received.load(); early != 0) ::kill(pid, early);  // arrived before the pid was known
+  int status = 0;
+  try {
+    status = wait_status(pid);
+  } catch (...) {
+    restore();
+    throw;
+  }
+  restore();
+  if (const int signal = g_received.load(); signal != 0) throw InterruptedError(signal);
+  if (status == 127) throw std::runtime_error("cannot start " + argv[0]);
+  return status;
+}
+
+CapturedOutput run_captured(const std::vector<std::string>& argv) {
+  CNNPAR_ASSERT(!argv.empty(), "run_captured needs a program");
+  const std::vector<char*> args = exec_arguments(argv);
+  int out_pipe[2], err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    ::close(out_pipe[0]);
+    ::close(out_pipe[1]);
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    end_with_parent(parent);
+    const int null = ::open("/dev/null", O_RDONLY);
+    if (null >= 0) ::dup2(null, STDIN_FILENO);
+    ::dup2(out_pipe[1], STDOUT_FILENO);  // dup2 clears O_CLOEXEC on the copies
+    ::dup2(err_pipe[1], STDERR_FILENO);
+    exec_or_exit(args);
+  }
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  if (pid < 0) {
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  }
+  CapturedOutput result;
+  // Both pipes at once: a child that fills one while we block on the other would deadlock.
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  std::string* sinks[2] = {&result.out, &result.err};
+  int open_pipes = 2;
+  char buffer[4096];
+  while (open_pipes > 0) {
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      const ssize_t got = ::read(fds[i].fd, buffer, sizeof buffer);
+      if (got > 0) {
+        sinks[i]->append(buffer, std::size_t(got));
+      } else if (got == 0 || errno != EINTR) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_pipes;
+      }
+    }
+  }
+  for (const pollfd& fd : fds)
+    if (fd.fd >= 0) ::close(fd.fd);
+  result.status = wait_status(pid);
+  if (result.status == 127 && result.err.find("cannot start") != std::string::npos)
+    throw std::runtime_error("cannot start " + argv[0]);
+  return result;
+}
+
+}  // namespace cnnpar

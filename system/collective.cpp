@@ -1,0 +1,264 @@
+#include "system/collective.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "base/error.hpp"
+
+namespace cnnpar {
+
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+int wrap(int index, int p) { return ((index % p) + p) % p; }
+
+}  // namespace
+
+CollectiveCounts collective_counts(const Collective& c, int world_rank) {
+  const std::int64_t n = std::int64_t(std::ceil(c.bytes / 4.0));
+  const std::int64_t p = std::int64_t(c.group.size());
+  const bool root = world_rank == c.root;
+  switch (c.kind) {
+    case CollectiveKind::allreduce:
+    case CollectiveKind::bcast:
+      return {n, n};
+    case CollectiveKind::reduce:
+      return {n, root ? n : 0};
+    case CollectiveKind::allgather:
+      return {n, n * p};
+    case CollectiveKind::gather:
+      return {n, root ? n * p : 0};
+    case CollectiveKind::reduce_scatter: {
+      const std::int64_t block = ceil_div(n, p);
+      return {block * p, block};
+    }
+    case CollectiveKind::scatter:
+      return {root ? n * p : 0, n};
+    case CollectiveKind::alltoall: {
+      const std::int64_t block = ceil_div(n, p);
+      return {block * p, block * p};
+    }
+    case CollectiveKind::send:
+      return {root ? n : 0, root ? 0 : n};
+  }
+  CNNPAR_ASSERT(false, "unknown collective kind");
+  return {};
+}
+
+int critical_member(const Collective& c) {
+  switch (c.kind) {
+    case CollectiveKind::bcast:
+    case CollectiveKind::reduce:
+    case CollectiveKind::gather:
+    case CollectiveKind::scatter:
+    case CollectiveKind::send: {
+      const auto it = std::lower_bound(c.group.begin(), c.group.end(), c.root);
+      CNNPAR_ASSERT(it != c.group.end() && *it == c.root, "root not in the group: " + c.label);
+      return int(it - c.group.begin());
+    }
+    default:
+      return 0;
+  }
+}
+
+Range span_elements(const BlockSpan& span, std::int64_t elements, int blocks) {
+  if (span.count <= 0) return {0, 0};
+  const Range first = even_slice(elements, blocks, span.first);
+  const Range last = even_slice(elements, blocks, span.first + span.count - 1);
+  return {first.begin, last.end() - first.begin};
+}
+
+CollectivePlan plan_collective(const Collective& c, Algorithm algorithm, int i) {
+  const int p = int(c.group.size());
+  CNNPAR_ASSERT(i >= 0 && i < p, fmt::format("member {} outside the group of {} ({})", i, p, c.label));
+  CollectivePlan plan;
+  plan.algorithm = algorithm;
+  const double n = c.bytes;
+  const auto add = [&](CollectiveStep step) {
+    plan.bytes_sent += step.send_to >= 0 ? step.send_bytes : 0.0;
+    plan.bytes_received += step.receive_from >= 0 ? step.receive_bytes : 0.0;
+    plan.steps.push_back(step);
+  };
+  // A ring round: send `send_block` to the next member, receive `receive_block` from the previous.
+  const auto ring_round = [&](int send_block, int receive_block, bool reduce, double bytes) {
+    CollectiveStep s;
+    s.send_to = wrap(i + 1, p);
+    s.receive_from = wrap(i - 1, p);
+    s.send_span = {wrap(send_block, p), 1};
+    s.receive_span = {wrap(receive_block, p), 1};
+    s.reduce = reduce;
+    s.send_bytes = s.receive_bytes = bytes;
+    add(s);
+  };
+  if (p <= 1) return plan;
+
+  switch (c.kind) {
+    case CollectiveKind::allreduce:
+      if (algorithm == Algorithm::recursive_doubling) {
+        CNNPAR_ASSERT((p & (p - 1)) == 0, "recursive doubling needs a power-of-two group: " + c.label);
+        for (int mask = 1; mask < p; mask <<= 1) {
+          CollectiveStep s;
+          s.send_to = s.receive_from = i ^ mask;
+          s.send_span = s.receive_span = {0, 1};
+          s.reduce = true;
+          s.send_bytes = s.receive_bytes = n;
+          add(s);
+        }
+        return plan;
+      }
+      CNNPAR_ASSERT(algorithm == Algorithm::ring, "allreduce runs as a ring or by recursive doubling: " + c.label);
+      // Reduce-scatter: member i ends with block i + 1 summed; then the allgather passes the
+      // summed blocks on.
+      plan.blocks = p;
+      for (int s = 0; s < p - 1; ++s) ring_round(i - s, i - s - 1, true, n / p);
+      for (int s = 0; s < p - 1; ++s) ring_round(i - s + 1, i - s, false, n / p);
+      return plan;
+    case CollectiveKind::reduce_scatter:
+      CNNPAR_ASSERT(algorithm == Algorithm::ring, "reduce_scatter runs as a ring: " + c.label);
+      // Shifted by one against allreduce's first half, so member i ends with block i.
+      plan.blocks = p;
+      for (int s = 0; s < p - 1; ++s) ring_round(i - s - 1, i - s - 2, true, n / p);
+      return plan;
+    case CollectiveKind::allgather:
+      CNNPAR_ASSERT(algorithm == Algorithm::ring, "allgather runs as a ring: " + c.label);
+      plan.blocks = p;
+      for (int s = 0; s < p - 1; ++s) ring_round(i - s, i - s - 1, false, n);
+      return plan;
+    case CollectiveKind::bcast:
+    case CollectiveKind::scatter:
+    case CollectiveKind::reduce:
+    case CollectiveKind::gather: {
+      CNNPAR_ASSERT(algorithm == Algorithm::binomial, "rooted collectives run as binomial trees: " + c.label);
+      const int root = critical_member(c);
+      const int rel = wrap(i - root, p);
+      const auto member = [&](int relative) { return wrap(relative + root, p); };
+      const bool blocked = c.kind == CollectiveKind::scatter || c.kind == CollectiveKind::gather;
+      plan.blocks = blocked ? p : 1;
+      // Blocks [r, r + width) of the root-relative order, clipped to the group.
+      const auto subtree = [&](int r, int width) { return BlockSpan{r, std::min(width, p - r)}; };
+      // One tree edge: a send to, or a receive (summed for reduce) from, relative rank `peer`,
+      // moving the subtree of relative rank `first` (or the whole vector).
+      const auto edge = [&](bool sending, int peer, int first, int width) {
+        CollectiveStep s;
+        const BlockSpan span = blocked ? subtree(first, width) : BlockSpan{0, 1};
+        const double bytes = blocked ? double(span.count) * n : n;
+        if (sending) {
+          s.send_to = member(peer);
+          s.send_span = span;
+          s.send_bytes = bytes;
+        } else {
+          s.receive_from = member(peer);
+          s.receive_span = span;
+          s.receive_bytes = bytes;
+          s.reduce = c.kind == CollectiveKind::reduce;
+        }
+        add(s);
+      };
+      if (c.kind == CollectiveKind::bcast || c.kind == CollectiveKind::scatter) {
+        int mask = 1;
+        while (mask < p) {
+          if (rel & mask) {
+            edge(false, rel - mask, rel, mask);
+            break;
+          }
+          mask <<= 1;
+        }
+        for (mask >>= 1; mask > 0; mask >>= 1)
+          if (rel + mask < p) edge(true, rel + mask, rel + mask, mask);
+        return plan;
+      }
+      for (int mask = 1; mask < p; mask <<= 1) {
+        if (rel & mask) {
+          edge(true, rel - mask, rel, mask);
+          break;
+        }
+        if (rel + mask < p) edge(false, rel + mask, rel + mask, mask);
+      }
+      return plan;
+    }
+    case CollectiveKind::alltoall:
+      CNNPAR_ASSERT(algorithm == Algorithm::direct, "alltoall runs as a direct exchange: " + c.label);
+      plan.blocks = p;
+      for (int k = 1; k < p; ++k) {
+        CollectiveStep s;
+        s.send_to = wrap(i + k, p);
+        s.receive_from = wrap(i - k, p);
+        s.send_span = {s.send_to, 1};
+        s.receive_span = {s.receive_from, 1};
+        s.send_buffer = StepBuffer::send;
+        s.receive_buffer = StepBuffer::recv;
+        s.send_bytes = s.receive_bytes = n / p;
+        add(s);
+      }
+      return plan;
+    case CollectiveKind::send: {
+      CNNPAR_ASSERT(algorithm == Algorithm::direct && p == 2, "a send is direct between two ranks: " + c.label);
+      const int source = critical_member(c);
+      CollectiveStep s;
+      if (i == source) {
+        s.send_to = 1 - i;
+        s.send_span = {0, 1};
+        s.send_buffer = StepBuffer::send;
+        s.send_bytes = n;
+      } else {
+        s.receive_from = source;
+        s.receive_span = {0, 1};
+        s.receive_buffer = StepBuffer::recv;
+        s.receive_bytes = n;
+      }
+      add(s);
+      return plan;
+    }
+  }
+  CNNPAR_ASSERT(false, "unknown collective kind");
+  return plan;
+}
+
+double step_size_factor(const Collective& collective, const NetworkSpec& network) {
+  return network.kind_size_factor(to_string(collective.kind), collective.bytes);
+}
+
+double step_message_bytes(const CollectiveStep& step) {
+  const double sent = step.send_to >= 0 ? step.send_bytes : 0.0;
+  const double received = step.receive_from >= 0 ? step.receive_bytes : 0.0;
+  return std::max(sent, received);
+}
+
+double step_time_s(const CollectiveStep& step, const NetworkSpec& network, double size_factor) {
+  return step_time_s(step, network, size_factor, 0.0);
+}
+
+double step_time_s(const CollectiveStep& step, const NetworkSpec& network, double size_factor, double passed_bytes) {
+  const double wire_bytes = size_factor * step_message_bytes(step);
+  double seconds = network.message_time_s(std::max(0.0, wire_bytes - passed_bytes)) + network.burst_time_s(passed_bytes);
+  if (step.reduce && network.reduction_rate_Bps > 0 && step.receive_from >= 0)
+    seconds += step.receive_bytes / network.reduction_rate_Bps;
+  return seconds;
+}
+
+double steps_time_s(const CollectivePlan& plan, const NetworkSpec& network, double size_factor) {
+  return steps_time_s(plan, network, size_factor, 0.0);
+}
+
+double steps_time_s(const CollectivePlan& plan, const NetworkSpec& network, double size_factor, double burst_bytes) {
+  double total_s = 0, burst_left_bytes = std::max(0.0, burst_bytes);
+  for (const CollectiveStep& step : plan.steps) {
+    const double passed_bytes = std::min(burst_left_bytes, size_factor * step_message_bytes(step));
+    burst_left_bytes -= passed_bytes;
+    total_s += step_time_s(step, network, size_factor, passed_bytes);
+  }
+  return total_s;
+}
+
+double steps_time_s(const CollectivePlan& plan, double alpha_s, double beta_Bps) {
+  NetworkSpec network;
+  network.latency_s = alpha_s;
+  network.overhead_s = 0;
+  network.bandwidth_Bps = beta_Bps;
+  return steps_time_s(plan, network);
+}
+
+}  // namespace cnnpar

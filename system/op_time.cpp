@@ -1,0 +1,128 @@
+#include "system/op_time.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "system/gemm_rate.hpp"
+
+namespace cnnpar {
+
+namespace {
+
+/** The calibrated FLOP rate of a GEMM op, if the platform has one (see op_time_s). */
+std::optional<GemmRate> calibrated_gemm_rate(const Platform& platform, const Op& op) {
+  if (platform.measured_gemm_flops.empty()) return std::nullopt;
+  for (const std::string& key : {gemm_key(op.gemm, op.phase), op.gemm.to_string()}) {
+    const auto found = platform.measured_gemm_flops.find(key);
+    if (found != platform.measured_gemm_flops.end() && found->second > 0) return GemmRate{found->second, false};
+  }
+  if (const GemmGrid* grid = platform.gemm_grid()) return gemm_rate(*grid, op.gemm, op.phase);
+  return std::nullopt;
+}
+
+/** Roofline seconds of `op` on the cores of its node it keeps busy (docs/formats.md "Compute
+ *  time of an op"): k = min(images, cores) for an image-parallel kernel, else every core; k/cores
+ *  of the peak and min(memory_bandwidth, k · core_bandwidth) bytes/s, divided by the speed. */
+double host_roofline_s(const Platform& platform, const Op& op, int rank) {
+  const NodeSpec& nodes = platform.nodes;
+  // A loop over images keeps only min(images, cores) cores busy.
+  const bool image_loop = nodes.image_parallel_kernels && op.kernel != KernelClass::gemm &&
+                          op.kernel != KernelClass::update && op.batch > 0 && op.batch < nodes.cores;
+  const double idle_factor = image_loop ? double(nodes.cores) / double(op.batch) : 1.0;  // cores / busy cores
+  // Without a per-core figure every core streams memory_bandwidth / cores: the whole roofline
+  // scales with the busy cores.
+  if (!(nodes.core_bandwidth_Bps > 0))
+    return platform.kernel_time_s(op.kernel, op.flops, op.bytes, rank) * idle_factor;
+  const int kind = platform.kind_of(rank);
+  const Processor& host = kind < 0 ? static_cast<const Processor&>(nodes) : nodes.kinds[std::size_t(kind)].host;
+  const double busy_cores = image_loop ? double(op.batch) : double(nodes.cores);
+  const double compute_s = platform.kernel_time_s(op.kernel, op.flops, 0, rank) * idle_factor;
+  const double memory_Bps = std::min(host.memory_bandwidth_for(op.kernel), busy_cores * nodes.core_bandwidth_Bps);
+  return std::max(compute_s, op.bytes / (memory_Bps * platform.speed_factor(rank)));
+}
+
+}  // namespace
+
+double op_time_s(const Platform& platform, const Op& op, int rank) {
+  // Calibration measures the nodes' CPUs; an op on a device takes the device's roofline.
+  const bool on_device = platform.runs_on_device(op.kernel, rank);
+  if (!platform.measured_op_s.empty() && !on_device) {
+    const auto found = platform.measured_op_s.find(op.label);
+    if (found != platform.measured_op_s.end()) return found->second / platform.speed_factor(rank);
+  }
+  if (op.kernel == KernelClass::gemm && !on_device)
+    if (const auto rate = calibrated_gemm_rate(platform, op))
+      return op.flops / (rate->rate_flops * platform.speed_factor(rank));
+  if (!on_device)
+    return host_roofline_s(platform, op, rank) + platform.nodes.call_overhead_s / platform.speed_factor(rank);
+  // A GEMM moves A (m×k), B (k×n) and C (m×n) in FP32 between host and device; any other
+  // device op moves the bytes it touches.
+  const GemmShape& g = op.gemm;
+  const bool has_shape = op.kernel == KernelClass::gemm && g.m > 0 && g.n > 0 && g.k > 0;
+  const double link_bytes =
+      has_shape ? 4.0 * (double(g.m) * double(g.k) + double(g.k) * double(g.n) + double(g.m) * double(g.n)) : op.bytes;
+  return platform.kernel_time_s(op.kernel, op.flops, op.bytes, rank, link_bytes);
+}
+
+bool input_arrives_by_collective(const Schedule& schedule, int rank) {
+  for (const Collective& c : schedule.collectives)
+    if (c.payload == Payload::activations && !c.layers.empty() && c.layers.front() == 0 &&
+        (c.kind == CollectiveKind::send || c.kind == CollectiveKind::bcast) && c.root != rank &&
+        std::find(c.group.begin(), c.group.end(), rank) != c.group.end())
+      return true;
+  return false;
+}
+
+std::int64_t input_images(const Schedule& schedule, int rank) {
+  if (input_arrives_by_collective(schedule, rank)) return 0;
+  const Program& program = schedule.programs.at(std::size_t(rank));
+  if (!program.partitions.empty()) return program.partitions.front().batch.count;
+  for (const Op& op : program.ops)
+    if (op.kind == OpKind::compute && op.layer >= 0 && op.phase == Phase::forward) return op.batch;
+  return schedule.ranks() > 0 ? schedule.global_batch / schedule.ranks() : 0;
+}
+
+double iteration_overhead_s(const Platform& platform, std::int64_t images) {
+  return std::max(0.0, platform.iteration_overhead_s) + std::max(0.0, platform.input_per_image_s) * double(images);
+}
+
+double iteration_overhead_s(const Platform& platform, const Schedule& schedule, int rank) {
+  return iteration_overhead_s(platform, input_images(schedule, rank));
+}
+
+double comm_start_wait_s(const Platform& platform, const Schedule& schedule, int rank, std::size_t post_index) {
+  const double max_s = platform.comm_start_wait_max_s;
+  if (!(max_s > 0)) return 0;
+  const auto& ops = schedule.programs.at(std::size_t(rank)).ops;
+  for (std::size_t i = post_index + 1; i < ops.size(); ++i) {
+    const Op& op = ops[i];
+    if (op.kind == OpKind::wait) return 0;
+    if (op.kind == OpKind::compute) return std::min(op_time_s(platform, op, rank), max_s);
+    if (op.kind == OpKind::mark && i + 1 < ops.size())
+      return std::min(iteration_overhead_s(platform, schedule, rank), max_s);
+  }
+  return 0;
+}
+
+std::vector<std::string> calibration_warnings(const Platform& platform, const Schedule& schedule) {
+  std::vector<std::string> warnings;
+  if (platform.measured_gemm_flops.empty()) return warnings;
+  std::set<std::string> outside;
+  for (int rank = 0; rank < schedule.ranks(); ++rank)
+    for (const Op& op : schedule.programs[std::size_t(rank)].ops) {
+      if (op.kind != OpKind::compute || op.kernel != KernelClass::gemm || platform.runs_on_device(op.kernel, rank)) continue;
+      if (platform.measured_op_s.count(op.label)) continue;
+      const auto rate = calibrated_gemm_rate(platform, op);
+      if (rate && rate->out_of_range) outside.insert(gemm_key(op.gemm, op.phase));
+    }
+  if (!outside.empty())
+    warnings.push_back(fmt::format(
+        "{} GEMM shape(s) lie outside the calibrated grid of {} (e.g. {}): their rates are those of the nearest "
+        "measured shape; calibrate with this network and a global batch at least as large",
+        outside.size(), platform.name, *outside.begin()));
+  return warnings;
+}
+
+}  // namespace cnnpar
