@@ -14,6 +14,7 @@
 #include "base/error.hpp"
 #include "workload/strategies/marques.hpp"
 #include "base/units.hpp"
+#include "workload/registry.hpp"
 
 namespace cnnpar {
 namespace {
@@ -286,15 +287,26 @@ nlohmann::json to_json(const ConvSplitComponents& c) {
   return j;
 }
 
-bool has_components(const std::string& strategy) { return strategy == "veeriah" || strategy == "conv_split"; }
+namespace {
+// A strategy unknown to this build (a trace of another version) has none.
+ComponentSplit component_split(const std::string& strategy) {
+  for (const StrategySpec& spec : strategy_registry())
+    if (spec.name == strategy) return spec.components;
+  return ComponentSplit::none;
+}
+}  // namespace
+
+bool has_components(const std::string& strategy) { return component_split(strategy) != ComponentSplit::none; }
 
 std::optional<nlohmann::json> components_json(const Trace& trace, const Network* network, int element_bytes) {
   const auto found = trace.metadata.is_object() ? trace.metadata.find("strategy") : trace.metadata.end();
   if (!trace.metadata.is_object() || found == trace.metadata.end() || !found->is_string()) return std::nullopt;
-  if (!has_components(found->get<std::string>())) return std::nullopt;
   nlohmann::json j;
-  if (*found == "veeriah") j = to_json(veeriah_components(trace));
-  else j = to_json(conv_split_components(trace, network, element_bytes));
+  switch (component_split(found->get<std::string>())) {
+    case ComponentSplit::none: return std::nullopt;
+    case ComponentSplit::worker_groups: j = to_json(veeriah_components(trace)); break;
+    case ComponentSplit::master_workers: j = to_json(conv_split_components(trace, network, element_bytes)); break;
+  }
   j["strategy"] = *found;
   return j;
 }

@@ -75,7 +75,7 @@ ConvSplitComponents conv_split_components(const Trace& trace, const Network* net
 nlohmann::json to_json(const VeeriahComponents& components);
 nlohmann::json to_json(const ConvSplitComponents& components);
 
-/** True for the strategies with components: veeriah and conv_split. */
+/** True for the strategies that register a component split (veeriah, conv_split). */
 bool has_components(const std::string& strategy);
 
 /** The components of the trace's strategy (metadata.strategy) as JSON, with "strategy" set;

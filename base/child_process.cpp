@@ -1,7 +1,6 @@
 #include "base/child_process.hpp"
 
 #include <fcntl.h>
-#include <poll.h>
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
@@ -16,6 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+
+#include "base/pipe_reader.hpp"
 
 namespace cnnpar {
 
@@ -196,30 +197,11 @@ CapturedOutput run_captured(const std::vector<std::string>& argv) {
     throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   }
   CapturedOutput result;
-  // Both pipes at once: a child that fills one while we block on the other would deadlock.
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  std::string* sinks[2] = {&result.out, &result.err};
-  int open_pipes = 2;
-  char buffer[4096];
-  while (open_pipes > 0) {
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-      const ssize_t got = ::read(fds[i].fd, buffer, sizeof buffer);
-      if (got > 0) {
-        sinks[i]->append(buffer, std::size_t(got));
-      } else if (got == 0 || errno != EINTR) {
-        ::close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_pipes;
-      }
-    }
+  PipeReader reader;
+  reader.add(out_pipe[0], &result.out);
+  reader.add(err_pipe[0], &result.err);
+  while (reader.read_some()) {
   }
-  for (const pollfd& fd : fds)
-    if (fd.fd >= 0) ::close(fd.fd);
   result.status = wait_status(pid);
   if (result.status == 127 && result.err.find("cannot start") != std::string::npos)
     throw std::runtime_error("cannot start " + argv[0]);

@@ -41,9 +41,7 @@ LayerAssignment rule_assignment(const Network& network, const std::vector<RuleRo
 AssignmentScorer engine_scorer(const Network& network, const Platform& platform, const StrategyOptions& base,
                                EngineFactory make_engine) {
   return [&network, &platform, base, make_engine](const LayerAssignment& assignment, ScoredAssignment& out) {
-    StrategyOptions options = base;
-    options.name = "per_layer";
-    options.values["assign"] = strategies::to_string(network, assignment);
+    const StrategyOptions options = strategies::assignment_options(base, strategies::to_string(network, assignment));
     Schedule schedule;
     try {
       schedule = build_schedule(network, platform, options);

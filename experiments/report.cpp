@@ -76,14 +76,15 @@ StudyResult predict_study(const Study& study, const Platform& platform, const En
     out.label = series.label;
     out.file_stem = file_stem(series.label);
     SweepOptions sweep = options;
-    std::mutex components_mutex;
-    if (has_components(series.strategy.name))
-      sweep.on_trace = [&](int nodes, const Trace& trace) {
-        std::optional<nlohmann::json> components = components_json(trace, &network, platform.network.element_bytes);
-        std::lock_guard lock(components_mutex);
-        if (components && std::find(study.nodes.begin(), study.nodes.end(), nodes) != study.nodes.end())
-          out.components[nodes] = std::move(*components);
+    if (has_components(series.strategy.name)) {
+      sweep.extra = [&](int, const Trace& trace) {
+        return components_json(trace, &network, platform.network.element_bytes).value_or(nlohmann::json());
       };
+      sweep.on_extra = [&](int nodes, nlohmann::json& components) {
+        if (!components.is_null() && std::find(study.nodes.begin(), study.nodes.end(), nodes) != study.nodes.end())
+          out.components[nodes] = std::move(components);
+      };
+    }
     if (series.weak_scaling) {
       // One sweep per node count at its own batch (each with its one-rank baseline at that batch).
       for (int nodes : study.nodes) {

@@ -1,16 +1,30 @@
 #include "experiments/sweep.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <exception>
-#include <mutex>
-
-#include <tbb/parallel_for.h>
 
 #include "base/error.hpp"
 #include "workload/registry.hpp"
 
 namespace cnnpar {
+
+nlohmann::json row_metrics_summary(const Trace& trace) {
+  const TraceMetrics m = compute_metrics(trace, MetricsDetail{false, false});
+  return {{"iteration_s", m.iteration_s},
+          {"compute_max_s", m.compute_max_s},
+          {"comm_s", m.comm_s},
+          {"exposed_comm_s", m.exposed_comm_s},
+          {"overlap_ratio_percent", m.overlap_ratio_percent}};
+}
+
+TraceMetrics row_metrics_from_summary(const nlohmann::json& summary) {
+  TraceMetrics m;
+  m.iteration_s = summary.at("iteration_s").get<double>();
+  m.compute_max_s = summary.at("compute_max_s").get<double>();
+  m.comm_s = summary.at("comm_s").get<double>();
+  m.exposed_comm_s = summary.at("exposed_comm_s").get<double>();
+  m.overlap_ratio_percent = summary.at("overlap_ratio_percent").get<double>();
+  return m;
+}
 
 std::vector<SweepRow> predict_sweep(const Network& network, const Platform& platform, const StrategyOptions& base,
                                     const std::vector<int>& nodes, const EngineFactory& make_engine,
@@ -18,45 +32,27 @@ std::vector<SweepRow> predict_sweep(const Network& network, const Platform& plat
   std::vector<int> counts = nodes;
   const bool has_one = std::find(counts.begin(), counts.end(), 1) != counts.end();
   if (!has_one) counts.insert(counts.begin(), 1);  // speedup baseline
-  std::vector<TraceMetrics> metrics(counts.size());
-  std::atomic<int> done{0};
-  std::mutex progress_mutex;
-  const int total = int(counts.size());
-
-  // Errors are kept per node count and the first in list order is rethrown, so the message
-  // does not depend on thread timing.
-  std::vector<std::exception_ptr> errors(counts.size());
-  auto run_one = [&](Engine& engine, std::size_t i) {
-    try {
-      StrategyOptions strategy = counts[i] == 1 ? single_rank_baseline(base) : base;
-      strategy.ranks = counts[i];
-      const Schedule schedule = build_schedule(network, platform, strategy);
-      const Trace trace = engine.run(schedule, platform);
-      metrics[i] = compute_metrics(trace, MetricsDetail{false, false});
-      if (options.on_trace) options.on_trace(counts[i], trace);
-    } catch (...) {
-      errors[i] = std::current_exception();
-    }
-    const int finished = ++done;
-    if (options.progress) {
-      std::lock_guard lock(progress_mutex);
-      options.progress(finished, total);
-    }
-  };
-
-  if (options.parallel && counts.size() > 1) {
-    // Largest P first: those dominate the time.
-    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, counts.size(), 1), [&](const tbb::blocked_range<std::size_t>& range) {
-      const std::unique_ptr<Engine> engine = make_engine();
-      for (std::size_t k = range.begin(); k != range.end(); ++k) run_one(*engine, counts.size() - 1 - k);
-    });
-  } else {
-    const std::unique_ptr<Engine> engine = make_engine();
-    for (std::size_t i = 0; i < counts.size(); ++i) run_one(*engine, i);
+  std::vector<EngineJob> jobs;
+  for (int p : counts) {
+    jobs.push_back({.schedule =
+                        [&network, &platform, &base, p] {
+                          StrategyOptions strategy = p == 1 ? single_rank_baseline(base) : base;
+                          strategy.ranks = p;
+                          return build_schedule(network, platform, strategy);
+                        },
+                    .platform = &platform,
+                    .summarize = [&options, p](const Trace& trace) {
+                      nlohmann::json summary = {{"row", row_metrics_summary(trace)}};
+                      if (options.extra) summary["extra"] = options.extra(p, trace);
+                      return summary;
+                    }});
   }
-
-  for (const std::exception_ptr& error : errors)
-    if (error) std::rethrow_exception(error);
+  BatchOptions batch{.workers = options.workers, .progress = options.progress};
+  if (options.extra && options.on_extra)
+    batch.finished = [&](std::size_t job, nlohmann::json& summary) { options.on_extra(counts[job], summary["extra"]); };
+  const std::vector<nlohmann::json> summaries = make_engine()->run_all(jobs, batch);
+  std::vector<TraceMetrics> metrics;
+  for (const nlohmann::json& summary : summaries) metrics.push_back(row_metrics_from_summary(summary.at("row")));
   const double iteration_1_s = metrics.front().iteration_s;  // counts[0] == 1
   if (!has_one) {
     counts.erase(counts.begin());

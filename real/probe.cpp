@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "workload/strategies/marques.hpp"
-#include "workload/builders.hpp"
 #include "real/kernels.hpp"
 
 namespace cnnpar::real {
@@ -18,7 +17,7 @@ constexpr double kMinProbeSeconds = 0.5;
 double conv_probe_s(const Network& network, std::int64_t batch, bool real_compute, const Platform& platform, int rank,
                     double slowdown, int repeats) {
   const std::int64_t images = std::min(batch, kProbeImages);
-  if (!real_compute) return strategies::engine_probe_s(network, platform, images, rank) * slowdown;
+  if (!real_compute) return engine_probe_s(network, platform, images, rank) * slowdown;
   using clock = std::chrono::steady_clock;
   struct ConvBuffers {
     ConvGeometry geo;

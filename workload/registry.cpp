@@ -8,22 +8,21 @@
 #include "base/error.hpp"
 #include "base/json_node.hpp"
 #include "base/limits.hpp"
-#include "workload/builders.hpp"
 #include "base/units.hpp"
 
 namespace cnnpar {
 
+namespace strategies {
+#define CNNPAR_STRATEGY(unit) StrategySpec unit();
+#include "workload/strategies/registered.def"
+#undef CNNPAR_STRATEGY
+}  // namespace strategies
+
 const std::vector<StrategySpec>& strategy_registry() {
-  // The registration table: one line per strategy.
   static const std::vector<StrategySpec> registry = {
-      strategies::dp_strategy(),
-      strategies::dp_layerwise_strategy(),
-      strategies::dp_buckets_strategy(),
-      strategies::lee_strategy(),
-      strategies::per_layer_strategy(),
-      strategies::hybrid_strategy(),
-      strategies::veeriah_strategy(),
-      strategies::conv_split_strategy(),
+#define CNNPAR_STRATEGY(unit) strategies::unit(),
+#include "workload/strategies/registered.def"
+#undef CNNPAR_STRATEGY
   };
   return registry;
 }

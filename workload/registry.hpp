@@ -4,8 +4,9 @@
 // validate and its builder. The CLI flags and their --help, study files, Schedule::options
 // and the run-spec that `cnnpar run` hands to `cnnpar-run` all come from the schema.
 //
-// Adding a strategy: its builder (a StrategySpec returned by a function beside it), its test,
-// and one line in the table of registry.cpp.
+// Adding a strategy: its builder file under workload/strategies/ (with a function returning its
+// StrategySpec), its test, its line in workload/strategies/registered.def and its source line in
+// workload/CMakeLists.txt.
 #include <span>
 #include <string>
 #include <string_view>
@@ -46,6 +47,13 @@ struct OptionSpec {
   nlohmann::json default_value() const;
 };
 
+/** How analysis/components.hpp splits a trace of a strategy into the times its paper reports. */
+enum class ComponentSplit {
+  none,
+  worker_groups,   ///< Veeriah & Modi, Tables 1-5: K conv workers on ranks 0..K-1, fc workers K..2K-1
+  master_workers,  ///< Marques et al., Figs. 2 and 4: rank 0 the master, the conv layers split by kernels
+};
+
 struct StrategySpec {
   std::string name;
   std::string summary;  ///< one line: what it schedules, after which paper
@@ -54,19 +62,34 @@ struct StrategySpec {
    *  @throws InputError (file = options.origin, path "/KEY"). May be null. */
   void (*validate)(const Network& network, const StrategyOptions& options) = nullptr;
   Schedule (*build)(const Network& network, const Platform& platform, const StrategyOptions& options) = nullptr;
-  /** Least rank count the strategy runs on; above 1 (separate worker groups), its speedup
-   *  baseline is one rank of plain dp (single_rank_baseline). */
+  /** Least rank count the strategy runs on (2 for separate worker groups). */
   int min_ranks = 1;
   /** True when every rank takes N/P images (data parallelism): N must then be at least P and
    *  divisible by it (or --uneven-batch). False for strategies that split the batch their own
    *  way (veeriah over its K conv workers) or not at all (conv_split); their validate checks. */
   bool splits_batch_over_ranks = true;
-  /** The options of this strategy's one-rank run (the speedup baseline), when some option is
-   *  sized by the rank count (conv_split's per-rank shares); null = the same options. */
-  void (*to_one_rank)(StrategyOptions& options) = nullptr;
+  /** The options of the one-rank run that a speedup S(P) = T(1) / T(P) divides by (ranks are
+   *  set to 1 after it); null = this strategy with the same options. */
+  StrategyOptions (*one_rank_baseline)(const StrategyOptions& options) = nullptr;
+  /** Options resolved when the executor runs: true when `options` ask every rank to be timed
+   *  before the schedule is built (conv_split's `--shares probe`). The executor then times one
+   *  forward pass of every conv layer on each rank (real/probe.hpp) and calls resolve_probe with
+   *  the seconds in rank order; the engines resolve the same options from modelled times. */
+  bool (*probes_ranks)(const StrategyOptions& options) = nullptr;
+  void (*resolve_probe)(StrategyOptions& options, const std::vector<double>& probe_s) = nullptr;
+  ComponentSplit components = ComponentSplit::none;
+  /** `cnnpar advise` re-checks the baselines beside the best assignments of its search, and
+   *  gives every candidate's gain against each gain reference. */
+  bool advise_baseline = false;
+  bool advise_gain_reference = false;
 
   const OptionSpec* option(const std::string& key) const;
 };
+
+/** Plain data parallelism (dp) with the batch, ranks and iterations of `like` and its own
+ *  defaults: the speedup baseline of strategies that need several ranks, and the one-rank
+ *  schedule whose ops calibration times. */
+StrategyOptions plain_data_parallel(const StrategyOptions& like);
 
 /** Every registered strategy, in registration order. */
 const std::vector<StrategySpec>& strategy_registry();

@@ -118,15 +118,9 @@ Schedule build_schedule(const Network& network, const Platform& platform, const 
 }
 
 StrategyOptions single_rank_baseline(const StrategyOptions& options) {
-  StrategyOptions baseline = options;
-  baseline.ranks = 1;
   const StrategySpec& spec = strategy_spec(options.name, options.origin);
-  if (spec.min_ranks > 1) {
-    baseline.name = "dp";
-    baseline.values = nlohmann::json::object();
-  } else if (spec.to_one_rank != nullptr) {
-    spec.to_one_rank(baseline);
-  }
+  StrategyOptions baseline = spec.one_rank_baseline != nullptr ? spec.one_rank_baseline(options) : options;
+  baseline.ranks = 1;
   return baseline;
 }
 

@@ -13,8 +13,14 @@
 
 namespace cnnpar {
 
+/** The strategy a command runs when none is given: plain data parallelism on the commands that
+ *  measure this machine (run, calibrate, cnnpar-run), Lee et al.'s (k 9, f 2; their Fig. 6) on
+ *  those that predict a cluster (predict, simulate, trace, sweep, report). */
+inline constexpr const char* kMeasuredDefaultStrategy = "dp";
+inline constexpr const char* kPredictedDefaultStrategy = "lee";
+
 struct StrategyOptions {
-  std::string name = "dp";         ///< a registered strategy (strategy_names())
+  std::string name = kMeasuredDefaultStrategy;  ///< a registered strategy (strategy_names())
   std::int64_t global_batch = 256; ///< N: images per iteration over all ranks
   int ranks = 1;                   ///< P
   int iterations = 2;              ///< total iterations, warm-up included
@@ -67,8 +73,8 @@ void add_column_recompute(Schedule& schedule);
 Schedule build_schedule(const Network& network, const Platform& platform, const StrategyOptions& options);
 
 /** The options of the P = 1 run that a speedup S(P) = T(1) / T(P) divides by: the same
- *  strategy on one rank, or one rank of plain dp (the same network and global batch on one
- *  device) for a strategy that needs several ranks (veeriah's separate worker groups). */
+ *  strategy on one rank, or what the strategy registers as its baseline (one rank of plain dp
+ *  for veeriah's separate worker groups; uniform shares for conv_split's per-rank list). */
 StrategyOptions single_rank_baseline(const StrategyOptions& options);
 
 /** JSON form of the options with every schema default filled in (Schedule::options, Trace

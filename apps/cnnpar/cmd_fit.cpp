@@ -16,12 +16,12 @@
 #include "apps/cnnpar/common.hpp"
 #include "apps/common/flags.hpp"
 #include "base/error.hpp"
+#include "engines/registry.hpp"
 #include "base/json_node.hpp"
 #include "base/output_files.hpp"
 #include "workload/overrides.hpp"
 #include "model/scenarios.hpp"
 #include "workload/study.hpp"
-#include "sim/analytic/analytic_engine.hpp"
 
 namespace cnnpar::cli {
 
@@ -98,8 +98,8 @@ int run_fit(const FitCommandOptions& o) {
   const ObservationFilter filter = parse_observation_filter(o.only);
 
   // Observations, and the platform they name.
-  const EngineFactory make_engine = [] { return make_analytic_engine(); };
-  Observations observations(make_engine);
+  const EngineFactory analytic = [] { return make_engine(EngineSettings{}); };
+  Observations observations(analytic);
   std::set<std::string> named_platforms;
   for (const std::string& name : o.studies) {
     const LoadedStudy loaded = read_study(name);
@@ -165,7 +165,7 @@ int run_fit(const FitCommandOptions& o) {
   };
   std::vector<HeldOutInput> held_inputs;
   for (const std::string& name : comma_list(o.held_out)) {
-    HeldOutInput input{read_study(name), std::make_unique<Observations>(make_engine), {}};
+    HeldOutInput input{read_study(name), std::make_unique<Observations>(analytic), {}};
     if (input.observations->add_study(input.loaded.study, input.loaded.file) == 0)
       throw InputError("command line", "--held-out", name,
                        fmt::format("study {} has no published number (series' paper) to predict", input.loaded.study.name));
@@ -177,7 +177,7 @@ int run_fit(const FitCommandOptions& o) {
     return observations.predict(platform_with_values(platform.json, platform.origin, free, values));
   };
   FitReport report;
-  report.engine = make_engine()->name();
+  report.engine = analytic()->name();
   report.platform_start = start_platform.name;
   for (const Override& set : sets) report.sets.push_back(set.text());
   report.platform_fitted = start_platform.name + "-fitted";

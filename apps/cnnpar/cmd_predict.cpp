@@ -16,13 +16,10 @@
 #include "apps/cnnpar/common.hpp"
 #include "apps/common/flags.hpp"
 #include "base/error.hpp"
+#include "engines/registry.hpp"
 #include "system/op_time.hpp"
 #include "workload/registry.hpp"
 #include "workload/strategy.hpp"
-#include "sim/analytic/analytic_engine.hpp"
-#ifdef CNNPAR_HAVE_SIMGRID
-#include "sim/simgrid/simgrid_engine.hpp"
-#endif
 
 namespace cnnpar::cli {
 
@@ -43,35 +40,6 @@ struct PredictOptions {
   std::string platform_xml;
 };
 
-#ifdef CNNPAR_HAVE_SIMGRID
-std::vector<SweepRow> simgrid_sweep(const LoadedScenario& s, const std::vector<int>& nodes,
-                                    const SimgridOptions& sg, Progress& progress) {
-  std::vector<int> counts = nodes;
-  const bool has_one = !counts.empty() && counts.front() == 1;  // parse_node_list sorts
-  if (!has_one) counts.insert(counts.begin(), 1);
-  // Every schedule is built (and so validated) before any simulation starts.
-  std::vector<Schedule> schedules;
-  schedules.reserve(counts.size());
-  for (int p : counts) {
-    StrategyOptions options = p == 1 ? single_rank_baseline(s.strategy) : s.strategy;
-    options.ranks = p;
-    schedules.push_back(build_schedule(s.network, s.platform, options));
-  }
-  std::vector<std::pair<const Schedule*, const Platform*>> jobs;
-  for (const Schedule& schedule : schedules) jobs.emplace_back(&schedule, &s.platform);
-  const std::vector<Trace> traces =
-      simulate_many(jobs, sg, [&](int done, int total) { progress.update(done, total); });
-  std::vector<TraceMetrics> metrics;
-  for (const Trace& trace : traces) metrics.push_back(compute_metrics(trace));
-  const double iteration_1_s = metrics.front().iteration_s;
-  if (!has_one) {
-    counts.erase(counts.begin());
-    metrics.erase(metrics.begin());
-  }
-  return sweep_rows(counts, metrics, iteration_1_s);
-}
-#endif
-
 int run_predict(const PredictOptions& o, bool simulate_command) {
   // Validate every input before any work or output.
   check_output_path(o.json_out, "--json");
@@ -79,9 +47,8 @@ int run_predict(const PredictOptions& o, bool simulate_command) {
   check_output_path(o.layers_csv, "--layers-csv");
   const std::string& node_text = o.nodes;
   const std::vector<int> nodes = parse_node_list(node_text, "command line", "--nodes");
-  if (o.engine != "analytic" && o.engine != "simgrid")
-    throw InputError("command line", "--engine", o.engine, "expected analytic or simgrid");
-  check_simgrid_settings(o.engine, o.network_model, o.platform_xml);
+  const EngineSettings engine{.name = o.engine, .network_model = o.network_model, .platform_xml = o.platform_xml};
+  check_engine_settings(engine);
   LoadedScenario s = load_scenario_options(o.scenario);
   for (int p : nodes) {
     if (p > s.platform.nodes.count)
@@ -105,23 +72,9 @@ int run_predict(const PredictOptions& o, bool simulate_command) {
     }
   }
   Progress progress(simulate_command || o.engine == "simgrid" ? "simulating" : "predicting", o.progress, o.quiet);
-  std::vector<SweepRow> rows;
-  if (o.engine == "analytic") {
-    SweepOptions sweep;
-    sweep.parallel = !o.serial;
-    sweep.progress = [&](int done, int total) { progress.update(done, total); };
-    rows = predict_sweep(s.network, s.platform, s.strategy, nodes, [] { return make_analytic_engine(); }, sweep);
-  } else {
-#ifdef CNNPAR_HAVE_SIMGRID
-    SimgridOptions sg;
-    sg.network_model = o.network_model;
-    sg.platform_xml = o.platform_xml;
-    rows = simgrid_sweep(s, nodes, sg, progress);
-#else
-    throw InputError("command line", "--engine", o.engine,
-                     "this cnnpar was built without SimGrid (configure with CNNPAR_WITH_SIMGRID=ON)");
-#endif
-  }
+  const std::vector<SweepRow> rows =
+      predict_sweep(s.network, s.platform, s.strategy, nodes, [&] { return make_engine(engine); },
+                    {.workers = o.serial ? 1 : 0, .progress = [&](int done, int total) { progress.update(done, total); }});
   // The per-layer breakdown needs every record of one trace: the largest node count is replayed
   // once more with full detail.
   // So does the per-component split of the worker-group strategies (JSON only).
@@ -132,8 +85,7 @@ int run_predict(const PredictOptions& o, bool simulate_command) {
   if (want_layers || want_components) {
     StrategyOptions at_largest = s.strategy;
     at_largest.ranks = nodes.back();
-    const Trace trace = replay_once(build_schedule(s.network, s.platform, at_largest), s.platform, o.engine,
-                                    o.network_model, o.platform_xml);
+    const Trace trace = replay_once(build_schedule(s.network, s.platform, at_largest), s.platform, engine);
     if (want_layers) layers = layer_breakdown(trace, compute_metrics(trace), &s.network);
     if (want_components) {
       components = components_json(trace, &s.network, s.platform.network.element_bytes);

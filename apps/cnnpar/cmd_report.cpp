@@ -13,8 +13,8 @@
 #include "apps/common/flags.hpp"
 #include "apps/cnnpar/common.hpp"
 #include "base/error.hpp"
+#include "engines/registry.hpp"
 #include "model/scenarios.hpp"
-#include "sim/analytic/analytic_engine.hpp"
 
 namespace cnnpar::cli {
 
@@ -71,8 +71,8 @@ int run_report(const ReportOptions& o) {
     const Study& study = studies[i];
     Progress progress(fmt::format("study {}", study.name), o.progress, o.quiet);
     SweepOptions sweep;
-    sweep.parallel = !o.serial;
-    const StudyResult result = run_study(study, [] { return make_analytic_engine(); }, sweep);
+    sweep.workers = o.serial ? 1 : 0;
+    const StudyResult result = run_study(study, [] { return make_engine(EngineSettings{}); }, sweep);
     progress.finish();
     const bool plotted = write_study_report(study, result, staged_folder(i), !o.no_plot);
     index.push_back({study.name, study.title, study.source, study_headline(study, result)});

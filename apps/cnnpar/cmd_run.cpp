@@ -23,13 +23,13 @@
 #include "launch/mpi_launch.hpp"
 #include "base/child_process.hpp"
 #include "base/error.hpp"
+#include "engines/registry.hpp"
 #include "base/json_node.hpp"
 #include "workload/run_spec.hpp"
 #include "model/scenarios.hpp"
 #include "workload/registry.hpp"
 #include "workload/strategy.hpp"
 #include "model/trace.hpp"
-#include "sim/analytic/analytic_engine.hpp"
 
 namespace cnnpar::cli {
 
@@ -205,7 +205,7 @@ int run(const RunOptions& o) {
   if (resolved) predicted_schedule = build_schedule(network, platform, strategy);
   Trace predicted;
   try {
-    predicted = make_analytic_engine()->run(predicted_schedule, platform);
+    predicted = replay_once(predicted_schedule, platform, EngineSettings{});
   } catch (const InputError& e) {
     // e.g. more ranks than the platform has nodes: the measurement still stands.
     if (!o.quiet) std::printf("cnnpar run: no analytic prediction: %s\n", e.what());
@@ -234,7 +234,7 @@ Runner add_run_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("run", "measure a configuration with the MPI executor and compare with the analytic prediction");
   flags::network(*sub, o.network)->required();
   flags::platform(*sub, o.platform);
-  o.strategy.add(*sub, "dp", kExecutorRecomputesColumns);
+  o.strategy.add(*sub, kMeasuredDefaultStrategy, kExecutorRecomputesColumns);
   flags::nodes(*sub, o.nodes);
   flags::batch(*sub, o.batch);
   flags::iterations(*sub, o.iterations);

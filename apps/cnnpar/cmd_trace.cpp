@@ -17,6 +17,7 @@
 #include "apps/cnnpar/common.hpp"
 #include "apps/common/flags.hpp"
 #include "base/error.hpp"
+#include "engines/registry.hpp"
 #include "base/json_node.hpp"
 #include "base/limits.hpp"
 #include "workload/run_spec.hpp"
@@ -26,10 +27,6 @@
 #include "model/trace.hpp"
 #include "workload/trace_configuration.hpp"
 #include "base/units.hpp"
-#include "sim/analytic/analytic_engine.hpp"
-#ifdef CNNPAR_HAVE_SIMGRID
-#include "sim/simgrid/simgrid_engine.hpp"
-#endif
 
 namespace cnnpar::cli {
 
@@ -131,9 +128,8 @@ int run_trace(const TraceOptions& o) {
   check_output_path(o.json_out, "--json");
   check_output_path(o.layers_csv, "--layers-csv");
   if (!o.from.empty()) return export_trace(o);
-  if (o.engine != "analytic" && o.engine != "simgrid")
-    throw InputError("command line", "--engine", o.engine, "expected analytic or simgrid");
-  check_simgrid_settings(o.engine, o.network_model, o.platform_xml);
+  const EngineSettings engine{.name = o.engine, .network_model = o.network_model, .platform_xml = o.platform_xml};
+  check_engine_settings(engine);
   ScenarioOptions scenario = o.scenario;
   std::string node_text = o.nodes;
   nlohmann::json like_values = nlohmann::json::object();
@@ -147,7 +143,7 @@ int run_trace(const TraceOptions& o) {
   s.strategy.values.update(like_values);
   s.strategy.ranks = nodes;
   const Schedule schedule = build_schedule(s.network, s.platform, s.strategy);
-  Trace trace = replay_once(schedule, s.platform, o.engine, o.network_model, o.platform_xml);
+  Trace trace = replay_once(schedule, s.platform, engine);
   trace.metadata["network_argument"] = scenario.network;
   trace.metadata["platform_argument"] = scenario.platform;
   if (!s.sets.empty()) trace.metadata["set"] = to_json(s.sets);

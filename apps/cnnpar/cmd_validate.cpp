@@ -30,13 +30,13 @@
 #include "experiments/validate_target.hpp"
 #include "base/child_process.hpp"
 #include "base/error.hpp"
+#include "engines/registry.hpp"
 #include "base/json_node.hpp"
 #include "base/output_files.hpp"
 #include "workload/run_spec.hpp"
 #include "model/scenarios.hpp"
 #include "workload/strategy.hpp"
 #include "model/trace.hpp"
-#include "sim/analytic/analytic_engine.hpp"
 #ifdef CNNPAR_HAVE_FIT
 #include "experiments/validation_fit.hpp"
 #endif
@@ -139,7 +139,7 @@ class Validation {
     std::vector<ValidationFitInput> inputs;
     for (const ConfigResult& result : report.results)
       inputs.push_back({&result, (fs::path(out_) / "runs" / result.key / "measured.json").string()});
-    const ValidationFit fit = fit_validation(grid_, inputs, [] { return make_analytic_engine(); });
+    const ValidationFit fit = fit_validation(grid_, inputs, [] { return make_engine(EngineSettings{}); });
     report.fit = to_json(fit);
     report.fit_markdown = validation_fit_markdown(fit);
 #else
@@ -370,7 +370,7 @@ class Validation {
     if (grid_.measure_seconds > 0) {
       const Schedule first = build_schedule(network, platform, strategy);
       verify_or_throw(first, "<schedule " + strategy.name + ">", &network);
-      const double predicted_s = compute_metrics(replay_once(first, platform, "analytic", "", "")).iteration_s;
+      const double predicted_s = compute_metrics(replay_once(first, platform, EngineSettings{})).iteration_s;
       strategy.iterations = run_iterations(grid_, predicted_s);
     }
     const Schedule schedule = build_schedule(network, platform, strategy);
@@ -389,7 +389,7 @@ class Validation {
     write_file_atomic((folder / "spec.json").string(), to_json(spec).dump(2) + "\n");
     Prediction prediction;
     prediction.platform_file = platform_file;
-    for (const std::string& engine : engines_) prediction.traces[engine] = replay_once(schedule, platform, engine, "", "");
+    for (const std::string& engine : engines_) prediction.traces[engine] = replay_once(schedule, platform, {.name = engine});
     return prediction;
   }
 

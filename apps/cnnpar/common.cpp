@@ -14,17 +14,13 @@
 #include "base/json_node.hpp"
 #include "model/scenarios.hpp"
 #include "base/units.hpp"
-#include "sim/analytic/analytic_engine.hpp"
-#ifdef CNNPAR_HAVE_SIMGRID
-#include "sim/simgrid/simgrid_engine.hpp"
-#endif
 
 namespace cnnpar::cli {
 
 void add_scenario_options(CLI::App& sub, ScenarioOptions& o) {
   flags::network(sub, o.network);
   flags::platform(sub, o.platform);
-  o.strategy.add(sub, kDefaultStrategy);
+  o.strategy.add(sub, kPredictedDefaultStrategy);
   flags::batch(sub, o.batch);
   flags::iterations(sub, o.iterations);
   flags::warmup(sub, o.warmup);
@@ -50,25 +46,6 @@ LoadedScenario load_scenario_options(const ScenarioOptions& o) {
   s.strategy.values = o.strategy.values();
   apply_strategy_overrides(s.strategy, s.sets, "command line", "--set");
   return s;
-}
-
-void check_simgrid_settings(const std::string& engine, const std::string& network_model, const std::string& platform_xml) {
-  if (network_model != "CM02" && network_model != "LV08")
-    throw InputError("command line", "--network-model", network_model, "expected CM02 or LV08");
-  if (engine != "simgrid") {
-    if (network_model != "CM02")
-      throw InputError("command line", "--network-model", network_model, "only the SimGrid engine has one (add --engine simgrid)");
-    if (!platform_xml.empty())
-      throw InputError("command line", "--platform-xml", platform_xml, "only the SimGrid engine reads one (add --engine simgrid)");
-  }
-  std::error_code ec;
-  if (!platform_xml.empty() && !std::filesystem::is_regular_file(platform_xml, ec))
-    throw InputError("command line", "--platform-xml", platform_xml, "no such file");
-}
-
-std::string platform_label(const Platform& platform, const std::string& platform_xml) {
-  if (platform_xml.empty()) return platform.name;
-  return std::filesystem::path(platform_xml).filename().string() + " (nodes of " + platform.name + ")";
 }
 
 Progress::Progress(std::string label, bool forced, bool quiet)
@@ -102,23 +79,6 @@ void Progress::finish() {
   active_ = false;
   std::fprintf(stderr, "\n");
   std::fflush(stderr);
-}
-
-Trace replay_once(const Schedule& schedule, const Platform& platform, const std::string& engine,
-                  const std::string& network_model, const std::string& platform_xml) {
-  if (engine == "analytic") return make_analytic_engine()->run(schedule, platform);
-#ifdef CNNPAR_HAVE_SIMGRID
-  SimgridOptions sg;
-  if (!network_model.empty()) sg.network_model = network_model;
-  sg.platform_xml = platform_xml;
-  Trace trace = make_simgrid_engine(sg)->run(schedule, platform);
-  if (!platform_xml.empty()) trace.metadata["platform_xml"] = platform_xml;
-  return trace;
-#else
-  (void)network_model, (void)platform_xml;
-  throw InputError("command line", "--engine", engine,
-                   "this cnnpar was built without SimGrid (configure with CNNPAR_WITH_SIMGRID=ON)");
-#endif
 }
 
 std::unique_ptr<Network> trace_network(const Trace& trace) {

@@ -23,7 +23,6 @@ namespace cnnpar::cli {
  *  k 9, f 2, batch 256, on 1, 2, 4, ..., 128 nodes (Lee et al. Fig. 6). */
 inline constexpr const char* kDefaultNetwork = "vgg-a";
 inline constexpr const char* kDefaultPlatform = "cori-haswell";
-inline constexpr const char* kDefaultStrategy = "lee";
 inline constexpr const char* kDefaultNodes = "1-128";
 
 /** Options that pick one workload: network, platform, strategy and its parameters. */
@@ -53,14 +52,6 @@ struct LoadedScenario {
  *  @throws InputError naming the file (or "command line"), the path and the value. */
 LoadedScenario load_scenario_options(const ScenarioOptions& options);
 
-/** --network-model and --platform-xml mean something to the SimGrid engine only.
- *  @throws InputError("command line", flag, value, reason) when given with another engine, for
- *  an unknown network model, or an XML file that does not exist. */
-void check_simgrid_settings(const std::string& engine, const std::string& network_model, const std::string& platform_xml);
-/** The platform as headers and CSVs name it: its name, or "FILE.xml (nodes of NAME)" when a
- *  SimGrid XML platform replaced its network. */
-std::string platform_label(const Platform& platform, const std::string& platform_xml);
-
 /** A small progress line on stderr ("label: done/total, rate/s, ETA"), shown only when stderr
  *  is a terminal or `forced`, and never when `quiet`; redrawn at most 10 times a second on a
  *  terminal, written at most once a second to a log. */
@@ -80,13 +71,6 @@ class Progress {
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point shown_ = started_;
 };
-
-/** One replay of `schedule` on the engine `engine` ("analytic" or "simgrid"; the SimGrid one
- *  with its network model, "" for its default, and XML platform, recorded in the trace's metadata).
- *  @throws InputError("command line", "--engine", engine, reason) for SimGrid in a build
- *  without it. Runs SimGrid in this process: once per process. */
-Trace replay_once(const Schedule& schedule, const Platform& platform, const std::string& engine,
-                  const std::string& network_model, const std::string& platform_xml);
 
 /** The network a trace ran, for naming layers and weighing buckets: its metadata's argument
  *  (a name or a file) or name. Null when neither loads here (a file from another machine). */

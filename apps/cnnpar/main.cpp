@@ -2,16 +2,19 @@
 // The only place that turns exceptions into exit codes: 0 ok, 1 failure, 2 bad input.
 #include <malloc.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "apps/cnnpar/commands.hpp"
 #include "apps/common/strategy_flags.hpp"
 #include "base/error.hpp"
+#include "engines/registry.hpp"
 
 int main(int argc, char** argv) {
 #ifdef __GLIBC__
@@ -30,9 +33,9 @@ int main(int argc, char** argv) {
     runners[app.get_subcommand(name)] = std::move(runner);
   };
   add(cnnpar::cli::add_predict_command(app), "predict");
-#ifdef CNNPAR_HAVE_SIMGRID
-  add(cnnpar::cli::add_simulate_command(app), "simulate");
-#endif
+  const std::vector<std::string> engines = cnnpar::engine_names();
+  if (std::find(engines.begin(), engines.end(), "simgrid") != engines.end())
+    add(cnnpar::cli::add_simulate_command(app), "simulate");
   add(cnnpar::cli::add_balance_command(app), "balance");
   add(cnnpar::cli::add_trace_command(app), "trace");
   add(cnnpar::cli::add_compare_command(app), "compare");

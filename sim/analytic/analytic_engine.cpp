@@ -598,14 +598,6 @@ class Replay {
   Trace trace_;
 };
 
-class AnalyticEngine final : public Engine {
- public:
-  std::string name() const override { return "analytic"; }
-  Trace run(const Schedule& schedule, const Platform& platform) override {
-    return analytic_replay(schedule, platform, ReplayMode::automatic);
-  }
-};
-
 }  // namespace
 
 Trace analytic_replay(const Schedule& schedule, const Platform& platform, ReplayMode mode) {
@@ -614,7 +606,3 @@ Trace analytic_replay(const Schedule& schedule, const Platform& platform, Replay
 }
 
 }  // namespace cnnpar::analytic
-
-namespace cnnpar {
-std::unique_ptr<Engine> make_analytic_engine() { return std::make_unique<analytic::AnalyticEngine>(); }
-}  // namespace cnnpar

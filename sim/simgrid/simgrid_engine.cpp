@@ -1,6 +1,5 @@
 #include "sim/simgrid/simgrid_engine.hpp"
 
-#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,13 +7,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "base/forked_calls.hpp"
 #include "sim/simgrid/sg_replay.hpp"
 
 namespace cnnpar {
@@ -29,10 +28,11 @@ using simgrid_engine::unflatten_times;
 // What a child writes to its pipe: one tag byte per record.
 //   'P'                         the platform was built or loaded
 //   'T' u64 count, count × f64  the trace's times (flatten_times order)
+//   'J' string                  the job's summary (EngineJob::summarize), as JSON text
 //   'I' 4 × string              InputError (file, path, value, reason)
 //   'F' string                  any other failure
 // A string is a u32 length and its bytes.
-constexpr char kPlatformReady = 'P', kTimes = 'T', kInputError = 'I', kFailure = 'F';
+constexpr char kPlatformReady = 'P', kTimes = 'T', kSummary = 'J', kInputError = 'I', kFailure = 'F';
 
 void write_all(int fd, const void* data, std::size_t size) {
   const char* bytes = static_cast<const char*>(data);
@@ -53,29 +53,21 @@ void write_string(int fd, const std::string& text) {
   write_all(fd, text.data(), text.size());
 }
 
-/** Body of a forked child: simulate, write the outcome to `fd`, never return. */
-[[noreturn]] void run_child(int fd, const Schedule& schedule, const Platform& platform,
-                            const SimgridOptions& options) {
-  int status = 0;
+/** A child's body: `simulate` writes its result record; failures become records too.
+ *  Returns the child's exit status. */
+int child_body(int fd, const std::function<void(const std::function<void()>& platform_ready)>& simulate) {
   try {
-    const Trace trace = simulate_here(schedule, platform, options, [fd] { write_all(fd, &kPlatformReady, 1); });
-    const std::vector<double> times = flatten_times(trace);
-    const auto count = std::uint64_t(times.size());
-    write_all(fd, &kTimes, 1);
-    write_all(fd, &count, sizeof count);
-    write_all(fd, times.data(), times.size() * sizeof(double));
+    simulate([fd] { write_all(fd, &kPlatformReady, 1); });
+    return 0;
   } catch (const InputError& e) {
     write_all(fd, &kInputError, 1);
     for (const std::string* s : {&e.file(), &e.json_path(), &e.value(), &e.reason()}) write_string(fd, *s);
-    status = 2;
+    return 2;
   } catch (const std::exception& e) {
     write_all(fd, &kFailure, 1);
     write_string(fd, e.what());
-    status = 1;
+    return 1;
   }
-  ::close(fd);
-  std::fflush(nullptr);
-  ::_exit(status);  // skip atexit handlers and static destructors inherited from the parent
 }
 
 /** Parses what a child wrote. */
@@ -83,22 +75,33 @@ class ChildReport {
  public:
   explicit ChildReport(const std::string& bytes) : bytes_(bytes) {}
 
-  /** Fills `trace` (a skeleton) or throws the child's error. */
+  /** Fills `trace` (a skeleton) from a 'T' record or throws the child's error. */
   void apply(Trace& trace, const SimgridOptions& options, int wait_status) {
+    if (!next_result(options, wait_status, kTimes)) return;
+    std::uint64_t count = 0;
+    read(&count, sizeof count);
+    std::vector<double> times(count);
+    read(times.data(), count * sizeof(double));
+    if (!unflatten_times(times, trace)) throw InternalError("SimGrid child returned a trace of the wrong shape");
+    simgrid_engine::annotate(trace, options);
+  }
+
+  /** The summary of a 'J' record, or throws the child's error. */
+  nlohmann::json summary(const SimgridOptions& options, int wait_status) {
+    next_result(options, wait_status, kSummary);
+    return nlohmann::json::parse(string());
+  }
+
+ private:
+  /** Skips to the result record `expected`; throws what the child reported instead. */
+  bool next_result(const SimgridOptions& options, int wait_status, char expected) {
     bool platform_ready = false;
     while (pos_ < bytes_.size()) {
       const char tag = bytes_[pos_++];
       if (tag == kPlatformReady) {
         platform_ready = true;
-      } else if (tag == kTimes) {
-        std::uint64_t count = 0;
-        read(&count, sizeof count);
-        std::vector<double> times(count);
-        read(times.data(), count * sizeof(double));
-        if (!unflatten_times(times, trace))
-          throw InternalError("SimGrid child returned a trace of the wrong shape");
-        simgrid_engine::annotate(trace, options);
-        return;
+      } else if (tag == expected) {
+        return true;
       } else if (tag == kInputError) {
         std::string file = string(), path = string(), value = string(), reason = string();
         throw InputError(std::move(file), std::move(path), std::move(value), std::move(reason));
@@ -123,7 +126,6 @@ class ChildReport {
     throw std::runtime_error("the SimGrid simulation " + how + " before returning its trace");
   }
 
- private:
   void read(void* out, std::size_t size) {
     if (bytes_.size() - pos_ < size) throw InternalError("SimGrid child's report is truncated");
     std::memcpy(out, bytes_.data() + pos_, size);
@@ -141,89 +143,46 @@ class ChildReport {
   std::size_t pos_ = 0;
 };
 
-struct Child {
-  pid_t pid = -1;
-  int fd = -1;
-  std::size_t job = 0;
-  std::string bytes;
-};
-
-Child start_child(std::size_t job, const Schedule& schedule, const Platform& platform,
-                  const SimgridOptions& options) {
-  int fds[2];
-  if (::pipe(fds) != 0) throw std::runtime_error(fmt::format("pipe() failed: {}", std::strerror(errno)));
-  std::fflush(nullptr);  // or buffered output would be written twice
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    throw std::runtime_error(fmt::format("fork() failed: {}", std::strerror(errno)));
-  }
-  if (pid == 0) {
-    ::close(fds[0]);
-    run_child(fds[1], schedule, platform, options);
-  }
-  ::close(fds[1]);
-  return Child{pid, fds[0], job, {}};
-}
-
 void check_options(const SimgridOptions& options) {
   if (options.network_model != "CM02" && options.network_model != "LV08")
     throw InputError("<options>", "/network_model", options.network_model,
                      "SimGrid network model must be CM02 or LV08");
 }
 
-int parallel_children() {
-  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
-  return cores > 0 ? int(cores) : 1;
+int cores() {
+  const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return online > 0 ? int(online) : 1;
 }
 
+/** Whole traces of schedules built here, one forked child each, `width` at once. */
 std::vector<Trace> run_forked(const std::vector<std::pair<const Schedule*, const Platform*>>& jobs,
-                              const SimgridOptions& options, const std::function<void(int, int)>& progress) {
+                              const SimgridOptions& options, int width, const std::function<void(int, int)>& progress) {
   std::vector<std::optional<Trace>> results(jobs.size());
   std::vector<std::exception_ptr> errors(jobs.size());
-  std::deque<Child> running;
-  std::size_t next = 0;
   int done = 0;
-  const std::size_t width = std::size_t(parallel_children());
-  while (next < jobs.size() || !running.empty()) {
-    while (next < jobs.size() && running.size() < width) {
-      running.push_back(start_child(next, *jobs[next].first, *jobs[next].second, options));
-      ++next;
-    }
-    std::vector<pollfd> fds;
-    for (const Child& child : running) fds.push_back(pollfd{child.fd, POLLIN, 0});
-    if (::poll(fds.data(), fds.size(), -1) < 0) {
-      if (errno == EINTR) continue;
-      throw std::runtime_error(fmt::format("poll() failed: {}", std::strerror(errno)));
-    }
-    for (std::size_t k = fds.size(); k-- > 0;) {
-      if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      Child& child = running[k];
-      char buffer[65536];
-      const ssize_t got = ::read(child.fd, buffer, sizeof buffer);
-      if (got > 0) {
-        child.bytes.append(buffer, std::size_t(got));
-        continue;
-      }
-      if (got < 0 && errno == EINTR) continue;
-      ::close(child.fd);
-      int status = 0;
-      while (::waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      const auto& [schedule, platform] = jobs[child.job];
-      try {
-        Trace trace = trace_skeleton(*schedule, *platform);
-        ChildReport(child.bytes).apply(trace, options, status);
-        results[child.job] = std::move(trace);
-      } catch (...) {
-        errors[child.job] = std::current_exception();
-      }
-      running.erase(running.begin() + std::ptrdiff_t(k));
-      ++done;
-      if (progress) progress(done, int(jobs.size()));
-    }
-  }
+  run_forked_calls(
+      jobs.size(), width,
+      [&](std::size_t j, int fd) {
+        return child_body(fd, [&](const std::function<void()>& platform_ready) {
+          const Trace trace = simulate_here(*jobs[j].first, *jobs[j].second, options, platform_ready);
+          const std::vector<double> times = flatten_times(trace);
+          const auto count = std::uint64_t(times.size());
+          write_all(fd, &kTimes, 1);
+          write_all(fd, &count, sizeof count);
+          write_all(fd, times.data(), times.size() * sizeof(double));
+        });
+      },
+      [&](ForkedCall&& call) {
+        const auto& [schedule, platform] = jobs[call.index];
+        try {
+          Trace trace = trace_skeleton(*schedule, *platform);
+          ChildReport(call.bytes).apply(trace, options, call.wait_status);
+          results[call.index] = std::move(trace);
+        } catch (...) {
+          errors[call.index] = std::current_exception();
+        }
+        if (progress) progress(++done, int(jobs.size()));
+      });
   for (const std::exception_ptr& error : errors)
     if (error) std::rethrow_exception(error);
   std::vector<Trace> traces;
@@ -236,9 +195,35 @@ class SimgridEngine final : public Engine {
  public:
   explicit SimgridEngine(SimgridOptions options) : options_(std::move(options)) {}
   std::string name() const override { return "simgrid"; }
+
   Trace run(const Schedule& schedule, const Platform& platform) override {
     if (!options_.fork_per_run) return simulate_here(schedule, platform, options_);
-    return std::move(run_forked({{&schedule, &platform}}, options_, {}).front());
+    return std::move(run_forked({{&schedule, &platform}}, options_, 1, {}).front());
+  }
+
+  /** Each job builds, simulates and summarises in its own forked child. */
+  std::vector<nlohmann::json> run_all(const std::vector<EngineJob>& jobs, const BatchOptions& batch) override {
+    BatchLedger ledger(jobs.size(), batch);
+    run_forked_calls(
+        jobs.size(), ledger.workers(),
+        [&](std::size_t j, int fd) {
+          return child_body(fd, [&](const std::function<void()>& platform_ready) {
+            const EngineJob& job = jobs[j];
+            const Schedule schedule = job.schedule();
+            const std::string summary = job.summarize(simulate_here(schedule, *job.platform, options_, platform_ready)).dump();
+            write_all(fd, &kSummary, 1);
+            write_string(fd, summary);
+          });
+        },
+        [&](ForkedCall&& call) {
+          try {
+            ledger.succeeded(call.index, ChildReport(call.bytes).summary(options_, call.wait_status));
+          } catch (...) {
+            ledger.failed(call.index, std::current_exception());
+          }
+        },
+        [&] { return ledger.stopping(); });
+    return ledger.finish();
   }
 
  private:
@@ -261,7 +246,7 @@ std::vector<Trace> simulate_many(const std::vector<std::pair<const Schedule*, co
     if (progress) progress(1, 1);
     return traces;
   }
-  return run_forked(jobs, options, progress);
+  return run_forked(jobs, options, cores(), progress);
 }
 
 }  // namespace cnnpar

@@ -27,7 +27,7 @@
 #include "base/error.hpp"
 #include "workload/strategies/marques.hpp"
 #include "system/op_time.hpp"
-#include "workload/builders.hpp"
+#include "workload/registry.hpp"
 #include "workload/emit.hpp"
 
 namespace cnnpar::strategies {
@@ -70,17 +70,8 @@ std::vector<double> parse_share_list(const std::string& text, int ranks, const s
   return shares;
 }
 
-}  // namespace
-
-double engine_probe_s(const Network& network, const Platform& platform, std::int64_t batch, int rank) {
-  const LayerOps ops(network, batch, batch);
-  double seconds = 0;
-  for (std::size_t l = 0; l < network.layers.size(); ++l)
-    if (is_conv(network, int(l)))
-      for (const Op& op : ops.forward(int(l))) seconds += op_time_s(platform, op, rank);
-  return seconds;
-}
-
+/** conv_split's shares per rank (master first): uniform, Eq. 1 of the engines' probe, or the
+ *  option's list. @throws InputError (options.origin, "/shares/I") for a bad list. */
 std::vector<double> conv_split_shares(const Network& network, const Platform& platform, const StrategyOptions& options) {
   const std::string text = options.text("shares");
   const int P = options.ranks;
@@ -260,8 +251,6 @@ Schedule build_conv_split(const Network& network, const Platform& platform, cons
   return schedule;
 }
 
-namespace {
-
 void validate_conv_split(const Network& network, const StrategyOptions& options) {
   bool has_conv = false;
   for (const Layer& layer : network.layers) has_conv = has_conv || layer.spec.kind == LayerKind::conv;
@@ -272,21 +261,40 @@ void validate_conv_split(const Network& network, const StrategyOptions& options)
 }
 
 // One rank holds every kernel: a list of per-rank shares does not apply.
-void conv_split_to_one_rank(StrategyOptions& options) {
+StrategyOptions conv_split_one_rank(const StrategyOptions& options) {
+  StrategyOptions one_rank = options;
   const std::string text = options.text("shares");
-  if (text != "uniform" && text != "probe") options.set("shares", "uniform");
+  if (text != "uniform" && text != "probe") one_rank.set("shares", "uniform");
+  return one_rank;
+}
+
+bool conv_split_probes_ranks(const StrategyOptions& options) { return options.text("shares") == "probe"; }
+
+// Eq. 1 from the measured probe: the shares as a list, at full precision.
+void conv_split_resolve_probe(StrategyOptions& options, const std::vector<double>& probe_s) {
+  std::vector<std::string> shares;
+  for (double w : probe_shares(probe_s, "<probe>")) shares.push_back(fmt::format("{:.17g}", w));
+  options.set("shares", fmt::format("{}", fmt::join(shares, ",")));
 }
 
 }  // namespace
 
 StrategySpec conv_split_strategy() {
-  return {"conv_split",
-          "Marques et al.: conv layers split by kernels over master + workers, everything else on the master",
-          {{"shares", OptionType::text, "probe", 0, 0, {}, "",
-            "each rank's share of every conv layer's kernels, the master first: probe (Eq. 1 from a timing probe: "
-            "node speeds in the engines, a real convolution in cnnpar-run), uniform, or w0,w1,... summing to 1"}},
-          validate_conv_split, build_conv_split, /*min_ranks=*/1, /*splits_batch_over_ranks=*/false,
-          conv_split_to_one_rank};
+  return {.name = "conv_split",
+          .summary = "Marques et al.: conv layers split by kernels over master + workers, everything else on the master",
+          .options = {{.key = "shares",
+                       .type = OptionType::text,
+                       .default_text = "probe",
+                       .help = "each rank's share of every conv layer's kernels, the master first: probe (Eq. 1 from a "
+                               "timing probe: node speeds in the engines, a real convolution in cnnpar-run), uniform, or "
+                               "w0,w1,... summing to 1"}},
+          .validate = validate_conv_split,
+          .build = build_conv_split,
+          .splits_batch_over_ranks = false,
+          .one_rank_baseline = conv_split_one_rank,
+          .probes_ranks = conv_split_probes_ranks,
+          .resolve_probe = conv_split_resolve_probe,
+          .components = ComponentSplit::master_workers};
 }
 
 }  // namespace cnnpar::strategies

@@ -18,10 +18,13 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
-#include "workload/builders.hpp"
+#include "workload/strategies/data_parallel.hpp"
+#include "workload/strategies/lee_chunks.hpp"
 #include "workload/emit.hpp"
 
 namespace cnnpar::strategies {
+
+namespace {
 
 Schedule build_lee(const Network& network, const Platform& platform, const StrategyOptions& options) {
   Schedule schedule = start_schedule(network, options, 1);
@@ -126,10 +129,16 @@ Schedule build_lee(const Network& network, const Platform& platform, const Strat
   return schedule;
 }
 
+}  // namespace
+
 OptionSpec chunk_k_option() {
-  return {"k", OptionType::integer, "9", 1, 0, {}, "counted layers",
-          "counted conv, pool and fc layers in the first gradient chunk, from the output end (per_layer and "
-          "hybrid: with --sync chunks)"};
+  return {.key = "k",
+          .type = OptionType::integer,
+          .default_text = "9",
+          .min = 1,
+          .unit = "counted layers",
+          .help = "counted conv, pool and fc layers in the first gradient chunk, from the output end (per_layer and "
+                  "hybrid: with --sync chunks)"};
 }
 
 std::int64_t chunk_k(const Network& network, const StrategyOptions& options) {
@@ -171,13 +180,20 @@ void validate_lee(const Network& network, const StrategyOptions& options) {
 }  // namespace
 
 StrategySpec lee_strategy() {
-  return {"lee",
-          "Lee et al. Algorithm 2: two gradient chunks split by k, the first f fc layers replicate the gradient "
-          "calculation",
-          {chunk_k_option(),
-           {"f", OptionType::integer, "2", 0, 0, {}, "fc layers",
-            "the first f fc layers replicate the gradient calculation (allgathers of activations and errors)"}},
-          validate_lee, build_lee};
+  return {.name = "lee",
+          .summary = "Lee et al. Algorithm 2: two gradient chunks split by k, the first f fc layers replicate the "
+                     "gradient calculation",
+          .options = {chunk_k_option(),
+                      {.key = "f",
+                       .type = OptionType::integer,
+                       .default_text = "2",
+                       .unit = "fc layers",
+                       .help = "the first f fc layers replicate the gradient calculation (allgathers of activations "
+                               "and errors)"}},
+          .validate = validate_lee,
+          .build = build_lee,
+          .advise_baseline = true,
+          .advise_gain_reference = true};
 }
 
 }  // namespace cnnpar::strategies

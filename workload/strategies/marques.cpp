@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "system/op_time.hpp"
+#include "workload/emit.hpp"
 
 namespace cnnpar {
 
@@ -73,6 +75,15 @@ double upload_elements(const Network& network, std::int64_t batch) {
   for (const Layer& layer : network.layers)
     if (layer.spec.kind == LayerKind::conv) total += upload_elements(layer, batch);
   return total;
+}
+
+double engine_probe_s(const Network& network, const Platform& platform, std::int64_t batch, int rank) {
+  const strategies::LayerOps ops(network, batch, batch);
+  double seconds = 0;
+  for (std::size_t l = 0; l < network.layers.size(); ++l)
+    if (network.layers[l].spec.kind == LayerKind::conv)
+      for (const Op& op : ops.forward(int(l))) seconds += op_time_s(platform, op, rank);
+  return seconds;
 }
 
 }  // namespace cnnpar

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/network.hpp"
+#include "model/platform.hpp"
 
 namespace cnnpar {
 
@@ -28,6 +29,10 @@ std::vector<std::int64_t> apportion_kernels(std::int64_t kernels, const std::vec
 /** Checks explicit shares: each >= 0, at least one > 0, summing to 1 within 1e-6.
  *  @throws InputError(origin, path + "/I", value) naming the share (or the sum). */
 void check_shares(const std::vector<double>& shares, const std::string& origin, const std::string& path);
+
+/** The engines' probe: modelled seconds of `rank` for one forward pass of every conv layer at
+ *  `batch` images (op_time_s), what the executor measures with real convolutions. */
+double engine_probe_s(const Network& network, const Platform& platform, std::int64_t batch, int rank);
 
 /** Eq. 2 for one conv layer: (in_h·in_w·inCh + out_h·out_w·numK)·batch + kh·kw·numK·inCh
  *  elements (the paper's squares in², out², k² generalised to rectangles). */

@@ -32,7 +32,8 @@
 
 #include "base/error.hpp"
 #include "base/json_node.hpp"
-#include "workload/builders.hpp"
+#include "workload/strategies/data_parallel.hpp"
+#include "workload/strategies/lee_chunks.hpp"
 #include "workload/emit.hpp"
 #include "workload/strategies/per_layer.hpp"
 
@@ -113,17 +114,6 @@ std::string to_string(const Network& network, const LayerAssignment& assignment)
     text += network.layers[l].spec.name + '=' + cnnpar::to_string(assignment.kinds[l]);
   }
   return text;
-}
-
-LayerAssignment hybrid_assignment(const Network& network, int ranks) {
-  LayerAssignment assignment;
-  assignment.kinds.assign(network.layers.size(), PartitionKind::data);
-  // fc layers model-parallel; one with fewer output neurons than ranks (a small classifier)
-  // cannot give every rank a slice and is replicated instead.
-  for (int l : network.fc_layers())
-    assignment.kinds[std::size_t(l)] =
-        network.layers[std::size_t(l)].out.c >= ranks ? PartitionKind::model : PartitionKind::replicated;
-  return assignment;
 }
 
 // ---- the plan: regions and transitions per layer --------------------------------------
@@ -464,21 +454,22 @@ std::string assign_origin(const StrategyOptions& options) {
   return options.origin == "command line" ? "--assign" : options.origin;
 }
 
+namespace {
+
 Schedule build_per_layer(const Network& network, const Platform& platform, const StrategyOptions& options) {
   const LayerAssignment assignment = parse_assignment(network, options.text("assign"), assign_origin(options));
   return build_per_layer_assignment(network, platform, options, assignment, assign_origin(options));
 }
 
-Schedule build_hybrid(const Network& network, const Platform& platform, const StrategyOptions& options) {
-  return build_per_layer_assignment(network, platform, options, hybrid_assignment(network, options.ranks), options.origin);
-}
-
-namespace {
+}  // namespace
 
 OptionSpec sync_option() {
-  return {"sync", OptionType::choice, "layerwise", 0, 0, {"end", "layerwise", "chunks"}, "",
-          "when data-parallel gradients are allreduced: end (after the whole backward, as dp), "
-          "layerwise (each when ready, as dp_layerwise) or chunks (lee's two chunks, see --k)"};
+  return {.key = "sync",
+          .type = OptionType::choice,
+          .default_text = "layerwise",
+          .choices = {"end", "layerwise", "chunks"},
+          .help = "when data-parallel gradients are allreduced: end (after the whole backward, as dp), "
+                  "layerwise (each when ready, as dp_layerwise) or chunks (lee's two chunks, see --k)"};
 }
 
 void validate_per_layer(const Network& network, const StrategyOptions& options) {
@@ -486,20 +477,24 @@ void validate_per_layer(const Network& network, const StrategyOptions& options) 
   // The assignment itself is checked when it is built (it needs the rank count).
 }
 
-}  // namespace
-
-StrategySpec per_layer_strategy() {
-  return {"per_layer",
-          "any assignment of conv/fc layers to data, model or replicated; the transitions are inserted",
-          {{"assign", OptionType::text, "", 0, 0, {}, "",
-            "LAYER=data|model|replicated,... (globs allowed; unnamed layers: data) or a JSON file"},
-           sync_option(), chunk_k_option()},
-          validate_per_layer, build_per_layer};
+StrategyOptions assignment_options(StrategyOptions options, const std::string& assign) {
+  options.name = "per_layer";
+  options.values["assign"] = assign;
+  return options;
 }
 
-StrategySpec hybrid_strategy() {
-  return {"hybrid", "Krizhevsky; Intel note: data-parallel conv layers, model-parallel fc layers",
-          {sync_option(), chunk_k_option()}, validate_per_layer, build_hybrid};
+bool is_assignment(const StrategyOptions& options) { return options.name == "per_layer"; }
+
+StrategySpec per_layer_strategy() {
+  return {.name = "per_layer",
+          .summary = "any assignment of conv/fc layers to data, model or replicated; the transitions are inserted",
+          .options = {{.key = "assign",
+                       .type = OptionType::text,
+                       .help = "LAYER=data|model|replicated,... (globs allowed; unnamed layers: data) or a JSON file"},
+                      sync_option(),
+                      chunk_k_option()},
+          .validate = validate_per_layer,
+          .build = build_per_layer};
 }
 
 }  // namespace cnnpar::strategies

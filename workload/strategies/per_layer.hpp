@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "model/partition.hpp"
+#include "workload/registry.hpp"
 #include "workload/strategy.hpp"
 
 namespace cnnpar::strategies {
@@ -27,6 +28,17 @@ std::string to_string(const Network& network, const LayerAssignment& assignment)
 /** The Intel note's and Krizhevsky's hybrid: conv layers data-parallel, fc layers
  *  model-parallel, except an fc layer with fewer output neurons than ranks (replicated). */
 LayerAssignment hybrid_assignment(const Network& network, int ranks);
+
+/** per_layer's `sync` option, which hybrid shares. */
+OptionSpec sync_option();
+/** The checks per_layer and hybrid share (k with --sync chunks). */
+void validate_per_layer(const Network& network, const StrategyOptions& options);
+
+/** `options` as the per_layer strategy with the assignment `assign` ("conv1=data,..."): what
+ *  `cnnpar advise` scores, re-checks and writes. */
+StrategyOptions assignment_options(StrategyOptions options, const std::string& assign);
+/** True for options of the per_layer strategy (their `assign` names the assignment). */
+bool is_assignment(const StrategyOptions& options);
 
 /** Builds the schedule of `assignment`. @throws InputError (file `origin`) when a model split
  *  has more ranks than the layer has output units, or a Lee-style replicated layer has fewer

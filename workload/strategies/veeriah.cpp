@@ -22,7 +22,8 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
-#include "workload/builders.hpp"
+#include "workload/registry.hpp"
+#include "workload/strategies/data_parallel.hpp"
 #include "workload/emit.hpp"
 
 namespace cnnpar::strategies {
@@ -67,8 +68,6 @@ std::int64_t conv_workers(const StrategyOptions& options) {
   const std::int64_t given = options.integer("conv_workers");
   return given > 0 ? given : options.ranks / 2;
 }
-
-}  // namespace
 
 Schedule build_veeriah(const Network& network, const Platform& platform, const StrategyOptions& options) {
   const int K = int(conv_workers(options));
@@ -242,8 +241,6 @@ Schedule build_veeriah(const Network& network, const Platform& platform, const S
   return schedule;
 }
 
-namespace {
-
 void validate_veeriah(const Network& network, const StrategyOptions& options) {
   const int F = first_fc_layer(network);
   if (F <= 0)
@@ -266,14 +263,28 @@ void validate_veeriah(const Network& network, const StrategyOptions& options) {
 }  // namespace
 
 StrategySpec veeriah_strategy() {
-  return {"veeriah",
-          "Veeriah & Modi: K data-parallel conv workers feed K model-parallel fc workers (2K ranks), schemes a/b/c",
-          {{"scheme", OptionType::choice, "a", 0, 0, {"a", "b", "c"}, "",
-            "a: fc workers wait for all K sub-batches; b: they take them in turn and update after each; c: in turn, "
-            "one update summed over all K"},
-           {"conv_workers", OptionType::integer, "0", 0, 0, {}, "ranks",
-            "K, the conv workers (and fc workers); 0 = half the ranks. The run needs exactly 2K ranks"}},
-          validate_veeriah, build_veeriah, /*min_ranks=*/2, /*splits_batch_over_ranks=*/false};
+  return {.name = "veeriah",
+          .summary = "Veeriah & Modi: K data-parallel conv workers feed K model-parallel fc workers (2K ranks), "
+                     "schemes a/b/c",
+          .options = {{.key = "scheme",
+                       .type = OptionType::choice,
+                       .default_text = "a",
+                       .choices = {"a", "b", "c"},
+                       .help = "a: fc workers wait for all K sub-batches; b: they take them in turn and update after "
+                               "each; c: in turn, one update summed over all K"},
+                      {.key = "conv_workers",
+                       .type = OptionType::integer,
+                       .default_text = "0",
+                       .unit = "ranks",
+                       .help = "K, the conv workers (and fc workers); 0 = half the ranks. The run needs exactly 2K "
+                               "ranks"}},
+          .validate = validate_veeriah,
+          .build = build_veeriah,
+          .min_ranks = 2,
+          .splits_batch_over_ranks = false,
+          // Separate worker groups have no one-rank form: the same network and batch on one device.
+          .one_rank_baseline = plain_data_parallel,
+          .components = ComponentSplit::worker_groups};
 }
 
 }  // namespace cnnpar::strategies

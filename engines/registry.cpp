@@ -1,0 +1,69 @@
+#include "engines/registry.hpp"
+
+#include <filesystem>
+
+#include "base/error.hpp"
+#include "sim/analytic/analytic_engine.hpp"
+#ifdef CNNPAR_HAVE_SIMGRID
+#include "sim/simgrid/simgrid_engine.hpp"
+#endif
+
+namespace cnnpar {
+
+std::vector<std::string> engine_names() {
+#ifdef CNNPAR_HAVE_SIMGRID
+  return {"analytic", "simgrid"};
+#else
+  return {"analytic"};
+#endif
+}
+
+void check_engine_settings(const EngineSettings& settings) {
+  if (settings.name != "analytic" && settings.name != "simgrid")
+    throw InputError("command line", "--engine", settings.name, "expected analytic or simgrid");
+#ifndef CNNPAR_HAVE_SIMGRID
+  if (settings.name == "simgrid")
+    throw InputError("command line", "--engine", settings.name,
+                     "this cnnpar was built without SimGrid (configure with CNNPAR_WITH_SIMGRID=ON)");
+#endif
+  if (settings.network_model != "CM02" && settings.network_model != "LV08")
+    throw InputError("command line", "--network-model", settings.network_model, "expected CM02 or LV08");
+  if (settings.name != "simgrid") {
+    if (settings.network_model != "CM02")
+      throw InputError("command line", "--network-model", settings.network_model,
+                       "only the SimGrid engine has one (add --engine simgrid)");
+    if (!settings.platform_xml.empty())
+      throw InputError("command line", "--platform-xml", settings.platform_xml,
+                       "only the SimGrid engine reads one (add --engine simgrid)");
+  }
+  std::error_code ec;
+  if (!settings.platform_xml.empty() && !std::filesystem::is_regular_file(settings.platform_xml, ec))
+    throw InputError("command line", "--platform-xml", settings.platform_xml, "no such file");
+}
+
+std::unique_ptr<Engine> make_engine(const EngineSettings& settings) {
+  check_engine_settings(settings);
+  if (settings.name == "analytic") return make_analytic_engine();
+#ifdef CNNPAR_HAVE_SIMGRID
+  SimgridOptions simgrid;
+  simgrid.network_model = settings.network_model;
+  simgrid.platform_xml = settings.platform_xml;
+  return make_simgrid_engine(simgrid);
+#else
+  CNNPAR_ASSERT(false, "check_engine_settings refuses SimGrid in a build without it");
+  return nullptr;
+#endif
+}
+
+Trace replay_once(const Schedule& schedule, const Platform& platform, const EngineSettings& settings) {
+  Trace trace = make_engine(settings)->run(schedule, platform);
+  if (!settings.platform_xml.empty()) trace.metadata["platform_xml"] = settings.platform_xml;
+  return trace;
+}
+
+std::string platform_label(const Platform& platform, const std::string& platform_xml) {
+  if (platform_xml.empty()) return platform.name;
+  return std::filesystem::path(platform_xml).filename().string() + " (nodes of " + platform.name + ")";
+}
+
+}  // namespace cnnpar
