@@ -1,5 +1,5 @@
 #pragma once
-// The statistics of `cnnpar calibrate` (real/calibrate.cpp), free of MPI and BLAS so they can
+// The statistics of `cnnpar calibrate` (real/calibrate*.cpp), free of MPI and BLAS so they can
 // be tested on synthetic samples: medians with outlier counts, Theil–Sen lines, the robust
 // link fit, the piecewise message factors, the memory-bandwidth fit of non-GEMM kernels, the
 // size bound of the collective curves and the two progress mechanisms.

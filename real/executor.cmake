@@ -9,7 +9,10 @@ add_library(cnnpar_real_mpi STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/mpi_wrap.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/clock_sync.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/interpreter.cpp
-  ${CMAKE_CURRENT_SOURCE_DIR}/calibrate.cpp)
+  ${CMAKE_CURRENT_SOURCE_DIR}/calibrate.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/calibrate_compute.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/calibrate_network.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/calibrate_progress.cpp)
 cnnpar_layer(cnnpar_real_mpi)
 target_link_libraries(cnnpar_real_mpi PUBLIC cnnpar_real_core MPI::MPI_CXX Threads::Threads PRIVATE cnnpar_library_settings)
 
