@@ -1,0 +1,279 @@
+// The run's set-up on every rank: checks of the options, network and platform, conv_split's
+// probe, the schedule and its verification, resume, the runtime and the dataset.
+#include "apps/cnnpar-run/setup.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "base/error.hpp"
+#include "base/output_files.hpp"
+#include "model/scenarios.hpp"
+#include "real/probe.hpp"
+#include "real/mpi_wrap.hpp"
+#include "system/op_time.hpp"
+#include "workload/strategies/marques.hpp"
+
+namespace cnnpar::executor {
+
+namespace {
+
+std::unique_ptr<Dataset> open_dataset(const std::string& spec, const Network& network, std::uint64_t seed) {
+  namespace fs = std::filesystem;
+  if (spec == "synthetic") {
+    // Generated on demand from (seed, index); the size only sets where batches wrap.
+    return std::make_unique<SyntheticDataset>(network.input, network.classes(), 50000, seed);
+  }
+  const auto colon = spec.find(':');
+  const std::string kind = spec.substr(0, colon);
+  const std::string path = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  if (kind == "cifar10" && !path.empty()) {
+    std::vector<std::string> files;
+    if (fs::is_directory(path)) {
+      for (int i = 1; i <= 5; ++i) files.push_back((fs::path(path) / fmt::format("data_batch_{}.bin", i)).string());
+    } else {
+      files.push_back(path);
+    }
+    return std::make_unique<InMemoryDataset>(read_cifar10(files));
+  }
+  if (kind == "mnist" && !path.empty()) {
+    return std::make_unique<InMemoryDataset>(read_mnist((fs::path(path) / "train-images-idx3-ubyte").string(),
+                                                        (fs::path(path) / "train-labels-idx1-ubyte").string()));
+  }
+  throw InputError("command line", "/dataset", spec, "expected synthetic, cifar10:PATH or mnist:DIR");
+}
+
+/** Fails early when checkpoints could not be written: the directory is a file, cannot be
+ *  created, or takes no new file (tried: root ignores permission bits), or
+ *  its checkpoint.bin is not a regular file. The directory itself is created at the start. */
+void check_checkpoint_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  const auto fail = [&](const std::string& value, const std::string& reason) {
+    throw InputError("command line", "/checkpoint", value, reason);
+  };
+  std::error_code ec;
+  fs::path probe_dir = dir;
+  if (fs::exists(dir, ec)) {
+    if (!fs::is_directory(dir, ec)) fail(dir, "exists and is not a directory");
+    const fs::path file = fs::path(dir) / "checkpoint.bin";
+    if (fs::exists(file, ec) && !fs::is_regular_file(file, ec)) fail(file.string(), "exists and is not a regular file");
+  } else {
+    // The nearest existing ancestor must take the new directory.
+    probe_dir = fs::absolute(dir, ec).parent_path();
+    while (!probe_dir.empty() && !fs::exists(probe_dir, ec) && probe_dir != probe_dir.root_path())
+      probe_dir = probe_dir.parent_path();
+    if (!fs::is_directory(probe_dir, ec)) fail(dir, "cannot be created: " + probe_dir.string() + " is not a directory");
+  }
+  const std::string probe = (probe_dir / (".cnnpar-probe." + std::to_string(::getpid()))).string();
+  std::FILE* f = std::fopen(probe.c_str(), "wb");
+  if (!f) fail(dir, std::string("cannot write in ") + probe_dir.string() + ": " + std::strerror(errno));
+  std::fclose(f);
+  std::remove(probe.c_str());
+}
+
+/** Why the state between two iterations of `schedule` is not a checkpoint ("" if it is): a
+ *  collective posted in one iteration and waited in a later one (Das et al.'s deferred
+ *  updates) would be lost. Mirrors the interpreter: an iteration begins at its first compute
+ *  or post op after a mark. */
+std::string checkpoint_boundary_problem(const Schedule& schedule) {
+  for (std::size_t r = 0; r < schedule.programs.size(); ++r) {
+    std::vector<int> pending;
+    bool begun = true;
+    int iteration = 0;
+    for (const Op& op : schedule.programs[r].ops) {
+      if (op.kind == OpKind::mark) {
+        ++iteration;
+        begun = false;
+        continue;
+      }
+      if (op.kind == OpKind::wait) {
+        pending.erase(std::remove(pending.begin(), pending.end(), op.collective), pending.end());
+        continue;
+      }
+      if (!begun && iteration < schedule.iterations && !pending.empty()) {
+        const Collective& c = schedule.collectives.at(std::size_t(pending.front()));
+        return fmt::format("rank {} waits for collective {} ({}) of iteration {} in iteration {}", r, c.id, c.label,
+                           iteration - 1, iteration);
+      }
+      begun = true;
+      if (op.kind == OpKind::post) pending.push_back(op.collective);
+    }
+  }
+  return "";
+}
+
+/** conv_split's `--shares probe`: every rank times the probe convolutions (real/probe.hpp) at
+ *  the same time, so ranks that share a machine probe under the contention they will train
+ *  under, and the times give every rank the same Eq. 1 shares, which replace `probe` in the
+ *  options (so the trace and its prediction record the shares the run used). */
+void resolve_probe_shares(Setup& s, const Options& o, int rank, int size) {
+  const auto slowed = o.slowdown.find(rank);
+  std::vector<double> mine(std::size_t(size), 0.0), times(std::size_t(size), 0.0);
+  mpi::barrier(MPI_COMM_WORLD, o.timeout_s, "conv_split probe");
+  mine[std::size_t(rank)] = conv_probe_s(s.network, s.strategy.global_batch, o.compute == "real", s.platform, rank,
+                                         slowed == o.slowdown.end() ? 1.0 : slowed->second, 5);
+  mpi::allreduce(mine.data(), times.data(), size, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, o.timeout_s, "conv_split probe");
+  std::string text;
+  for (double w : probe_shares(times, "<probe>")) text += (text.empty() ? "" : ",") + fmt::format("{:.17g}", w);
+  s.strategy.values["shares"] = text;
+  s.probe_s = times;
+}
+
+}  // namespace
+
+std::string checkpoint_file(const Options& o) {
+  return (std::filesystem::path(o.checkpoint) / "checkpoint.bin").string();
+}
+
+ExecutionModes parse_execution_modes(const Options& o) {
+  ExecutionModes modes;
+  try {
+    modes.progress = progress_mode_from_string(o.comm_progress);
+  } catch (const std::invalid_argument&) {
+    throw InputError("command line", "/comm-progress", o.comm_progress, "expected poll or thread");
+  }
+  if (o.compute != "real" && o.compute != "sleep")
+    throw InputError("command line", "/compute", o.compute, "expected real or sleep");
+  modes.sleep_compute = o.compute == "sleep";
+  try {
+    modes.collectives = collective_mode_from_string(o.collectives);
+  } catch (const std::invalid_argument&) {
+    throw InputError("command line", "/collectives", o.collectives, "expected mpi or p2p");
+  }
+  return modes;
+}
+
+std::int64_t executor_tile_columns(const Options& o, ProgressMode progress) {
+  return o.gemm_tile_columns >= 0 ? o.gemm_tile_columns : (progress == ProgressMode::poll ? 4096 : 0);
+}
+
+void prepare(Setup& s, const Options& o, int rank, int size) {
+  s.network = load_network(o.network);
+  s.platform = load_platform(o.platform);
+  s.platform.network.element_bytes = kExecutorElementBytes;  // the executor sends FP32 tensors
+  const ExecutionModes modes = parse_execution_modes(o);
+  s.progress = modes.progress;
+  check_slowdown_ranks(o.slowdown, size, o.slowdown_texts.empty() && !o.spec.empty() ? o.spec : "command line",
+                       "/slowdown");
+  if (o.iterations < 1) throw InputError("command line", "/iterations", std::to_string(o.iterations), "must be >= 1");
+  if (o.warmup < 0 || o.warmup >= o.iterations)
+    throw InputError("command line", "/warmup", std::to_string(o.warmup), "must be in [0, iterations)");
+  if (o.resume && o.checkpoint.empty())
+    throw InputError("command line", "/resume", "true", "--resume needs --checkpoint DIR");
+  if (o.checkpoint_every > 0 && o.checkpoint.empty())
+    throw InputError("command line", "/checkpoint-every", std::to_string(o.checkpoint_every),
+                     "--checkpoint-every needs --checkpoint DIR");
+  if (!o.checkpoint.empty() && o.compute != "real")
+    throw InputError("command line", "/checkpoint", o.checkpoint,
+                     "checkpoints hold trained weights: they need --compute real");
+  if (o.compute == "real") check_trainable(s.network, load_scenario("networks", o.network).origin);
+
+  if (rank == 0) {  // only rank 0 writes; the set-up agreement tells the others
+    check_output_path(o.trace, "/trace");
+    check_output_path(o.weights_out, "/weights-out");
+    if (!o.checkpoint.empty() && !o.resume) check_checkpoint_dir(o.checkpoint);
+  }
+
+  // Resuming: the run goes on from the checkpoint's iteration up to --iterations in total.
+  std::optional<Checkpoint> saved;
+  int iterations = o.iterations, warmup = o.warmup;
+  if (o.resume) {
+    const std::string file = checkpoint_file(o);
+    try {
+      saved = read_checkpoint(file, s.network);
+    } catch (const InputError& e) {
+      if (e.json_path() != "/") throw;
+      throw InputError("command line", "/checkpoint", file, e.reason());  // cannot be read at all
+    }
+    if (rank == 0) check_checkpoint_dir(o.checkpoint);
+    const std::int64_t done = saved->state.iteration;
+    if (done >= o.iterations)
+      throw InputError("command line", "/iterations", std::to_string(o.iterations),
+                       fmt::format("{} is already at iteration {}: give --iterations above it to go on", file, done));
+    iterations = int(o.iterations - done);
+    warmup = std::min(o.warmup, iterations - 1);  // the warm-up excludes iterations from metrics only
+  }
+
+  s.strategy.name = o.strategy.strategy();
+  s.strategy.global_batch = o.batch;
+  s.strategy.recompute_columns = o.strategy.recompute_columns();
+  s.strategy.ranks = size;
+  s.strategy.iterations = iterations;
+  s.strategy.warmup_iterations = warmup;
+  s.strategy.origin = o.spec.empty() ? "command line" : o.spec;
+  s.strategy.values = o.spec_strategy_values;
+  const nlohmann::json flag_values = o.strategy.values();
+  for (const auto& [key, value] : flag_values.items()) s.strategy.values[key] = value;
+  if (s.strategy.name == "conv_split" && s.strategy.text("shares") == "probe") resolve_probe_shares(s, o, rank, size);
+  s.schedule = build_schedule(s.network, s.platform, s.strategy);
+  verify_or_throw(s.schedule, "<schedule " + s.strategy.name + ">", &s.network);
+  if (s.schedule.ranks() != size)
+    throw InputError("command line", "/ranks", std::to_string(size),
+                     fmt::format("the schedule has {} ranks, mpiexec started {}", s.schedule.ranks(), size));
+  // A calibrated platform used beyond the shapes it measured (`cnnpar run` predicts with it;
+  // --compute sleep sleeps its times): say so once.
+  if (rank == 0)
+    for (const std::string& warning : calibration_warnings(s.platform, s.schedule))
+      std::fprintf(stderr, "cnnpar-run: warning: %s\n", warning.c_str());
+
+  s.interpreter.progress = s.progress;
+  s.interpreter.collectives = modes.collectives;
+  s.interpreter.platform = &s.platform;
+  s.interpreter.poll_interval_s = o.poll_interval_us * 1e-6;
+  s.interpreter.collective_concurrency =
+      o.collective_concurrency > 0 ? o.collective_concurrency : std::max(1, s.platform.network.collective_concurrency);
+  s.interpreter.timeout_s = o.timeout_s;
+  s.interpreter.debug_stall = rank == o.debug_stall_rank;
+  s.tile_columns = executor_tile_columns(o, s.progress);
+
+  // What a resumed run must repeat (real/checkpoint.hpp says why each one).
+  CheckpointRun& id = s.checkpoint_run;
+  id.seed = o.seed;
+  id.global_batch = s.schedule.global_batch;
+  id.ranks = size;
+  id.gemm_tile_columns = s.tile_columns;
+  id.learning_rate = float(o.lr);
+  id.momentum = float(o.momentum);
+  id.weight_decay = float(o.weight_decay);
+  id.strategy = s.schedule.strategy;
+  nlohmann::json options = s.schedule.options.is_object() ? s.schedule.options : nlohmann::json::object();
+  // Free to change on resume: the run's length, and the columns (the same numbers either way).
+  for (const char* free : {"iterations", "warmup", "strategy", "batch", "ranks", "columns"}) options.erase(free);
+  id.options = options.dump();
+  id.dataset = o.dataset;
+  id.collectives = to_string(s.interpreter.collectives);
+  if (saved) check_resume(checkpoint_file(o), saved->run, id);
+
+  if (o.compute == "real") {
+    s.dataset = open_dataset(o.dataset, s.network, o.seed);
+    s.dataset->check_matches(s.network);
+    SgdConfig sgd;
+    sgd.learning_rate = float(o.lr);
+    sgd.momentum = float(o.momentum);
+    sgd.weight_decay = float(o.weight_decay);
+    s.runtime = std::make_unique<Runtime>(s.network, s.schedule, rank, o.seed, sgd);
+    s.runtime->set_gemm_tile_columns(s.tile_columns);
+    if (saved) s.runtime->restore(saved->state);
+  }
+  if (o.checkpoint_every > 0) {
+    std::string problem = checkpoint_boundary_problem(s.schedule);
+    if (problem.empty() && s.runtime && s.runtime->delays_updates())
+      problem = "its replicated fc layers compute each weight gradient in the next iteration";
+    if (!problem.empty())
+      throw InputError("command line", "/checkpoint-every", std::to_string(o.checkpoint_every),
+                       fmt::format("strategy {} carries work from one iteration into the next ({}), so only the end of "
+                                   "the run is a checkpoint; leave --checkpoint-every out",
+                                   s.schedule.strategy, problem));
+  }
+}
+
+}  // namespace cnnpar::executor
