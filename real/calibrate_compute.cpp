@@ -13,6 +13,7 @@
 #include "model/gemm_grid.hpp"
 #include "model/schedule.hpp"
 #include "system/op_time.hpp"
+#include "workload/registry.hpp"
 #include "workload/strategy.hpp"
 #include "real/calibrate_parts.hpp"
 #include "real/dataset.hpp"
@@ -22,8 +23,7 @@
 namespace cnnpar::real::calibration {
 
 Schedule one_rank_schedule(const Network& network, const Platform& base, std::int64_t batch, const CalibrateOptions& o) {
-  StrategyOptions strategy;
-  strategy.name = "dp";
+  StrategyOptions strategy = plain_data_parallel(StrategyOptions{});
   strategy.global_batch = batch;
   strategy.ranks = 1;
   strategy.iterations = 2;

@@ -24,7 +24,7 @@ void add_options(CLI::App& app, Options& o) {
                  "required");
   cli::flags::network(app, o.network);
   cli::flags::platform(app, o.platform);
-  o.strategy.add(app, "dp", kExecutorRecomputesColumns);
+  o.strategy.add(app, kMeasuredDefaultStrategy, kExecutorRecomputesColumns);
   cli::flags::batch(app, o.batch);
   cli::flags::iterations(app, o.iterations);
   cli::flags::warmup(app, o.warmup);

@@ -21,7 +21,7 @@
 #include "real/probe.hpp"
 #include "real/mpi_wrap.hpp"
 #include "system/op_time.hpp"
-#include "workload/strategies/marques.hpp"
+#include "workload/registry.hpp"
 
 namespace cnnpar::executor {
 
@@ -111,20 +111,19 @@ std::string checkpoint_boundary_problem(const Schedule& schedule) {
   return "";
 }
 
-/** conv_split's `--shares probe`: every rank times the probe convolutions (real/probe.hpp) at
- *  the same time, so ranks that share a machine probe under the contention they will train
- *  under, and the times give every rank the same Eq. 1 shares, which replace `probe` in the
- *  options (so the trace and its prediction record the shares the run used). */
-void resolve_probe_shares(Setup& s, const Options& o, int rank, int size) {
+/** Options the strategy resolves from the ranks' speeds (conv_split's `--shares probe`): every
+ *  rank times the probe convolutions (real/probe.hpp) at the same time, so ranks that share a
+ *  machine probe under the contention they will train under; the strategy turns the times into
+ *  its options (Eq. 1 shares, which replace `probe`, so the trace and its prediction record the
+ *  shares the run used). */
+void probe_ranks(Setup& s, const Options& o, int rank, int size, const StrategySpec& spec) {
   const auto slowed = o.slowdown.find(rank);
   std::vector<double> mine(std::size_t(size), 0.0), times(std::size_t(size), 0.0);
-  mpi::barrier(MPI_COMM_WORLD, o.timeout_s, "conv_split probe");
+  mpi::barrier(MPI_COMM_WORLD, o.timeout_s, "rank probe");
   mine[std::size_t(rank)] = conv_probe_s(s.network, s.strategy.global_batch, o.compute == "real", s.platform, rank,
                                          slowed == o.slowdown.end() ? 1.0 : slowed->second, 5);
-  mpi::allreduce(mine.data(), times.data(), size, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, o.timeout_s, "conv_split probe");
-  std::string text;
-  for (double w : probe_shares(times, "<probe>")) text += (text.empty() ? "" : ",") + fmt::format("{:.17g}", w);
-  s.strategy.values["shares"] = text;
+  mpi::allreduce(mine.data(), times.data(), size, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, o.timeout_s, "rank probe");
+  spec.resolve_probe(s.strategy, times);
   s.probe_s = times;
 }
 
@@ -213,7 +212,8 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
   s.strategy.values = o.spec_strategy_values;
   const nlohmann::json flag_values = o.strategy.values();
   for (const auto& [key, value] : flag_values.items()) s.strategy.values[key] = value;
-  if (s.strategy.name == "conv_split" && s.strategy.text("shares") == "probe") resolve_probe_shares(s, o, rank, size);
+  const StrategySpec& spec = strategy_spec(s.strategy.name, s.strategy.origin);
+  if (spec.probes_ranks != nullptr && spec.probes_ranks(s.strategy)) probe_ranks(s, o, rank, size, spec);
   s.schedule = build_schedule(s.network, s.platform, s.strategy);
   verify_or_throw(s.schedule, "<schedule " + s.strategy.name + ">", &s.network);
   if (s.schedule.ranks() != size)
