@@ -4,11 +4,11 @@
 
 #include <fmt/format.h>
 
-#include "launch/mpi_launch.hpp"
+#include "launch/launcher.hpp"
 #include "base/error.hpp"
 #include "testbed/testbed.hpp"
 
-namespace cnnpar::cli {
+namespace cnnpar {
 
 namespace {
 
@@ -16,12 +16,12 @@ namespace {
 class ClusterTarget : public RunTarget {
  public:
   ClusterTarget(std::string mpiexec, std::string hostfile) : mpiexec_(std::move(mpiexec)), hostfile_(std::move(hostfile)) {
-    (void)mpi_launch::command(mpiexec_, hostfile_, 1, "cnnpar-run", {});  // refuses a bad launcher or host file now
+    (void)launch::command(mpiexec_, hostfile_, 1, "cnnpar-run", {});  // refuses a bad launcher or host file now
   }
   void start() override {}
   void set_link(const LinkSetting&) override {}
   std::vector<std::string> command(int ranks, const std::vector<std::string>& program) const override {
-    return mpi_launch::command(mpiexec_, hostfile_, ranks, program.front(),
+    return launch::command(mpiexec_, hostfile_, ranks, program.front(),
                                std::vector<std::string>(program.begin() + 1, program.end()));
   }
   void finish() override {}
@@ -121,4 +121,4 @@ std::unique_ptr<RunTarget> make_run_target(const ValidationGrid& grid, const std
   return std::make_unique<TestbedTarget>(grid, testbed_name, keep);
 }
 
-}  // namespace cnnpar::cli
+}  // namespace cnnpar

@@ -10,7 +10,7 @@
 
 #include "experiments/validation.hpp"
 
-namespace cnnpar::cli {
+namespace cnnpar {
 
 /** The testbed `cnnpar validate` creates unless told another name. */
 inline constexpr const char* kValidationTestbedName = "cnnpar-validate";
@@ -42,4 +42,4 @@ class RunTarget {
 std::unique_ptr<RunTarget> make_run_target(const ValidationGrid& grid, const std::string& mpiexec,
                                            const std::string& hostfile, const std::string& testbed_name, bool keep);
 
-}  // namespace cnnpar::cli
+}  // namespace cnnpar

@@ -13,7 +13,7 @@
 
 #include "apps/cnnpar/commands.hpp"
 #include "apps/common/flags.hpp"
-#include "launch/mpi_launch.hpp"
+#include "launch/launcher.hpp"
 #include "base/child_process.hpp"
 #include "base/error.hpp"
 #include "base/output_files.hpp"
@@ -74,11 +74,13 @@ int calibrate(const CalibrateOptions& o) {
     throw InputError("command line", "--collectives", o.collectives, "expected mpi or p2p");
   if (o.compute != "real" && o.compute != "sleep")
     throw InputError("command line", "--compute", o.compute, "expected real or sleep");
-  const std::vector<std::string> launcher =
-      o.testbed.empty() ? mpi_launch::split_command(o.mpiexec)
-                        : mpi_launch::testbed_launcher(o.testbed, o.mpiexec_given ? std::optional(o.mpiexec) : std::nullopt,
-                                                     o.hostfile, nodes);
-  if (o.threads > 0) ::setenv("OPENBLAS_NUM_THREADS", std::to_string(o.threads).c_str(), 1);
+  const launch::ExecutorLaunch where{.ranks = nodes,
+                                    .mpiexec = o.mpiexec,
+                                    .mpiexec_given = o.mpiexec_given,
+                                    .hostfile = o.hostfile,
+                                    .testbed = o.testbed,
+                                    .threads = o.threads};
+  const std::vector<std::string> launcher = launch::launcher_words(where);
   std::vector<std::string> args = {"--gemm", o.gemm,"--calibrate",  "--network",  o.network, "--platform", o.platform,
                                          "--batch",      std::to_string(o.batch), "--repeats", std::to_string(o.repeats),
                                          "--timeout-s",  fmt::format("{}", o.timeout_s), "--out", o.out,
@@ -91,12 +93,7 @@ int calibrate(const CalibrateOptions& o) {
     args.push_back(fmt::format("{}", o.max_message_bytes));
   }
   if (o.op_seconds) args.push_back("--op-seconds");
-  const auto command = mpi_launch::command(launcher, o.hostfile, nodes, mpi_launch::find_executor(), args);
-  const std::string blas_threads = mpi_launch::default_blas_threads(nodes);
-  std::string shown = "OPENBLAS_NUM_THREADS=" + blas_threads;
-  for (const auto& part : command) shown += (shown.empty() ? "" : " ") + part;
-  std::printf("cnnpar calibrate: %s\n", shown.c_str());
-  const int status = run_child(command);
+  const int status = launch::run_executor(where, launcher, args, "cnnpar calibrate", false);
   if (status != 0) {
     std::fprintf(stderr, "cnnpar calibrate: cnnpar-run exited with status %d\n", status);
     return status == 2 ? 2 : 1;

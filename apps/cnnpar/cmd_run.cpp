@@ -20,7 +20,7 @@
 #include "apps/cnnpar/commands.hpp"
 #include "apps/cnnpar/common.hpp"
 #include "apps/common/flags.hpp"
-#include "launch/mpi_launch.hpp"
+#include "launch/launcher.hpp"
 #include "base/child_process.hpp"
 #include "base/error.hpp"
 #include "engines/registry.hpp"
@@ -106,10 +106,13 @@ int run(const RunOptions& o) {
   check_output_path(o.weights_out, "--weights-out");
   check_output_path(o.compare_json, "--compare-json");
   check_output_path(o.compare_csv, "--compare-csv");
-  const std::vector<std::string> launcher =
-      o.testbed.empty() ? mpi_launch::split_command(o.mpiexec)
-                        : mpi_launch::testbed_launcher(o.testbed, o.mpiexec_given ? std::optional(o.mpiexec) : std::nullopt,
-                                                     o.hostfile, nodes);
+  const launch::ExecutorLaunch where{.ranks = nodes,
+                                    .mpiexec = o.mpiexec,
+                                    .mpiexec_given = o.mpiexec_given,
+                                    .hostfile = o.hostfile,
+                                    .testbed = o.testbed,
+                                    .threads = o.threads};
+  const std::vector<std::string> launcher = launch::launcher_words(where);
   RunSpec spec;
   for (const std::string& text : o.slowdown) add_slowdown(spec.slowdown, text, file, "/slowdown");
   check_slowdown_ranks(spec.slowdown, nodes, file, "/slowdown");
@@ -133,8 +136,8 @@ int run(const RunOptions& o) {
   const Schedule schedule = build_schedule(network, platform, strategy);
   verify_or_throw(schedule, "<schedule " + strategy.name + ">", &network);
 
-  mpi_launch::TemporaryPath temporary("cnnpar-run-trace");
-  mpi_launch::TemporaryPath spec_file("cnnpar-run-spec");
+  launch::TemporaryPath temporary("cnnpar-run-trace");
+  launch::TemporaryPath spec_file("cnnpar-run-spec");
   spec.seed = parse_seed(o.seed, file, "/seed");
   spec.learning_rate = o.lr;
   spec.momentum = o.momentum;
@@ -155,19 +158,12 @@ int run(const RunOptions& o) {
   spec.threads = o.threads;
   spec.gemm = o.gemm;
   const std::string trace_path = spec.trace;
-  const std::vector<std::string> command =
-      mpi_launch::command(launcher, o.hostfile, nodes, mpi_launch::find_executor(),
-                          o.quiet ? std::vector<std::string>{"--spec", spec_file.path(), "--quiet"}
-                                  : std::vector<std::string>{"--spec", spec_file.path()});
   write_file_atomic(spec_file.path(), to_json(spec).dump(2) + "\n");
-
-  if (o.threads > 0) ::setenv("OPENBLAS_NUM_THREADS", std::to_string(o.threads).c_str(), 1);
-  const std::string blas_threads = mpi_launch::default_blas_threads(nodes);
-  std::string shown = "OPENBLAS_NUM_THREADS=" + blas_threads;
-  for (const auto& part : command) shown += (shown.empty() ? "" : " ") + part;
-  if (!o.quiet) std::printf("cnnpar run: %s\n", shown.c_str());
-  std::fflush(stdout);
-  const int status = run_child(command);
+  const int status =
+      launch::run_executor(where, launcher,
+                           o.quiet ? std::vector<std::string>{"--spec", spec_file.path(), "--quiet"}
+                                   : std::vector<std::string>{"--spec", spec_file.path()},
+                           "cnnpar run", o.quiet);
   if (status != 0) {
     std::fprintf(stderr, "cnnpar run: cnnpar-run exited with status %d\n", status);
     return status == 2 ? 2 : 1;

@@ -1,42 +1,18 @@
-// `cnnpar validate GRID.json`: for every configuration of a validation grid, calibrate (once per
-// network, link setting and rank count), run cnnpar-run for real on the testbed or a cluster,
-// predict the same schedule with the analytic and SimGrid engines from the calibrated platform,
-// and write the fidelity report (experiments/validation.hpp). Resumable: a configuration whose
-// result file exists with the same settings is not run again, nor a calibration that exists.
-#include <unistd.h>
-
-#include <algorithm>
-#include <chrono>
-#include <cmath>
+// `cnnpar validate GRID.json` (experiments/validation_run.hpp): its flags, the fit's wiring in
+// builds with GSL, and the summary lines.
 #include <cstdio>
 #include <filesystem>
-#include <map>
 #include <memory>
-#include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
-#include "analysis/compare.hpp"
-#include "analysis/metrics.hpp"
-#include "experiments/validation.hpp"
 #include "apps/cnnpar/commands.hpp"
-#include "apps/cnnpar/common.hpp"
 #include "apps/common/flags.hpp"
-#include "launch/mpi_launch.hpp"
-#include "experiments/validate_target.hpp"
-#include "base/child_process.hpp"
-#include "base/error.hpp"
 #include "engines/registry.hpp"
-#include "base/json_node.hpp"
-#include "base/output_files.hpp"
-#include "workload/run_spec.hpp"
+#include "experiments/validation_run.hpp"
 #include "model/scenarios.hpp"
-#include "workload/strategy.hpp"
-#include "model/trace.hpp"
 #ifdef CNNPAR_HAVE_FIT
 #include "experiments/validation_fit.hpp"
 #endif
@@ -44,8 +20,6 @@
 namespace cnnpar::cli {
 
 namespace {
-
-namespace fs = std::filesystem;
 
 struct ValidateOptions {
   std::string grid;
@@ -60,478 +34,49 @@ struct ValidateOptions {
   bool quiet = false;  ///< else a line per calibration and per configuration (stdout)
 };
 
-/** Seconds a run may wait on one collective: the executor's stall detection. A 100 Mbit/s link
- *  moves a VGG-sized allreduce in seconds, far below this. */
-constexpr double kRunStallTimeout_s = 300;
-/** Calibration sizes: at least 1 MiB (the bandwidth fit needs large messages), at most 256 MiB. */
-constexpr double kLeastLargestMessage_bytes = 1024.0 * 1024;
-constexpr double kMostLargestMessage_bytes = 256.0 * 1024 * 1024;
-
-std::vector<std::string> parse_engines(const std::string& text) {
-  std::vector<std::string> engines;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t comma = std::min(text.find(',', start), text.size());
-    const std::string engine = text.substr(start, comma - start);
-    if (engine != "analytic" && engine != "simgrid")
-      throw InputError("command line", "--engines", text, "engines are analytic and simgrid, comma-separated");
-    if (std::find(engines.begin(), engines.end(), engine) == engines.end()) engines.push_back(engine);
-    start = comma + 1;
-  }
-  return engines;
-}
-
-class Validation {
- public:
-  Validation(const ValidateOptions& o, ValidationGrid grid)
-      : o_(o), grid_(std::move(grid)), engines_(parse_engines(o.engines)),
-        out_(o.out.empty() ? "validation-" + grid_.name : o.out), report_(o.report.empty() ? out_ : o.report) {}
-
-  int run() {
-    const std::vector<ValidationConfig> configs = validation_configs(grid_);
-    std::vector<std::optional<ConfigResult>> results(configs.size());
-    fs::create_directories(out_);
-    for (std::size_t i = 0; i < configs.size(); ++i) results[i] = finished_result(configs[i]);
-    const auto finished = std::count_if(results.begin(), results.end(), [](const auto& r) { return r.has_value(); });
-    say(fmt::format("cnnpar validate: grid {} ({}): {} configurations, {} finished, {} to run; work folder {}",
-                    grid_.name, grid_.file, configs.size(), finished, configs.size() - std::size_t(finished), out_));
-    int failures = 0;
-    if (!o_.report_only && std::size_t(finished) < configs.size()) failures = measure(configs, results);
-    write_report(configs, results);
-    return failures > 0 ? 1 : 0;
-  }
-
-  /** Checks that need no run: the mode (testbed or cluster) against the grid, the outputs. */
-  void check() {
-    // The target first: without root the testbed is the one thing to say.
-    if (!o_.report_only) {
-      target_ = make_run_target(grid_, o_.mpiexec, o_.hostfile, o_.testbed, o_.keep_testbed);
-      executor_ = mpi_launch::find_executor();
-    }
-    check_output_folder(report_, "--report");
-    if (!o_.out.empty() || !fs::exists(out_)) check_output_folder(out_, "--out");
-    check_fit();
-  }
-
- private:
-  void say(const std::string& line) const {
-    if (o_.quiet) return;
-    std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
-  }
-
-  /** The fit's free paths, on the grid's platform, before anything runs. */
-  void check_fit() const {
-    if (!grid_.fit.enabled()) return;
+int run_validate(const ValidateOptions& o) {
+  ValidationGrid grid = load_validation_grid(o.grid);
+  ValidationRunOptions options{.out = o.out,
+                               .report = o.report,
+                               .engines = parse_validation_engines(o.engines),
+                               .mpiexec = o.mpiexec,
+                               .hostfile = o.hostfile,
+                               .testbed = o.testbed,
+                               .keep_testbed = o.keep_testbed,
+                               .report_only = o.report_only};
 #ifdef CNNPAR_HAVE_FIT
-    const ScenarioDocument base = load_scenario("platforms", grid_.platform);
-    for (std::size_t i = 0; i < grid_.fit.free.size(); ++i)
-      (void)resolve_free_parameter(base.json, base.origin, grid_.fit.free[i], grid_.file, fmt::format("/fit/free/{}", i));
-#else
-    throw InputError(grid_.file, "/fit", "(a fit)", "this cnnpar was built without GSL (CNNPAR_WITH_GSL=ON): no fit");
-#endif
-  }
-
-  /** The grid's fit on the finished runs (experiments/validation_fit.hpp), into the report. */
-  void fit_into(ValidationReport& report) const {
-#ifdef CNNPAR_HAVE_FIT
-    if (!grid_.fit.enabled() || report.results.empty()) return;
+  options.fit.check = [](const ValidationGrid& grid) {
+    const ScenarioDocument base = load_scenario("platforms", grid.platform);
+    for (std::size_t i = 0; i < grid.fit.free.size(); ++i)
+      (void)resolve_free_parameter(base.json, base.origin, grid.fit.free[i], grid.file, fmt::format("/fit/free/{}", i));
+  };
+  options.fit.apply = [](const ValidationGrid& grid, ValidationReport& report, const std::string& runs) {
     std::vector<ValidationFitInput> inputs;
     for (const ConfigResult& result : report.results)
-      inputs.push_back({&result, (fs::path(out_) / "runs" / result.key / "measured.json").string()});
-    const ValidationFit fit = fit_validation(grid_, inputs, [] { return make_engine(EngineSettings{}); });
+      inputs.push_back({&result, (std::filesystem::path(runs) / result.key / "measured.json").string()});
+    const ValidationFit fit = fit_validation(grid, inputs, [] { return make_engine(EngineSettings{}); });
     report.fit = to_json(fit);
     report.fit_markdown = validation_fit_markdown(fit);
-#else
-    (void)report;
-#endif
-  }
-
-  std::string run_folder(const ValidationConfig& config) const { return (fs::path(out_) / "runs" / config_key(grid_, config)).string(); }
-
-  std::optional<ConfigResult> finished_result(const ValidationConfig& config) const {
-    const fs::path file = fs::path(run_folder(config)) / "result.json";
-    if (!fs::exists(file)) return std::nullopt;
-    try {
-      ConfigResult result = config_result_from_json(read_json_file(file.string()), file.string());
-      if (result.settings != config_settings(grid_, config) || result.label != config_label(grid_, config)) return std::nullopt;
-      for (const std::string& engine : engines_)
-        if (result.predicted.count(engine) == 0) return std::nullopt;
-      return result;
-    } catch (const InputError&) {
-      return std::nullopt;  // a result of another version or a damaged one: run it again
-    }
-  }
-
-  int measure(const std::vector<ValidationConfig>& configs, std::vector<std::optional<ConfigResult>>& results) {
-    // OpenBLAS in every rank computes on one thread: the platform's node is one core here.
-    ::setenv("OPENBLAS_NUM_THREADS", "1", 1);
-    target_->start();
-    base_platform_ = write_base_platform();
-    int failures = 0, done = 0;
-    const int total = int(std::count_if(results.begin(), results.end(), [](const auto& r) { return !r.has_value(); }));
-    const auto started = std::chrono::steady_clock::now();
-    // One link setting at a time (the testbed is reshaped between them), then rank counts and
-    // networks: each (network, link, ranks) is calibrated once before its runs.
-    for (std::size_t link = 0; link < grid_.links.size(); ++link) {
-      bool link_set = false;
-      for (int ranks : grid_.ranks)
-        for (const std::string& network : grid_.networks) {
-          std::vector<std::size_t> todo;
-          for (std::size_t i = 0; i < configs.size(); ++i)
-            if (!results[i] && configs[i].link == link && configs[i].strategy.ranks == ranks && configs[i].network == network)
-              todo.push_back(i);
-          if (todo.empty()) continue;
-          if (!link_set) {
-            target_->set_link(grid_.links[link]);
-            link_set = true;
-          }
-          std::string platform;
-          try {
-            platform = calibration(network, link, ranks, configs[todo.front()].compute);
-          } catch (const InterruptedError&) {
-            throw;  // Ctrl-C ends the validation (main: 128 + signal); what finished is kept
-          } catch (const std::runtime_error& error) {
-            say(fmt::format("cnnpar validate: {}", error.what()));
-            failures += int(todo.size());
-            done += int(todo.size());
-            continue;
-          }
-          for (std::size_t i : todo) {
-            ++done;
-            try {
-              results[i] = measure_one(configs[i], platform);  // may recalibrate: platform for the rest
-              say(progress_line(done, total, started, *results[i]));
-            } catch (const InterruptedError&) {
-              throw;
-            } catch (const std::runtime_error& error) {
-              ++failures;
-              say(fmt::format("[{}/{}] {}: not measured: {}", done, total, config_label(grid_, configs[i]), error.what()));
-            }
-          }
-        }
-    }
-    target_->finish();
-    return failures;
-  }
-
-  std::string progress_line(int done, int total, std::chrono::steady_clock::time_point started, const ConfigResult& r) const {
-    std::string line = fmt::format("[{}/{}] {}: measured {:.2f} ms", done, total, r.label, 1e3 * r.measured.iteration_s);
-    for (const auto& [engine, p] : r.predicted) {
-      line += fmt::format(", {} {:.2f} ms ({:+.1f} %)", engine, 1e3 * p.iteration_s, r.error_percent(engine));
-      const auto d = r.diagnosis.find(engine);
-      if (d != r.diagnosis.end() && d->second.cause != MissCause::none) line += fmt::format(" [{}]", to_string(d->second.cause));
-    }
-    const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    if (done < total) line += fmt::format("; about {} left", format_remaining(elapsed_s / done * (total - done)));
-    return line;
-  }
-
-  /** The grid's platform with as many nodes as the largest rank count: the base of every
-   *  calibration, written once into the work folder. */
-  std::string write_base_platform() {
-    const fs::path file = fs::path(out_) / "calibration" / "base.json";
-    fs::create_directories(file.parent_path());
-    Platform base = load_platform(grid_.platform);
-    base.nodes.count = std::max(base.nodes.count, grid_.testbed_nodes);
-    base.nodes.speed_factors.clear();
-    base.resolve_speed_factors();
-    // Each calibration keeps it and measures how fast the bucket's burst passes.
-    base.network.link_burst_bytes = target_->link_burst_bytes();
-    write_file_atomic(file.string(), to_json(base).dump(2) + "\n");
-    return file.string();
-  }
-
-  /** The largest message a calibration for `network` on `ranks` ranks needs: the largest
-   *  collective of the grid's schedules (an allgather's gathered result), a power of two. */
-  double largest_message_bytes(const std::string& network, int ranks) const {
-    const Network net = load_network(network);
-    Platform platform = load_platform(base_platform_);
-    platform.network.element_bytes = kExecutorElementBytes;
-    double largest = 0;
-    for (const ValidationConfig& config : validation_configs(grid_)) {
-      if (config.network != network || config.strategy.ranks != ranks) continue;
-      const Schedule schedule = build_schedule(net, platform, config.strategy);
-      for (const Collective& c : schedule.collectives)
-        largest = std::max(largest, c.kind == CollectiveKind::allgather ? c.bytes * double(c.group.size()) : c.bytes);
-    }
-    double bytes = kLeastLargestMessage_bytes;
-    while (bytes < largest && bytes < kMostLargestMessage_bytes) bytes *= 2;
-    return bytes;
-  }
-
-  /** True for a calibration file that reads back as a platform (absent or damaged: measure it). */
-  static bool usable_platform(const fs::path& file) {
-    if (!fs::exists(file)) return false;
-    try {
-      (void)load_platform(file.string());
-      return true;
-    } catch (const InputError&) {
-      return false;
-    }
-  }
-
-  /** Runs one `cnnpar-run --calibrate` on `ranks` ranks into `file`, its output into FILE.log. */
-  void run_calibration(const fs::path& file, int ranks, const std::vector<std::string>& arguments, const std::string& what) {
-    const std::string log = (fs::path(file).replace_extension(".log")).string();
-    say(fmt::format("cnnpar validate: calibrating {}; log {}", what, log));
-    std::vector<std::string> program = {executor_, "--calibrate", "--threads", "1", "--repeats",
-                                        std::to_string(grid_.calibration_repeats), "--timeout-s",
-                                        fmt::format("{:g}", kRunStallTimeout_s), "--out", file.string()};
-    program.insert(program.end(), arguments.begin(), arguments.end());
-    ChildOptions child;
-    child.output_file = log;
-    const int status = run_child(target_->command(ranks, program), child);
-    if (status != 0 || !fs::exists(file))
-      throw std::runtime_error(fmt::format("calibration of {} failed (status {}); see {}", what, status, log));
-  }
-
-  /** Times `network`'s GEMM grid up to the largest batch into `file`, on the ranks that compute
-   *  for real, all at once (so co-located ranks contend as in the runs); the rest of the
-   *  platform is kept from `platform_file`. */
-  void calibrate_compute(const fs::path& file, const std::string& network, const std::string& platform_file) {
-    const int ranks = std::max(1, std::min(grid_.real_compute_max_ranks, grid_.testbed_nodes));
-    const std::int64_t batch = *std::max_element(grid_.batches.begin(), grid_.batches.end());
-    run_calibration(file, ranks,
-                    {"--calibrate-parts", "compute", "--network", network, "--platform", platform_file, "--batch",
-                     std::to_string(batch), "--compute", "real"},
-                    fmt::format("the compute of {} on {} ranks", network, ranks));
-  }
-
-  /** Compute, once per network, on the base platform. */
-  std::string compute_calibration(const std::string& network) {
-    const fs::path file = fs::path(out_) / "calibration" / (fs::path(network).stem().string() + "_compute.json");
-    if (!usable_platform(file)) calibrate_compute(file, network, base_platform_);
-    return file.string();
-  }
-
-  /** Compute measured again over `platform_file` (its network and progress kept), into the next
-   *  free STEM-recalibrated-N.json beside it: a run found the machine computing off the speed
-   *  that file was calibrated at (a shared machine drifts over minutes to hours). */
-  std::string recalibrated_compute(const std::string& network, const std::string& platform_file) {
-    const std::string group = group_calibration(platform_file);  // numbered from the group's calibration
-    std::string file;
-    for (int n = 1; file.empty() || fs::exists(file); ++n) file = recalibrated_platform_file(group, n);
-    calibrate_compute(file, network, platform_file);
-    return file;
-  }
-
-  /** Network and progress, once per (network, link setting, rank count), from the network's
-   *  compute calibration: collective curves in the runs' collective mode, and the progress
-   *  mechanisms in their progress and compute modes. */
-  std::string calibration(const std::string& network, std::size_t link, int ranks, const std::string& compute) {
-    const std::string stem = fmt::format("{}_{}_p{}", fs::path(network).stem().string(), grid_.links[link].key(), ranks);
-    const fs::path file = fs::path(out_) / "calibration" / (stem + ".json");
-    if (usable_platform(file)) return file.string();
-    const std::string compute_file = compute_calibration(network);
-    const std::int64_t batch = *std::max_element(grid_.batches.begin(), grid_.batches.end());
-    const double largest = largest_message_bytes(network, ranks);
-    run_calibration(file, ranks,
-                    {"--calibrate-parts", "network,progress", "--network", network, "--platform", compute_file,
-                     "--batch", std::to_string(batch), "--max-message", fmt::format("{:.0f}", largest),
-                     "--comm-progress", grid_.comm_progress, "--collectives", grid_.collectives, "--compute", compute},
-                    fmt::format("{} on {}, {} ranks (messages up to {})", network, grid_.links[link].label(), ranks,
-                                format_bytes(largest)));
-    return file.string();
-  }
-
-  /** One run of `spec_file` on the target, its trace into `trace_file` (cnnpar-run's --trace
-   *  overrides the spec's), retried once: a run on a shared machine can fail for reasons of the
-   *  moment (a stall timeout). */
-  void run_measured(const ValidationConfig& config, const std::string& spec_file, const ChildOptions& child,
-                    const std::string& trace_file) {
-    int status = 1;
-    for (int attempt = 0; attempt < 2 && status != 0; ++attempt) {
-      fs::remove(trace_file);
-      status = run_child(target_->command(config.strategy.ranks,
-                                          {executor_, "--spec", spec_file, "--trace", trace_file, "--quiet"}),
-                         child);
-    }
-    if (status != 0 || !fs::exists(trace_file))
-      throw std::runtime_error(fmt::format("cnnpar-run failed twice (status {}); see {}", status, child.output_file));
-  }
-
-  /** One configuration's prediction from a calibrated platform, and the run spec measuring it. */
-  struct Prediction {
-    std::string platform_file;
-    std::map<std::string, Trace> traces;  ///< by engine
-    const Trace& reference() const { return traces.count("analytic") ? traces.at("analytic") : traces.begin()->second; }
   };
-
-  /** Predicts `config` from `platform_file` with every engine and writes FOLDER/spec.json, the
-   *  run that measures it on that platform. */
-  Prediction predict(const ValidationConfig& config, const std::string& platform_file, const fs::path& folder) {
-    // The same schedule on the calibrated platform, the executor's FP32 messages. Its iteration
-    // time sets how many iterations the run needs (measure_seconds).
-    const Network network = load_network(config.network);
-    Platform platform = load_platform(platform_file);
-    platform.network.element_bytes = kExecutorElementBytes;
-    StrategyOptions strategy = config.strategy;
-    if (grid_.measure_seconds > 0) {
-      const Schedule first = build_schedule(network, platform, strategy);
-      verify_or_throw(first, "<schedule " + strategy.name + ">", &network);
-      const double predicted_s = compute_metrics(replay_once(first, platform, EngineSettings{})).iteration_s;
-      strategy.iterations = run_iterations(grid_, predicted_s);
-    }
-    const Schedule schedule = build_schedule(network, platform, strategy);
-    verify_or_throw(schedule, "<schedule " + strategy.name + ">", &network);
-
-    RunSpec spec;
-    spec.network = config.network;
-    spec.platform = platform_file;
-    spec.strategy = strategy;
-    spec.compute = config.compute;
-    spec.comm_progress = grid_.comm_progress;
-    spec.collectives = grid_.collectives;
-    spec.threads = 1;
-    spec.timeout_s = kRunStallTimeout_s;
-    spec.trace = (folder / "measured.json").string();
-    write_file_atomic((folder / "spec.json").string(), to_json(spec).dump(2) + "\n");
-    Prediction prediction;
-    prediction.platform_file = platform_file;
-    for (const std::string& engine : engines_) prediction.traces[engine] = replay_once(schedule, platform, {.name = engine});
-    return prediction;
-  }
-
-  /** Calibrated, predicted, run and compared. `platform_file` is the group's calibration; when
-   *  this configuration calibrates compute again, it becomes the new file for the rest. */
-  ConfigResult measure_one(const ValidationConfig& config, std::string& platform_file) {
-    const fs::path folder = run_folder(config);
-    fs::create_directories(folder);
-    const std::string measured_file = (folder / "measured.json").string();
-    const std::string spec_file = (folder / "spec.json").string();
-    // The predictions first: the analytic one times the undisturbed ops of each run (compute speed check).
-    Prediction prediction = predict(config, platform_file, folder);
-
-    ChildOptions child;
-    child.output_file = (folder / "run.log").string();
-    // A real-compute run on a machine that computed off its calibrated speed (other load on a
-    // shared machine) is measured again, at most grid.run_attempts runs; the run nearest the
-    // calibration is kept as measured.json, every run's trace stays as run-N.json. When the
-    // first run is off, the machine is likely to have drifted since calibration: compute is
-    // calibrated again and predicted again before the runs that count (runs from the second).
-    const bool real = config.compute == "real";
-    const bool may_recalibrate = real && grid_.recalibrate_compute && grid_.run_attempts > 1;
-    int attempts = real ? grid_.run_attempts : 1;
-    std::vector<double> ratios;
-    std::size_t kept = 0, first_counted = 0;
-    nlohmann::json kept_document;
-    Trace measured;
-    for (int attempt = 1; attempt <= kMaxRunAttempts + 1; ++attempt)  // runs of an interrupted earlier call
-      fs::remove(folder / fmt::format("run-{}.json", attempt));
-    const auto distance = [](double ratio) { return ratio < 0 ? 0.0 : std::abs(ratio - 1); };  // nearest 1 is kept
-    for (int attempt = 1; attempt <= attempts; ++attempt) {
-      const std::string attempt_file = (folder / fmt::format("run-{}.json", attempt)).string();
-      run_measured(config, spec_file, child, attempt_file);
-      nlohmann::json document = read_json_file(attempt_file);
-      Trace run = trace_from_json(document, attempt_file);
-      const Trace& reference = prediction.reference();
-      check_comparable(reference, run, reference.engine, attempt_file, false);
-      // Sleep compute takes the calibrated times by construction: nothing to check.
-      const std::optional<ComputeSpeedCheck> speed = real ? compute_speed_check(reference, run) : std::nullopt;
-      ratios.push_back(speed ? speed->ratio : -1);
-      if (ratios.size() - 1 == first_counted || distance(ratios.back()) < distance(ratios[kept])) {
-        kept = ratios.size() - 1;
-        kept_document = std::move(document);
-        measured = std::move(run);
-      }
-      if (!compute_speed_off(ratios.back(), grid_.compute_speed_tolerance_percent)) break;
-      if (attempt == 1 && may_recalibrate) {
-        say(fmt::format("{}: run 1: its undisturbed GEMMs took {:.2f} times their calibrated time; calibrating compute "
-                        "again",
-                        config_label(grid_, config), ratios.back()));
-        platform_file = recalibrated_compute(config.network, platform_file);
-        prediction = predict(config, platform_file, folder);
-        first_counted = 1;
-        ++attempts;  // run 1 measured the old calibration: run_attempts runs against the new one
-        continue;
-      }
-      say(fmt::format("{}: run {} of {}: its undisturbed GEMMs took {:.2f} times their calibrated time{}",
-                      config_label(grid_, config), attempt, attempts, ratios.back(),
-                      attempt < attempts ? "; measuring again" : ""));
-    }
-    const TraceMetrics measured_metrics = compute_metrics(measured);
-
-    ConfigResult result;
-    result.key = config_key(grid_, config);
-    result.label = config_label(grid_, config);
-    result.network = config.network;
-    result.strategy = strategy_label(config.strategy);
-    result.link = grid_.links[config.link].label();
-    result.batch = config.strategy.global_batch;
-    result.ranks = config.strategy.ranks;
-    result.compute = config.compute;
-    result.settings = config_settings(grid_, config);
-    result.platform = prediction.platform_file;
-    result.compute_recalibrated = first_counted > 0;
-    result.load_average = run_load_average(measured).value_or(-1);  // -1: not recorded
-    result.compute_speed_ratio = ratios[kept];
-    result.attempt_compute_speed_ratios = ratios;
-    result.measured = fidelity_metrics(measured_metrics);
-    OutputTransaction outputs;
-    outputs.file(measured_file, kept_document.dump() + "\n");
-    for (const std::string& engine : engines_) {
-      const Trace& trace = prediction.traces.at(engine);
-      check_comparable(trace, measured, engine, measured_file, false);
-      const TraceMetrics predicted_metrics = compute_metrics(trace);
-      result.predicted[engine] = fidelity_metrics(predicted_metrics);
-      result.diagnosis[engine] =
-          diagnose(trace, predicted_metrics, measured, measured_metrics, grid_.iteration_tolerance_percent);
-      outputs.file((folder / (engine + ".json")).string(), to_json(trace).dump() + "\n");
-    }
-    outputs.file((folder / "result.json").string(), to_json(result).dump(2) + "\n");
-    outputs.commit();
-    return result;
-  }
-
-  void write_report(const std::vector<ValidationConfig>& configs, const std::vector<std::optional<ConfigResult>>& results) {
-    std::vector<ConfigResult> finished;
-    for (const auto& result : results)
-      if (result) finished.push_back(*result);
-    ValidationReport report = summarize_validation(grid_, finished);
-    nlohmann::json environment = {{"written", utc_timestamp()}, {"work_folder", out_}, {"engines", engines_}};
-    char host[256] = {};
-    ::gethostname(host, sizeof host - 1);
-    environment["host"] = host;
-    if (target_) environment["target"] = target_->describe();
-    nlohmann::json calibrations = nlohmann::json::array();
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(fs::path(out_) / "calibration", ec))
-      if (entry.path().extension() == ".json" && entry.path().filename() != "base.json")
-        calibrations.push_back(entry.path().filename().string());
-    std::sort(calibrations.begin(), calibrations.end());
-    environment["calibrations"] = calibrations;
-    report.environment = environment;
-    fit_into(report);
-    fs::create_directories(report_);
-    OutputTransaction outputs;
-    outputs.file((fs::path(report_) / "report.json").string(), to_json(report).dump(2) + "\n");
-    outputs.file((fs::path(report_) / "report.md").string(), validation_markdown(report));
-    outputs.file((fs::path(report_) / "report.csv").string(), validation_csv(report));
-    outputs.commit();
-    if (o_.quiet) return;
+#endif
+  if (!o.quiet)
+    options.say = [](const std::string& line) {
+      std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+    };
+  ValidationRun validation(std::move(grid), std::move(options));
+  validation.check();
+  const ValidationOutcome outcome = validation.run();
+  if (!o.quiet) {
+    const ValidationReport& report = outcome.report;
     std::printf("cnnpar validate: %zu of %zu configurations measured; report in %s/report.{json,md,csv}\n",
-                finished.size(), configs.size(), report_.c_str());
+                report.results.size(), outcome.configurations, outcome.report_folder.c_str());
     for (const auto& [engine, s] : report.engines)
       std::printf("  %-8s MAPE %.1f %% (max %.1f %%, %d within %g %%), R mean abs. error %.1f points, rankings %d of %zu as measured\n",
                   engine.c_str(), s.mape_percent, s.max_abs_error_percent, s.within_tolerance,
-                  grid_.iteration_tolerance_percent, s.r_mae_points, s.ranking_groups_agreeing, report.rankings.size());
+                  report.iteration_tolerance_percent, s.r_mae_points, s.ranking_groups_agreeing, report.rankings.size());
   }
-
-  const ValidateOptions& o_;
-  ValidationGrid grid_;
-  std::vector<std::string> engines_;
-  std::string out_, report_;
-  std::unique_ptr<RunTarget> target_;
-  std::string executor_;
-  std::string base_platform_;
-};
-
-int run_validate(const ValidateOptions& o) {
-  ValidationGrid grid = load_validation_grid(o.grid);
-  Validation validation(o, std::move(grid));
-  validation.check();
-  return validation.run();
+  return outcome.failures > 0 ? 1 : 0;
 }
 
 }  // namespace

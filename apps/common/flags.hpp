@@ -72,7 +72,7 @@ CLI::Option* slowdown(CLI::App& app, std::vector<std::string>& texts);
 // Launching cnnpar-run (cnnpar run, cnnpar calibrate).
 CLI::Option* mpiexec(CLI::App& app, std::string& command);
 CLI::Option* hostfile(CLI::App& app, std::string& path);
-/** --testbed NAME: launch through that testbed's mpiexec (launch/mpi_launch.hpp testbed_launcher). */
+/** --testbed NAME: launch through that testbed's mpiexec (launch/launcher.hpp testbed_launcher). */
 CLI::Option* testbed(CLI::App& app, std::string& name);
 
 }  // namespace cnnpar::cli::flags

@@ -8,7 +8,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "launch/mpi_launch.hpp"
+#include "launch/launcher.hpp"
 #include "base/error.hpp"
 
 namespace {
@@ -42,23 +42,23 @@ TEST_CASE("a launcher command splits into the words /bin/sh makes of it", "[cli]
     INFO(text);
     // $ is the one difference by design: cnnpar expands nothing.
     if (text.find('$') != std::string::npos) {
-      CHECK(cnnpar::cli::mpi_launch::split_command(text) == std::vector<std::string>{"$HOMEx"});
+      CHECK(cnnpar::launch::split_command(text) == std::vector<std::string>{"$HOMEx"});
       continue;
     }
-    CHECK(cnnpar::cli::mpi_launch::split_command(text) == shell_words(text));
+    CHECK(cnnpar::launch::split_command(text) == shell_words(text));
   }
 }
 
 TEST_CASE("a launcher command that does not split is bad input naming --mpiexec", "[cli][launcher]") {
   for (const std::string text : {"", "   ", "mpiexec 'open", "mpiexec \"open", "mpiexec \\"}) {
     INFO(text);
-    CHECK_THROWS_AS(cnnpar::cli::mpi_launch::split_command(text), cnnpar::InputError);
+    CHECK_THROWS_AS(cnnpar::launch::split_command(text), cnnpar::InputError);
   }
-  CHECK_THROWS_WITH(cnnpar::cli::mpi_launch::split_command("srun 'x"), Catch::Contains("--mpiexec"));
+  CHECK_THROWS_WITH(cnnpar::launch::split_command("srun 'x"), Catch::Contains("--mpiexec"));
 }
 
 TEST_CASE("the command appends the host file, -n P and the executor", "[cli][launcher]") {
-  using cnnpar::cli::mpi_launch::command;
+  using cnnpar::launch::command;
   CHECK(command("srun --mpi=pmi2", "", 4, "/bin/cnnpar-run", {"--spec", "s.json"}) ==
         std::vector<std::string>{"srun", "--mpi=pmi2", "-n", "4", "/bin/cnnpar-run", "--spec", "s.json"});
   CHECK(command("mpiexec", "/etc/hostname", 2, "x", {}) ==

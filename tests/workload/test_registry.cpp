@@ -2,7 +2,9 @@
 // run-spec that carries a run from `cnnpar run` to `cnnpar-run`.
 #include <catch2/catch.hpp>
 
+#include <fstream>
 #include <set>
+#include <string>
 
 #include "base/error.hpp"
 #include "workload/run_spec.hpp"
@@ -13,18 +15,38 @@
 using namespace cnnpar;
 
 TEST_CASE("registry: every strategy is registered once with a builder and a documented schema") {
+  // The registration table, read as text: one registered strategy per line of it.
+  std::ifstream table(CNNPAR_SOURCE_DIR "/workload/strategies/registered.def");
+  REQUIRE(table);
+  std::size_t lines = 0;
+  for (std::string line; std::getline(table, line);) lines += line.rfind("CNNPAR_STRATEGY(", 0) == 0 ? 1 : 0;
+  CHECK(lines == strategy_registry().size());
+  CHECK(strategy_names().size() == strategy_registry().size());
+
   std::set<std::string> names;
   for (const StrategySpec& spec : strategy_registry()) {
     INFO(spec.name);
     CHECK(names.insert(spec.name).second);
+    // A name is a flag value and a CSV cell: lower case, digits and '_'.
+    CHECK(!spec.name.empty());
+    CHECK(spec.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos);
     CHECK(spec.build != nullptr);
     CHECK(!spec.summary.empty());
+    CHECK(spec.min_ranks >= 1);
     for (const OptionSpec& o : spec.options) {
       CHECK(!o.help.empty());
       CHECK_NOTHROW(o.default_value());  // the default parses and lies in its own range
     }
+    // A run-time probe is asked for and resolved by the same unit.
+    CHECK((spec.probes_ranks == nullptr) == (spec.resolve_probe == nullptr));
+    // The speedup baseline is a registered strategy that runs on one rank.
+    StrategyOptions options;
+    options.name = spec.name;
+    options.ranks = 2 * spec.min_ranks;
+    const StrategyOptions baseline = single_rank_baseline(options);
+    CHECK(baseline.ranks == 1);
+    CHECK(strategy_spec(baseline.name).min_ranks == 1);
   }
-  CHECK(names == std::set<std::string>{"dp", "dp_layerwise", "dp_buckets", "lee", "per_layer", "hybrid", "veeriah", "conv_split"});
   // A key means one thing everywhere: k is lee's chunk size in lee, per_layer and hybrid.
   for (const SharedOption& shared : all_strategy_options())
     if (shared.spec.key == "k") CHECK(shared.strategies == std::vector<std::string>{"lee", "per_layer", "hybrid"});

@@ -1,27 +1,23 @@
-#pragma once
-// Starting `mpiexec -n P cnnpar-run ...` from `cnnpar run` / `cnnpar calibrate`, or through a
-// testbed's launcher (--testbed). cnnpar never links MPI (libsimgrid exports MPI_* symbols), so
-// the executor is a separate program found beside the running cnnpar binary. Header-only: used by cmd_run.cpp and
-// cmd_calibrate.cpp.
+#include "launch/launcher.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <optional>
 #include <stdexcept>
-#include <string>
-#include <vector>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "base/child_process.hpp"
 #include "base/error.hpp"
 #include "testbed/testbed.hpp"
 
-namespace cnnpar::cli::mpi_launch {
+namespace cnnpar::launch {
 
-/** Path of cnnpar-run: $CNNPAR_RUN, else next to /proc/self/exe (same folder, bin/, ../bin,
- *  real/, ../real). @throws std::runtime_error naming the places searched. */
-inline std::string find_executor() {
+std::string find_executor() {
   namespace fs = std::filesystem;
   if (const char* env = std::getenv("CNNPAR_RUN"); env && *env) {
     if (fs::exists(env)) return env;
@@ -30,20 +26,17 @@ inline std::string find_executor() {
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   const fs::path dir = ec ? fs::current_path() : self.parent_path();
-  std::string searched;
+  std::vector<std::string> searched;
   for (const fs::path& candidate : {dir / "cnnpar-run", dir / "bin" / "cnnpar-run", dir / ".." / "bin" / "cnnpar-run",
                                     dir / "real" / "cnnpar-run", dir / ".." / "real" / "cnnpar-run"}) {
     if (fs::exists(candidate)) return fs::weakly_canonical(candidate).string();
-    searched += (searched.empty() ? "" : ", ") + candidate.string();
+    searched.push_back(candidate.string());
   }
-  throw std::runtime_error("cannot find cnnpar-run (searched " + searched +
-                           "); build it with CNNPAR_WITH_MPI=ON or set CNNPAR_RUN");
+  throw std::runtime_error(fmt::format("cannot find cnnpar-run (searched {}); build it with CNNPAR_WITH_MPI=ON or set CNNPAR_RUN",
+                                       fmt::join(searched, ", ")));
 }
 
-/** When OPENBLAS_NUM_THREADS is unset, sets it for the child to the cores this machine has
- *  per rank (at least 1): P ranks on one host each running all-core BLAS oversubscribe the
- *  cores. Returns the value the child will see. */
-inline std::string default_blas_threads(int ranks) {
+std::string default_blas_threads(int ranks) {
   if (const char* set = std::getenv("OPENBLAS_NUM_THREADS"); set && *set) return set;
   const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
   const std::string value = std::to_string(std::max(1L, cores / std::max(1, ranks)));
@@ -51,12 +44,7 @@ inline std::string default_blas_threads(int ranks) {
   return value;
 }
 
-/** Splits a launcher command the way a POSIX shell splits words: blanks separate words,
- *  '...' keeps everything literally, "..." keeps everything but \\, \" and \$ escapes, and a
- *  backslash outside quotes escapes the next character. Nothing is expanded ($VAR, globs).
- *  @throws InputError("command line", option, text, reason) for an unterminated quote or
- *  an empty command. */
-inline std::vector<std::string> split_command(const std::string& text, const std::string& option = "--mpiexec") {
+std::vector<std::string> split_command(const std::string& text, const std::string& option) {
   std::vector<std::string> words;
   std::string word;
   bool in_word = false;
@@ -95,10 +83,7 @@ inline std::vector<std::string> split_command(const std::string& text, const std
   return words;
 }
 
-/** LAUNCHER... [-f HOSTFILE] -n P <cnnpar-run> args..., the launcher given as its words.
- *  @throws InputError for a host file that does not exist, or a host file with srun (Slurm
- *  takes the hosts from the allocation). */
-inline std::vector<std::string> command(const std::vector<std::string>& launcher, const std::string& hostfile,
+std::vector<std::string> command(const std::vector<std::string>& launcher, const std::string& hostfile,
                                         int ranks, const std::string& executor, const std::vector<std::string>& args) {
   std::vector<std::string> out = launcher;
   if (!hostfile.empty()) {
@@ -117,18 +102,12 @@ inline std::vector<std::string> command(const std::vector<std::string>& launcher
   return out;
 }
 
-/** The same with the launcher as one command line (--mpiexec), split by split_command.
- *  @throws InputError also for a launcher that does not split. */
-inline std::vector<std::string> command(const std::string& launcher, const std::string& hostfile, int ranks,
+std::vector<std::string> command(const std::string& launcher, const std::string& hostfile, int ranks,
                                         const std::string& executor, const std::vector<std::string>& args) {
   return command(split_command(launcher), hostfile, ranks, executor, args);
 }
 
-/** The launcher words of --testbed NAME for `ranks` ranks (one per node).
- *  @throws InputError("command line", FLAG, VALUE, reason) with --mpiexec (`mpiexec`, when
- *  given) or --hostfile given too, when not root, when no testbed NAME exists, or for more
- *  ranks (--nodes) than it has nodes. @throws std::runtime_error for a damaged testbed. */
-inline std::vector<std::string> testbed_launcher(const std::string& name, const std::optional<std::string>& mpiexec,
+std::vector<std::string> testbed_launcher(const std::string& name, const std::optional<std::string>& mpiexec,
                                                  const std::string& hostfile, int ranks) {
   if (mpiexec)
     throw InputError("command line", "--mpiexec", *mpiexec, "--testbed brings its own mpiexec: give one of the two");
@@ -146,22 +125,30 @@ inline std::vector<std::string> testbed_launcher(const std::string& name, const 
   return bed->launcher();
 }
 
-/** A file path in the temporary folder, removed when this object goes out of scope. */
-class TemporaryPath {
- public:
-  explicit TemporaryPath(const std::string& stem) {
-    path_ = (std::filesystem::temp_directory_path() / (stem + "-" + std::to_string(::getpid()) + ".json")).string();
-  }
-  ~TemporaryPath() {
-    std::error_code ec;
-    std::filesystem::remove(path_, ec);
-  }
-  TemporaryPath(const TemporaryPath&) = delete;
-  TemporaryPath& operator=(const TemporaryPath&) = delete;
-  const std::string& path() const { return path_; }
+std::vector<std::string> launcher_words(const ExecutorLaunch& launch) {
+  if (launch.testbed.empty()) return split_command(launch.mpiexec);
+  return testbed_launcher(launch.testbed, launch.mpiexec_given ? std::optional(launch.mpiexec) : std::nullopt,
+                          launch.hostfile, launch.ranks);
+}
 
- private:
-  std::string path_;
-};
+int run_executor(const ExecutorLaunch& launch, const std::vector<std::string>& launcher,
+                 const std::vector<std::string>& args, const std::string& who, bool quiet) {
+  const std::vector<std::string> argv = command(launcher, launch.hostfile, launch.ranks, find_executor(), args);
+  if (launch.threads > 0) ::setenv("OPENBLAS_NUM_THREADS", std::to_string(launch.threads).c_str(), 1);
+  std::string shown = "OPENBLAS_NUM_THREADS=" + default_blas_threads(launch.ranks);
+  for (const std::string& part : argv) shown += " " + part;
+  if (!quiet) std::printf("%s: %s\n", who.c_str(), shown.c_str());
+  std::fflush(stdout);
+  return run_child(argv);
+}
 
-}  // namespace cnnpar::cli::mpi_launch
+TemporaryPath::TemporaryPath(const std::string& stem) {
+  path_ = (std::filesystem::temp_directory_path() / (stem + "-" + std::to_string(::getpid()) + ".json")).string();
+}
+
+TemporaryPath::~TemporaryPath() {
+  std::error_code ec;
+  std::filesystem::remove(path_, ec);
+}
+
+}  // namespace cnnpar::launch
