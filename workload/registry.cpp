@@ -13,14 +13,14 @@
 namespace cnnpar {
 
 namespace strategies {
-#define CNNPAR_STRATEGY(unit) StrategySpec unit();
+#define CNNPAR_STRATEGY(name) StrategySpec name##_strategy();
 #include "workload/strategies/registered.def"
 #undef CNNPAR_STRATEGY
 }  // namespace strategies
 
 const std::vector<StrategySpec>& strategy_registry() {
   static const std::vector<StrategySpec> registry = {
-#define CNNPAR_STRATEGY(unit) strategies::unit(),
+#define CNNPAR_STRATEGY(name) strategies::name##_strategy(),
 #include "workload/strategies/registered.def"
 #undef CNNPAR_STRATEGY
   };

@@ -4,9 +4,9 @@
 // validate and its builder. The CLI flags and their --help, study files, Schedule::options
 // and the run-spec that `cnnpar run` hands to `cnnpar-run` all come from the schema.
 //
-// Adding a strategy: its builder file under workload/strategies/ (with a function returning its
-// StrategySpec), its test, its line in workload/strategies/registered.def and its source line in
-// workload/CMakeLists.txt.
+// Adding a strategy: its builder file workload/strategies/NAME.cpp (NAME_strategy() returns its
+// StrategySpec), its line CNNPAR_STRATEGY(NAME) in workload/strategies/registered.def (the build
+// takes the source from it), and its test.
 #include <span>
 #include <string>
 #include <string_view>

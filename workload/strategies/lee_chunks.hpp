@@ -1,6 +1,6 @@
 #pragma once
 // Lee et al.'s two parameters, shared by lee and by per_layer and hybrid (`--sync chunks`): k,
-// the counted layers in the first gradient chunk, and f, the replicated fc layers (lee.cpp).
+// the counted layers in the first gradient chunk, and f, the replicated fc layers.
 #include <cstdint>
 
 #include "model/network.hpp"
