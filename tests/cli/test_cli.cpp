@@ -360,7 +360,12 @@ TEST_CASE("cnnpar --version and cnnpar list", "[cli]") {
   r = run(dir, "list strategies --json " + json.string());
   CHECK(r.status == 0);
   const nlohmann::json document = nlohmann::json::parse(slurp(json));
-  CHECK(document.at("strategies").size() == 8);
+  // One per line of the registration table, read as text.
+  std::ifstream table(CNNPAR_SOURCE_DIR "/workload/strategies/registered.def");
+  std::size_t registered = 0;
+  for (std::string line; std::getline(table, line);) registered += line.rfind("CNNPAR_STRATEGY(", 0) == 0 ? 1 : 0;
+  CHECK(registered >= 8);  // the eight of the papers at least
+  CHECK(document.at("strategies").size() == registered);
   CHECK(!document.contains("networks"));
   r = run(dir, "list galaxies");
   CHECK(r.status == 2);
