@@ -166,9 +166,9 @@ ExistingSweepRows read_sweep_csv(const std::string& file, const std::string& hea
     std::vector<std::string> fields;
     if (!split_csv_line(line, fields) || fields.size() != all_fields)
       throw InputError(file, where, line, fmt::format("expected a row of {} fields", all_fields));
-    std::string key;
-    for (std::size_t f = 0; f < key_fields; ++f) key += (f ? "," : "") + csv_field(fields[f]);
-    rows.lines_by_key[key] = line + "\n";
+    std::vector<std::string> key;
+    for (std::size_t f = 0; f < key_fields; ++f) key.push_back(csv_field(fields[f]));
+    rows.lines_by_key[fmt::format("{}", fmt::join(key, ","))] = line + "\n";
   }
   return rows;
 }

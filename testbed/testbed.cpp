@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.hpp"
 #include "base/json_node.hpp"
@@ -69,10 +70,10 @@ void allow_congestion_control_in_namespaces() {
   if (!available.empty() && !has(available))
     throw std::runtime_error(fmt::format("the testbed runs TCP {} in its nodes, and this kernel does not offer it "
                                          "({} lists: {})",
-                                         kTcpCongestionControl, available_file, joined(available)));
+                                         kTcpCongestionControl, available_file, fmt::join(available, " ")));
   allowed.push_back(kTcpCongestionControl);
   std::ofstream out(allowed_file);
-  out << joined(allowed) + "\n";
+  out << fmt::format("{}\n", fmt::join(allowed, " "));
   out.close();
   if (!out || !has(proc_words(allowed_file)))
     throw std::runtime_error(fmt::format("could not add TCP {} to {} (the testbed's nodes run it)",

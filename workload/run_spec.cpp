@@ -7,6 +7,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.hpp"
 #include "base/json_node.hpp"
@@ -88,14 +89,11 @@ CalibrationParts parse_calibration_parts(const std::string& text, const std::str
 }
 
 std::string to_string(const CalibrationParts& parts) {
-  std::string out;
+  std::vector<std::string> names;
   for (const auto& [set, name] : {std::pair{parts.compute, "compute"}, std::pair{parts.network, "network"},
                                   std::pair{parts.progress, "progress"}})
-    if (set) {
-      if (!out.empty()) out += ',';
-      out += name;
-    }
-  return out;
+    if (set) names.push_back(name);
+  return fmt::format("{}", fmt::join(names, ","));
 }
 
 std::uint64_t parse_seed(const std::string& text, const std::string& file, const std::string& path) {

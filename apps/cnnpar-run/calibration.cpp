@@ -9,6 +9,7 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "apps/cnnpar-run/backends.hpp"
 #include "apps/cnnpar-run/failure.hpp"
@@ -48,10 +49,11 @@ void print_compute_calibration(const ComputeSummary& c, const Platform& p) {
               p.nodes.memory_bandwidth_Bps / 1e9, p.nodes.call_overhead_s * 1e6, c.memory_points, c.op_outliers,
               c.memory.outliers, p.iteration_overhead_s * 1e3, p.input_per_image_s * 1e6);
   if (!p.nodes.kernel_memory_bandwidth_Bps.empty()) {
-    std::string classes;
+    std::vector<std::string> classes;
     for (const auto& [kernel, bandwidth_Bps] : p.nodes.kernel_memory_bandwidth_Bps)
-      classes += fmt::format("{}{} {:.3f}", classes.empty() ? "" : ", ", to_string(kernel), bandwidth_Bps / 1e9);
-    std::printf("cnnpar-run: memory bandwidth by kernel class (GB/s): %s\n", classes.c_str());
+      classes.push_back(fmt::format("{} {:.3f}", to_string(kernel), bandwidth_Bps / 1e9));
+    std::printf("cnnpar-run: memory bandwidth by kernel class (GB/s): %s\n",
+                fmt::format("{}", fmt::join(classes, ", ")).c_str());
   }
   if (c.measured_iteration_s > 0)
     std::printf("cnnpar-run: iteration at per-rank batch %lld: measured %.4f s, modelled %.4f s (%+.1f %%)\n",

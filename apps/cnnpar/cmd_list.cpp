@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "apps/cnnpar/commands.hpp"
@@ -87,11 +88,11 @@ void print(const std::string& what, const nlohmann::json& rows) {
                   row.at("peak_flops").get<double>() / 1e9, row.at("bandwidth_Bps").get<double>() / 1e9,
                   row.at("latency_s").get<double>() * 1e6, row.at("topology").get<std::string>().c_str());
     else if (what == "strategies") {
-      std::string options;
+      std::vector<std::string> options;
       for (const auto& [key, value] : row.at("options").items())
-        options += fmt::format("{}{} {}", options.empty() ? "" : ", ", key, value.get<std::string>().empty() ? "\"\"" : value.get<std::string>());
+        options.push_back(fmt::format("{} {}", key, value.get<std::string>().empty() ? "\"\"" : value.get<std::string>()));
       std::printf("  %-13s %s%s\n", row.at("name").get<std::string>().c_str(), row.at("summary").get<std::string>().c_str(),
-                  options.empty() ? "" : fmt::format(" [{}]", options).c_str());
+                  options.empty() ? "" : fmt::format(" [{}]", fmt::join(options, ", ")).c_str());
     } else
       std::printf("  %-26s %s\n", row.at("name").get<std::string>().c_str(), row.at("title").get<std::string>().c_str());
   }

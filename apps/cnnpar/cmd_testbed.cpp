@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "apps/cnnpar/commands.hpp"
@@ -190,11 +191,7 @@ int run(const RunOptions& o) {
   command.push_back("-n");
   command.push_back(std::to_string(ranks));
   command.insert(command.end(), o.program.begin(), o.program.end());
-  if (!o.quiet) {
-    std::string shown;
-    for (const std::string& word : command) shown += (shown.empty() ? "" : " ") + word;
-    std::printf("cnnpar testbed run: %s\n", shown.c_str());
-  }
+  if (!o.quiet) std::printf("cnnpar testbed run: %s\n", fmt::format("{}", fmt::join(command, " ")).c_str());
   const int status = run_child(command);
   if (!o.quiet && session.created() && !o.keep)
     std::printf("cnnpar testbed run: removing testbed %s\n", wanted.name.c_str());

@@ -29,6 +29,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.hpp"
 #include "base/json_node.hpp"
@@ -107,13 +108,11 @@ LayerAssignment parse_assignment(const Network& network, const std::string& text
 }
 
 std::string to_string(const Network& network, const LayerAssignment& assignment) {
-  std::string text;
-  for (std::size_t l = 0; l < network.layers.size(); ++l) {
-    if (!network.layers[l].has_parameters()) continue;
-    if (!text.empty()) text += ',';
-    text += network.layers[l].spec.name + '=' + cnnpar::to_string(assignment.kinds[l]);
-  }
-  return text;
+  std::vector<std::string> entries;
+  for (std::size_t l = 0; l < network.layers.size(); ++l)
+    if (network.layers[l].has_parameters())
+      entries.push_back(network.layers[l].spec.name + '=' + cnnpar::to_string(assignment.kinds[l]));
+  return fmt::format("{}", fmt::join(entries, ","));
 }
 
 // ---- the plan: regions and transitions per layer --------------------------------------
