@@ -267,7 +267,7 @@ Testbed Testbed::create(const Spec& spec) {
     try {
       testbed::destroy(spec.name);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "cnnpar: could not remove the half-made testbed %s: %s\n", spec.name.c_str(), e.what());
+      fmt::print(stderr, "cnnpar: could not remove the half-made testbed {}: {}\n", spec.name, e.what());
     }
     throw;
   }
@@ -352,8 +352,8 @@ Session::~Session() {
   try {
     testbed_->destroy();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "cnnpar: could not remove testbed %s: %s (run `cnnpar testbed destroy --name %s`)\n",
-                 testbed_->spec().name.c_str(), e.what(), testbed_->spec().name.c_str());
+    fmt::print(stderr, "cnnpar: could not remove testbed {0}: {1} (run `cnnpar testbed destroy --name {0}`)\n",
+               testbed_->spec().name, e.what());
   }
 }
 

@@ -2,7 +2,6 @@
 // numbers, measured traces) by GSL's nonlinear least squares (experiments/fit.hpp); prints the
 // fitted values with their uncertainty, every observation's residual, leave-one-out
 // cross-validation and held-out studies; writes the fitted platform JSON.
-#include <cstdio>
 #include <memory>
 #include <set>
 #include <string>
@@ -216,7 +215,7 @@ int run_fit(const FitCommandOptions& o) {
   if (!o.json_out.empty()) outputs.file(o.json_out, to_json(report).dump(2) + "\n");
   outputs.commit();
   if (!o.quiet && o.out != "-" && o.json_out != "-")
-    std::printf("%s\nfitted platform: %s\n", format_fit_report(report).c_str(), o.out.c_str());
+    fmt::print("{}\nfitted platform: {}\n", format_fit_report(report), o.out);
   return 0;
 }
 
