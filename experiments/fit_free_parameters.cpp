@@ -9,12 +9,10 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
-#include "experiments/fit_text.hpp"
+#include "base/text.hpp"
 #include "workload/overrides.hpp"
 
 namespace cnnpar {
-
-using detail::split;
 
 std::string FreeParameter::text(double value) const { return fmt::format("{}{}", value, unit); }
 

@@ -11,6 +11,7 @@
 
 #include "base/error.hpp"
 #include "base/json_node.hpp"
+#include "base/text.hpp"
 #include "workload/registry.hpp"
 
 namespace cnnpar {
@@ -73,17 +74,12 @@ void check_gemm_backend_name(const std::string& text, const std::string& file, c
 
 CalibrationParts parse_calibration_parts(const std::string& text, const std::string& file, const std::string& path) {
   CalibrationParts parts{false, false, false};
-  std::size_t begin = 0;
-  for (;;) {
-    const std::size_t comma = text.find(',', begin);
-    const std::string part = text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+  for (const std::string& part : split(text, ',')) {
     bool* flag = part == "compute" ? &parts.compute : part == "network" ? &parts.network
                                                     : part == "progress" ? &parts.progress : nullptr;
     if (!flag) throw InputError(file, path, text, "expected a comma list of compute, network and progress");
     if (*flag) throw InputError(file, path, text, "'" + part + "' is listed twice");
     *flag = true;
-    if (comma == std::string::npos) break;
-    begin = comma + 1;
   }
   return parts;
 }

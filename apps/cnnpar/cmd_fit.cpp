@@ -18,6 +18,7 @@
 #include "engines/registry.hpp"
 #include "base/json_node.hpp"
 #include "base/output_files.hpp"
+#include "base/text.hpp"
 #include "workload/overrides.hpp"
 #include "model/scenarios.hpp"
 #include "workload/study.hpp"
@@ -55,13 +56,8 @@ LoadedStudy read_study(const std::string& name_or_path) {
 std::vector<std::string> comma_list(const std::vector<std::string>& texts) {
   std::vector<std::string> items;
   for (const std::string& text : texts) {
-    std::size_t begin = 0;
-    for (;;) {
-      const std::size_t comma = text.find(',', begin);
-      items.push_back(text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin));
-      if (comma == std::string::npos) break;
-      begin = comma + 1;
-    }
+    const std::vector<std::string> parts = split(text, ',');
+    items.insert(items.end(), parts.begin(), parts.end());
   }
   return items;
 }
