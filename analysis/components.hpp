@@ -29,7 +29,9 @@
 //  * conv_per_rank_s       each rank's conv-op seconds;
 //  * conv_spread           max/min − 1 of conv_per_rank_s over the ranks with conv work (the
 //                          master holds a share too), 0 with fewer than two;
-//  * workers_conv_spread   the same over the workers only (ranks 1..P−1: issue 12's measure);
+//  * workers_conv_spread   the same over the workers only (ranks 1..P−1): the balance of the
+//                          shares without the master, which keeps at least one map of every
+//                          layer whatever its share;
 //  * upload_elements       Eq. 2 at the trace's global batch (needs the network);
 //  * upload_bytes          upload_elements × the platform's network.element_bytes.
 // The conv layers are those named in the trace's options.kernel_counts.

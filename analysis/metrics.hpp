@@ -22,7 +22,8 @@
 //    are over ranks, then the median over measured iterations;
 //  * load balance = mean / max compute over ranks (1 = perfectly balanced);
 //    busy time of a rank = its compute per iteration, median over measured iterations, and
-//    busy_min_max = min / max busy time over ranks (issue 12's load balance, 1 = balanced);
+//    busy_min_max = min / max busy time over ranks (1 = balanced: the figure heterogeneous
+//    nodes are judged by, as in Marques et al.);
 //    synchronisation waiting = BPT-CNN Eq. 8: Σ_i Σ_j (max_j' t_j'(i) − t_j(i)) with t the
 //    compute time, summed over measured iterations;
 //  * communication volume: bytes a rank hands to its collectives per iteration (size

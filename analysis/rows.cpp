@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.hpp"
 #include "base/output_files.hpp"
@@ -50,17 +51,19 @@ ConfigColumns config_columns(const nlohmann::json& strategy_options, const std::
     config.batch = batch->get<std::int64_t>();
   // The strategy's own options in its schema's order; a strategy unknown to this build (a
   // trace from another version) keeps no options rather than failing the CSV.
+  std::vector<std::string> options;
   for (const StrategySpec& spec : strategy_registry()) {
     if (spec.name != config.strategy) continue;
     for (const OptionSpec& option : spec.options) {
       const auto value = strategy_options.find(option.key);
       if (value == strategy_options.end() || (value->is_string() && value->get<std::string>().empty())) continue;
-      config.options += fmt::format("{}{}={}", config.options.empty() ? "" : " ", option.key,
-                                    value->is_string() ? value->get<std::string>() : value->dump());
+      options.push_back(
+          fmt::format("{}={}", option.key, value->is_string() ? value->get<std::string>() : value->dump()));
     }
   }
   if (const auto columns = strategy_options.find("columns"); columns != strategy_options.end() && columns->is_string())
-    config.options += fmt::format("{}columns={}", config.options.empty() ? "" : " ", columns->get<std::string>());
+    options.push_back("columns=" + columns->get<std::string>());
+  config.options = fmt::format("{}", fmt::join(options, " "));
   return config;
 }
 

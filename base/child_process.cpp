@@ -51,6 +51,7 @@ void end_with_parent(pid_t parent) {
 
 [[noreturn]] void exec_or_exit(const std::vector<char*>& args) {
   ::execvp(args[0], args.data());
+  // stdio, not fmt: nothing between fork and exec allocates (another thread may hold malloc's lock).
   std::fprintf(stderr, "cnnpar: cannot start %s: %s\n", args[0], std::strerror(errno));
   std::_Exit(127);
 }

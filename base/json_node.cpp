@@ -13,6 +13,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.hpp"
 #include "base/limits.hpp"
@@ -238,12 +239,9 @@ void JsonNode::check_keys(std::initializer_list<std::string_view> allowed) const
   for (auto it = value_->begin(); it != value_->end(); ++it) {
     bool known = false;
     for (auto name : allowed) known = known || name == it.key();
-    if (!known) {
-      std::string names;
-      for (auto name : allowed) names += (names.empty() ? "" : ", ") + std::string(name);
+    if (!known)
       throw InputError(file_, path_ + "/" + escape_token(it.key()), value_text(it.value()),
-                       fmt::format("unknown member \"{}\" (expected one of: {})", it.key(), names));
-    }
+                       fmt::format("unknown member \"{}\" (expected one of: {})", it.key(), fmt::join(allowed, ", ")));
   }
 }
 

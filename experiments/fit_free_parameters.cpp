@@ -9,12 +9,10 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
-#include "experiments/fit_text.hpp"
+#include "base/text.hpp"
 #include "workload/overrides.hpp"
 
 namespace cnnpar {
-
-using detail::split;
 
 std::string FreeParameter::text(double value) const { return fmt::format("{}{}", value, unit); }
 
@@ -25,25 +23,6 @@ std::string FreeParameter::unit_label() const {
 }
 
 namespace {
-
-// The value at a dotted platform path ("nodes.kinds.0.peak"), or null.
-const nlohmann::json* find_path(const nlohmann::json& root, const std::string& path) {
-  const nlohmann::json* node = &root;
-  for (const std::string& key : split(path, '.')) {
-    if (node->is_object()) {
-      const auto found = node->find(key);
-      if (found == node->end()) return nullptr;
-      node = &*found;
-    } else if (node->is_array()) {
-      const bool digits = !key.empty() && key.size() <= 9 && key.find_first_not_of("0123456789") == std::string::npos;
-      if (!digits || std::stoul(key) >= node->size()) return nullptr;
-      node = &(*node)[std::stoul(key)];
-    } else {
-      return nullptr;
-    }
-  }
-  return node;
-}
 
 // Optional fields whose documented default the platform's JSON form leaves out (docs/formats.md):
 // read from the parsed platform, so the default is the parser's, not a copy of it.
@@ -108,8 +87,9 @@ std::optional<NumericValue> platform_value(const Platform& platform, const nlohm
     }
   }
   const nlohmann::json canonical = to_json(platform);
-  const nlohmann::json* found = find_path(canonical, path);
-  if (found == nullptr) found = find_path(document, path);  // fields the JSON form leaves out
+  const nlohmann::json::json_pointer pointer = platform_pointer(path);
+  const nlohmann::json* found = value_at(canonical, pointer);
+  if (found == nullptr) found = value_at(document, pointer);  // fields the JSON form leaves out
   if (found == nullptr) return std::nullopt;
   std::optional<NumericValue> value = numeric(*found, path);
   if (!value) *not_numeric = found->dump();

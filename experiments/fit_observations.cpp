@@ -11,7 +11,7 @@
 
 #include "analysis/metrics.hpp"
 #include "base/error.hpp"
-#include "experiments/fit_text.hpp"
+#include "base/text.hpp"
 #include "experiments/report.hpp"
 #include "model/scenarios.hpp"
 #include "workload/node_list.hpp"
@@ -20,8 +20,6 @@
 #include "workload/trace_configuration.hpp"
 
 namespace cnnpar {
-
-using detail::split;
 
 std::string Observation::label() const {
   if (quantity == "max_speedup") return series + ": maximum speedup";

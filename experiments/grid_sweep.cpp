@@ -200,15 +200,16 @@ void apply_sweep_file(const std::string& path, const std::function<bool(const st
     std::vector<std::string> axes;
     for (const std::string& name : root.at("axes").keys()) {
       const JsonNode list = root.at("axes").at(name);
-      std::string text = name + "=";
       const std::vector<JsonNode> items = list.items();
       if (items.empty()) list.fail("an axis needs at least one value");
-      for (std::size_t i = 0; i < items.size(); ++i) {
-        const nlohmann::json& raw = items[i].raw();
+      std::vector<std::string> values;
+      for (const JsonNode& item : items) {
+        const nlohmann::json& raw = item.raw();
         const std::string value = raw.is_string() ? raw.get<std::string>() : raw.dump();
-        if (value.empty() || value.find(',') != std::string::npos) items[i].fail("an axis value is a non-empty text without ','");
-        text += (i ? "," : "") + value;
+        if (value.empty() || value.find(',') != std::string::npos) item.fail("an axis value is a non-empty text without ','");
+        values.push_back(value);
       }
+      const std::string text = fmt::format("{}={}", name, fmt::join(values, ","));
       parse_axis(text, path, list.path());
       // An axis given on the command line replaces the file's axis of that name.
       const bool overridden = std::any_of(s.axes.begin(), s.axes.end(),

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "experiments/report_tables.hpp"
 
@@ -140,9 +141,7 @@ std::string study_gnuplot(const Study& study, const StudyResult& result, const s
                                     gnuplot_quoted(fmt::format("paper: {} (maximum, nodes not stated)", series.label)),
                                     style.colour));
   }
-  script += plots + "plot ";
-  for (std::size_t i = 0; i < clauses.size(); ++i) script += (i ? ", \\\n     " : "") + clauses[i];
-  return script + "\n";
+  return fmt::format("{}{}plot {}\n", script, plots, fmt::join(clauses, ", \\\n     "));
 }
 
 std::string overlap_gnuplot(const Study& study, const StudyResult& result, const std::string& svg_name) {
@@ -160,9 +159,7 @@ std::string overlap_gnuplot(const Study& study, const StudyResult& result, const
                                   gnuplot_quoted(result.series[i].file_stem + ".csv"), gnuplot_quoted(result.series[i].label),
                                   style.dash_type, style.point_type, style.colour));
   }
-  script += "plot ";
-  for (std::size_t i = 0; i < clauses.size(); ++i) script += (i ? ", \\\n     " : "") + clauses[i];
-  return script + "\n";
+  return fmt::format("{}plot {}\n", script, fmt::join(clauses, ", \\\n     "));
 }
 
 std::string timeline_gnuplot(const Trace& trace, const std::string& title, const std::string& svg_name) {
@@ -183,7 +180,8 @@ std::string timeline_gnuplot(const Trace& trace, const std::string& title, const
   }
   if (!(end_s > begin_s)) begin_s = 0, end_s = 1e-3;
   // x in ms from the iteration's start; each bar is x, y, x_low, x_high, y_low, y_high.
-  std::string compute, comm, waits, ytics;
+  std::string compute, comm, waits;
+  std::vector<std::string> ytics;
   const auto bar = [&](std::string& out, double start_s, double stop_s, double y) {
     const double a = std::max(start_s, begin_s), b = std::min(stop_s, end_s);
     if (b <= a) return;
@@ -198,8 +196,8 @@ std::string timeline_gnuplot(const Trace& trace, const std::string& title, const
       bar(comm, c.comm_start_s, c.comm_end_s, y + 1);
       bar(waits, c.wait_start_s, c.wait_end_s, y);
     }
-    ytics += fmt::format("{}'rank {} compute' {}, 'rank {} comm' {}, 'rank {} wait' {}", k ? ", " : "", rank.rank, y + 2,
-                         rank.rank, y + 1, rank.rank, y);
+    ytics.push_back(fmt::format("'rank {} compute' {}, 'rank {} comm' {}, 'rank {} wait' {}", rank.rank, y + 2, rank.rank,
+                                y + 1, rank.rank, y));
   }
   // An empty block would make gnuplot stop; a zero-width bar far outside keeps the key entry.
   const auto block = [](const char* name, const std::string& rows) {
@@ -215,7 +213,7 @@ std::string timeline_gnuplot(const Trace& trace, const std::string& title, const
       "     $comm using 1:2:3:4:5:6 with boxxyerror lc rgb '#E69F00' title 'collective in progress (T_c)', \\\n"
       "     $waits using 1:2:3:4:5:6 with boxxyerror lc rgb '#D55E00' title 'waiting for it'\n",
       220 + 60 * shown.size(), gnuplot_quoted(svg_name), gnuplot_quoted(title), iteration,
-      (end_s - begin_s) * 1e3, 3 * shown.size(), ytics, block("compute", compute), block("comm", comm),
+      (end_s - begin_s) * 1e3, 3 * shown.size(), fmt::join(ytics, ", "), block("compute", compute), block("comm", comm),
       block("waits", waits));
 }
 

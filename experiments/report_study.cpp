@@ -6,6 +6,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "analysis/components.hpp"
 #include "base/error.hpp"
@@ -174,18 +175,18 @@ std::vector<OrderingCheck> ordering_checks(const Study& study, const StudyResult
         // The series with the highest speedup at the node count (or the highest maximum).
         const SeriesResult* best = nullptr;
         double best_speedup = 0;
-        std::string values;
+        std::vector<std::string> values;
         for (const SeriesResult& series : result.series) {
           const SweepRow* row = ordering.nodes > 0 ? row_at(series, ordering.nodes) : nullptr;
           const double speedup = ordering.nodes > 0 ? (row ? row->speedup : 0.0) : max_speedup(series);
-          values += fmt::format("{}{} {:.1f}", values.empty() ? "" : ", ", series.label, speedup);
+          values.push_back(fmt::format("{} {:.1f}", series.label, speedup));
           if (!best || speedup > best_speedup) {
             best = &series;
             best_speedup = speedup;
           }
         }
         check.reproduced = best && best->label == ordering.labels[0];
-        check.predicted = fmt::format("{} is best ({}{})", best ? best->label : "none", values,
+        check.predicted = fmt::format("{} is best ({}{})", best ? best->label : "none", fmt::join(values, ", "),
                                       ordering.nodes > 0 ? fmt::format(" at {} nodes", ordering.nodes) : ", maxima");
         break;
       }

@@ -10,6 +10,7 @@
 
 #include "base/error.hpp"
 #include "base/output_files.hpp"
+#include "base/text.hpp"
 #include "workload/overrides.hpp"
 #include "workload/registry.hpp"
 
@@ -27,16 +28,11 @@ SweepAxis parse_axis(const std::string& text, const std::string& origin, const s
   axis.name = text.substr(0, equals);
   const std::string list = text.substr(equals + 1);
   if (list.empty()) throw InputError(origin, flag, text, "the axis " + axis.name + " has no values");
-  std::size_t begin = 0;
-  for (;;) {
-    const std::size_t comma = list.find(',', begin);
-    const std::string value = list.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+  for (const std::string& value : split(list, ',')) {
     if (value.empty()) throw InputError(origin, flag, text, "an empty value in the axis " + axis.name);
     if (std::find(axis.values.begin(), axis.values.end(), value) != axis.values.end())
       throw InputError(origin, flag, text, fmt::format("{} appears twice in the axis {}", value, axis.name));
     axis.values.push_back(value);
-    if (comma == std::string::npos) break;
-    begin = comma + 1;
   }
   return axis;
 }
@@ -166,9 +162,9 @@ ExistingSweepRows read_sweep_csv(const std::string& file, const std::string& hea
     std::vector<std::string> fields;
     if (!split_csv_line(line, fields) || fields.size() != all_fields)
       throw InputError(file, where, line, fmt::format("expected a row of {} fields", all_fields));
-    std::string key;
-    for (std::size_t f = 0; f < key_fields; ++f) key += (f ? "," : "") + csv_field(fields[f]);
-    rows.lines_by_key[key] = line + "\n";
+    std::vector<std::string> key;
+    for (std::size_t f = 0; f < key_fields; ++f) key.push_back(csv_field(fields[f]));
+    rows.lines_by_key[fmt::format("{}", fmt::join(key, ","))] = line + "\n";
   }
   return rows;
 }

@@ -6,6 +6,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.hpp"
 #include "base/json_node.hpp"
@@ -199,11 +200,11 @@ std::string validation_fit_markdown(const ValidationFit& fit) {
       fit.held_out, fit.held_out_mape_before_percent, fit.held_out_mape_after_percent);
   md += "| platform | observed | fitted | held out | MAPE calibrated | MAPE fitted |\n|---|---:|---|---:|---:|---:|\n";
   for (const ValidationFitGroup& g : fit.groups) {
-    std::string values;
+    std::vector<std::string> fitted;
     for (std::size_t i = 0; i < g.free.size() && i < g.fitted.size(); ++i)
-      values += fmt::format("{}{} = {}{}", values.empty() ? "" : ", ", g.free[i].path, g.free[i].text(g.fitted[i]),
-                            g.sigma[i] ? fmt::format(" ± {:.2g}", *g.sigma[i]) : std::string());
-    if (!g.skipped.empty()) values = "not fitted: " + g.skipped;
+      fitted.push_back(fmt::format("{} = {}{}", g.free[i].path, g.free[i].text(g.fitted[i]),
+                                   g.sigma[i] ? fmt::format(" ± {:.2g}", *g.sigma[i]) : std::string()));
+    const std::string values = g.skipped.empty() ? fmt::format("{}", fmt::join(fitted, ", ")) : "not fitted: " + g.skipped;
     // The calibrations share the work folder's calibration/ (the report's environment names it).
     std::string platform = std::filesystem::path(g.platform).filename().string();
     if (g.platforms > 1) platform += fmt::format(" (+{} recalibrated)", g.platforms - 1);

@@ -1,5 +1,5 @@
 #pragma once
-// Real runs feed the fit (issue 11): the measured runs of a validation are observations for
+// Real runs feed the fit: the measured runs of a validation are observations for
 // `cnnpar fit`'s least squares. Configurations predicted on one calibrated platform (or on a
 // recalibration of its compute) form a group;
 // in each, the grid's free parameters are fitted to the runs its `fit.observe` selects, and the

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/output_files.hpp"
 
@@ -76,10 +77,6 @@ namespace {
 
 std::string yes_no(bool value) { return value ? "yes" : "no"; }
 
-std::string join(const std::vector<std::string>& items, const char* separator) {
-  return fmt::format("{}", fmt::join(items, separator));
-}
-
 }  // namespace
 
 std::string validation_markdown(const ValidationReport& report) {
@@ -111,7 +108,8 @@ std::string validation_markdown(const ValidationReport& report) {
                                  : "",
       report.run_attempts, speed["remeasured"].get<int>(), speed["remeasured"].get<int>() == 1 ? " was" : "s were",
       speed["recalibrated"].get<int>(), speed["still_off"].size(),
-      speed["still_off"].empty() ? "" : ": " + join(speed["still_off"].get<std::vector<std::string>>(), ", "));
+      speed["still_off"].empty() ? ""
+                                 : fmt::format(": {}", fmt::join(speed["still_off"].get<std::vector<std::string>>(), ", ")));
 
   if (!report.mape_by.empty()) {
     md += "## Where the error is\n\nMAPE of iteration time by one dimension of the grid:\n\n";
@@ -155,8 +153,8 @@ std::string validation_markdown(const ValidationReport& report) {
     for (std::size_t i = 0; i < 2 * report.engines.size() + 1; ++i) md += "---|";
     md += "\n";
     for (const RankingGroup& g : report.rankings) {
-      md += fmt::format("| {} | {} |", g.label, join(g.measured_order, " < "));
-      for (const auto& [engine, s] : report.engines) md += fmt::format(" {} |", join(g.predicted_order.at(engine), " < "));
+      md += fmt::format("| {} | {} |", g.label, fmt::join(g.measured_order, " < "));
+      for (const auto& [engine, s] : report.engines) md += fmt::format(" {} |", fmt::join(g.predicted_order.at(engine), " < "));
       md += fmt::format(" {} |", g.decided_pairs);
       for (const auto& [engine, s] : report.engines)
         md += fmt::format(" {} ({}/{}) |", yes_no(g.agrees.at(engine)), g.agreeing_pairs.at(engine), g.decided_pairs);

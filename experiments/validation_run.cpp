@@ -20,6 +20,7 @@
 #include "base/error.hpp"
 #include "base/json_node.hpp"
 #include "base/output_files.hpp"
+#include "base/text.hpp"
 #include "base/units.hpp"
 #include "engines/registry.hpp"
 #include "experiments/validate_target.hpp"
@@ -45,14 +46,10 @@ constexpr double kMostLargestMessage_bytes = 256.0 * 1024 * 1024;
 
 std::vector<std::string> parse_validation_engines(const std::string& text) {
   std::vector<std::string> engines;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t comma = std::min(text.find(',', start), text.size());
-    const std::string engine = text.substr(start, comma - start);
+  for (const std::string& engine : split(text, ',')) {
     if (engine != "analytic" && engine != "simgrid")
       throw InputError("command line", "--engines", text, "engines are analytic and simgrid, comma-separated");
     if (std::find(engines.begin(), engines.end(), engine) == engines.end()) engines.push_back(engine);
-    start = comma + 1;
   }
   return engines;
 }

@@ -6,6 +6,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.hpp"
 #include "base/json_node.hpp"
@@ -39,10 +40,9 @@ ScenarioDocument load_scenario(const std::string& folder, const std::string& nam
       return {parse_json_text(file.content, origin), origin};
     }
   }
-  std::string known;
-  for (const std::string& name : scenario_names(folder)) known += (known.empty() ? "" : ", ") + name;
   throw InputError("<command line>", "/", name_or_path,
-                   fmt::format("unknown {} (known: {}; or give a path to a .json file)", folder, known));
+                   fmt::format("unknown {} (known: {}; or give a path to a .json file)", folder,
+                               fmt::join(scenario_names(folder), ", ")));
 }
 
 std::vector<std::string> scenario_names(const std::string& folder) {

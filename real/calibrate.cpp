@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "base/output_files.hpp"
@@ -71,21 +73,21 @@ std::string describe_source(const Network& network, const Platform& base, const 
   }
   if (result.measured.network) {
     int outliers = 0, repeats = 0;
-    std::string ends;
+    std::vector<std::string> ends;
     for (const CollectiveCurve& curve : result.collectives) {
       for (const CollectivePoint& point : curve.points) {
         outliers += point.measured_s.outliers;
         repeats += point.measured_s.count;
       }
-      if (!curve.stopped.empty())
-        ends += fmt::format("{}{} up to {:.0f} B", ends.empty() ? "" : ", ", curve.kind, curve.points.back().bytes);
+      if (!curve.stopped.empty()) ends.push_back(fmt::format("{} up to {:.0f} B", curve.kind, curve.points.back().bytes));
     }
     text += fmt::format(
         "; network: send, allreduce, allgather, reduce_scatter and bcast over {} ranks, {:.0f} B .. {:.0f} B{}, "
         "median of isolated repeats below {:.0f} B, mean of back-to-back repeats from it ({} of {} repeats "
         "outlying), {}",
         size, o.min_message_bytes, o.max_message_bytes,
-        ends.empty() ? "" : fmt::format(" ({}: larger sizes predicted beyond {:g} s per transfer)", ends, o.max_transfer_s),
+        ends.empty() ? "" : fmt::format(" ({}: larger sizes predicted beyond {:g} s per transfer)", fmt::join(ends, ", "),
+                                        o.max_transfer_s),
         kChainFromBytes, outliers, repeats,
         result.network_note.empty()
             ? std::string("robust latency/bandwidth fit, piecewise message factors, reduction rate")

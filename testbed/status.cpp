@@ -4,6 +4,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.hpp"
 #include "base/json_node.hpp"
@@ -67,13 +68,13 @@ std::string rate_text(double rate_Bps) {
 
 std::string processes_text(const std::vector<Process>& processes) {
   if (processes.empty()) return "none";
-  std::string text;
+  std::vector<std::string> texts;
   for (const Process& p : processes) {
     std::string program = p.command.substr(0, p.command.find(' '));
     program = program.substr(program.rfind('/') == std::string::npos ? 0 : program.rfind('/') + 1);
-    text += (text.empty() ? "" : ", ") + fmt::format("{} {}", p.pid, program);
+    texts.push_back(fmt::format("{} {}", p.pid, program));
   }
-  return text;
+  return fmt::format("{}", fmt::join(texts, ", "));
 }
 
 nlohmann::json to_json(const Shaping& s) {

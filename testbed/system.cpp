@@ -15,6 +15,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.hpp"
 
@@ -57,17 +58,11 @@ std::string node_address(int index) { return fmt::format("{}{}", kSubnetPrefix, 
 std::string switch_port(int index) { return fmt::format("p{}", index); }
 std::string state_folder(const std::string& name) { return fmt::format("{}/{}", kStateRoot, name); }
 
-std::string joined(const std::vector<std::string>& argv) {
-  std::string text;
-  for (const std::string& word : argv) text += (text.empty() ? "" : " ") + word;
-  return text;
-}
-
 CapturedOutput run_ok(const std::vector<std::string>& argv) {
   CapturedOutput result = run_captured(argv);
   if (result.status != 0)
     throw std::runtime_error(
-        fmt::format("`{}` failed (status {}): {}", joined(argv), result.status, first_line(result.err)));
+        fmt::format("`{}` failed (status {}): {}", fmt::join(argv, " "), result.status, first_line(result.err)));
   return result;
 }
 
@@ -152,9 +147,8 @@ void end_processes(const std::vector<std::string>& namespaces, double grace_s) {
   signal_all(SIGKILL);
   wait_until(kKillWait_s, SIGKILL);
   if (left.empty()) return;
-  std::string pids;
-  for (const int pid : left) pids += (pids.empty() ? "" : ", ") + std::to_string(pid);
-  throw std::runtime_error("processes survived SIGKILL in the testbed's namespaces: " + pids);
+  throw std::runtime_error(
+      fmt::format("processes survived SIGKILL in the testbed's namespaces: {}", fmt::join(left, ", ")));
 }
 
 }  // namespace cnnpar::testbed::detail

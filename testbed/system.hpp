@@ -27,8 +27,6 @@ std::string node_address(int index);
 std::string switch_port(int index);
 std::string state_folder(const std::string& name);
 
-/** `argv` joined by blanks, for messages. */
-std::string joined(const std::vector<std::string>& argv);
 /** Runs argv; @throws std::runtime_error "`ARGV` failed (status N): STDERR" unless it exits 0. */
 CapturedOutput run_ok(const std::vector<std::string>& argv);
 

@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.hpp"
 #include "base/json_node.hpp"
@@ -69,10 +70,10 @@ void allow_congestion_control_in_namespaces() {
   if (!available.empty() && !has(available))
     throw std::runtime_error(fmt::format("the testbed runs TCP {} in its nodes, and this kernel does not offer it "
                                          "({} lists: {})",
-                                         kTcpCongestionControl, available_file, joined(available)));
+                                         kTcpCongestionControl, available_file, fmt::join(available, " ")));
   allowed.push_back(kTcpCongestionControl);
   std::ofstream out(allowed_file);
-  out << joined(allowed) + "\n";
+  out << fmt::format("{}\n", fmt::join(allowed, " "));
   out.close();
   if (!out || !has(proc_words(allowed_file)))
     throw std::runtime_error(fmt::format("could not add TCP {} to {} (the testbed's nodes run it)",
@@ -266,7 +267,7 @@ Testbed Testbed::create(const Spec& spec) {
     try {
       testbed::destroy(spec.name);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "cnnpar: could not remove the half-made testbed %s: %s\n", spec.name.c_str(), e.what());
+      fmt::print(stderr, "cnnpar: could not remove the half-made testbed {}: {}\n", spec.name, e.what());
     }
     throw;
   }
@@ -351,8 +352,8 @@ Session::~Session() {
   try {
     testbed_->destroy();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "cnnpar: could not remove testbed %s: %s (run `cnnpar testbed destroy --name %s`)\n",
-                 testbed_->spec().name.c_str(), e.what(), testbed_->spec().name.c_str());
+    fmt::print(stderr, "cnnpar: could not remove testbed {0}: {1} (run `cnnpar testbed destroy --name {0}`)\n",
+               testbed_->spec().name, e.what());
   }
 }
 

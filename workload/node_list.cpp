@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "base/text.hpp"
 #include "base/limits.hpp"
 
 namespace cnnpar {
@@ -29,11 +30,9 @@ int parse_count(std::string_view text, const std::string& whole, const std::stri
 
 std::vector<int> parse_node_list(const std::string& text, const std::string& origin, const std::string& option) {
   std::vector<int> nodes;
-  std::string_view rest = text;
-  if (rest.empty()) throw InputError(origin, option, text, "expected node counts like \"1-128\" (doubling), \"1-128:1\" (every count) or \"1,2,4,8\"");
-  while (true) {
-    const std::size_t comma = rest.find(',');
-    const std::string_view item = rest.substr(0, comma);
+  if (text.empty()) throw InputError(origin, option, text, "expected node counts like \"1-128\" (doubling), \"1-128:1\" (every count) or \"1,2,4,8\"");
+  for (const std::string& part : split(text, ',')) {
+    const std::string_view item = part;
     const std::size_t dash = item.find('-');
     if (dash == std::string_view::npos) {
       nodes.push_back(parse_count(item, text, origin, option));
@@ -52,8 +51,6 @@ std::vector<int> parse_node_list(const std::string& text, const std::string& ori
         for (long p = first; p <= last; p += step) nodes.push_back(int(p));
       }
     }
-    if (comma == std::string_view::npos) break;
-    rest = rest.substr(comma + 1);
   }
   std::sort(nodes.begin(), nodes.end());
   nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "base/text.hpp"
 #include "workload/registry.hpp"
 
 namespace cnnpar {
@@ -20,6 +21,20 @@ bool is_strategy_option(const std::string& path) {
   for (const SharedOption& option : all_strategy_options())
     if (option.spec.key == path) return true;
   return false;
+}
+
+nlohmann::json::json_pointer platform_pointer(const std::string& path) {
+  nlohmann::json::json_pointer pointer;
+  for (const std::string& key : split(path, '.')) pointer /= key;
+  return pointer;
+}
+
+const nlohmann::json* value_at(const nlohmann::json& document, const nlohmann::json::json_pointer& pointer) {
+  try {
+    return document.contains(pointer) ? &document.at(pointer) : nullptr;
+  } catch (const nlohmann::json::exception&) {
+    return nullptr;  // contains() throws for a list index that is no number ("", more digits than fit)
+  }
 }
 
 namespace {
@@ -53,45 +68,29 @@ nlohmann::json platform_document_with_overrides(const nlohmann::json& document, 
   std::vector<std::pair<std::string, const Override*>> pointers;  // "/network/bandwidth" -> override
   for (const Override& o : overrides) {
     if (is_strategy_option(o.path)) continue;
-    nlohmann::json* node = &edited;
-    std::string pointer;
-    std::size_t begin = 0;
-    for (;;) {
-      const std::size_t dot = o.path.find('.', begin);
-      const std::string key = o.path.substr(begin, dot == std::string::npos ? std::string::npos : dot - begin);
+    const nlohmann::json::json_pointer target = platform_pointer(o.path);
+    // Walked from the root, so an error names the first key that cannot be there.
+    std::vector<nlohmann::json::json_pointer> steps;
+    for (nlohmann::json::json_pointer p = target; !p.empty(); p = p.parent_pointer()) steps.insert(steps.begin(), p);
+    for (const nlohmann::json::json_pointer& step : steps) {
+      const std::string& key = step.back();
       if (key.empty()) throw InputError(origin, flag, o.text(), "a path is keys joined by '.', e.g. network.bandwidth");
-      if (node->is_array()) {
-        // A list element by its index (nodes.kinds.0.peak); an override never adds one.
-        const bool digits = key.size() <= 9 && key.find_first_not_of("0123456789") == std::string::npos;
-        const std::size_t index = digits ? std::size_t(std::stoul(key)) : node->size();
-        if (index >= node->size())
-          throw InputError(origin, flag, o.text(),
-                           fmt::format("{} of the platform is a list of {}, so it has no element {}", pointer,
-                                       node->size(), key));
-        pointer += "/" + key;
-        nlohmann::json& element = (*node)[index];
-        if (dot == std::string::npos) {
-          element = typed_value(o.value, &element);
-          break;
-        }
-        node = &element;
-        begin = dot + 1;
-        continue;
-      }
-      if (!node->is_object())
+      if (value_at(edited, step) != nullptr) continue;
+      const nlohmann::json::json_pointer parent = step.parent_pointer();
+      const nlohmann::json& node = edited.at(parent);
+      if (node.is_array())  // a list element by its index (nodes.kinds.0.peak); an override never adds one
         throw InputError(origin, flag, o.text(),
-                         fmt::format("{} of the platform is not an object, so it has no {}", pointer.empty() ? "/" : pointer, key));
-      pointer += "/" + key;
-      if (dot == std::string::npos) {
-        const auto found = node->find(key);
-        (*node)[key] = typed_value(o.value, found == node->end() ? nullptr : &*found);
-        break;
-      }
-      if (!node->contains(key)) (*node)[key] = nlohmann::json::object();
-      node = &(*node)[key];
-      begin = dot + 1;
+                         fmt::format("{} of the platform is a list of {}, so it has no element {}", parent.to_string(),
+                                     node.size(), key));
+      if (!node.is_object())
+        throw InputError(origin, flag, o.text(),
+                         fmt::format("{} of the platform is not an object, so it has no {}",
+                                     parent.empty() ? "/" : parent.to_string(), key));
+      if (step != target) edited[step] = nlohmann::json::object();  // a key on the way that the file leaves out
     }
-    pointers.emplace_back(pointer, &o);
+    const nlohmann::json value = typed_value(o.value, value_at(edited, target));
+    edited[target] = value;
+    pointers.emplace_back(target.to_string(), &o);
   }
   try {
     parse_platform(edited, file);

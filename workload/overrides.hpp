@@ -29,6 +29,14 @@ Override parse_override(const std::string& text, const std::string& origin, cons
 /** True when `path` names a strategy option (a key of some registered strategy's schema). */
 bool is_strategy_option(const std::string& path);
 
+/** The JSON pointer of a platform path: "nodes.kinds.0.peak" -> /nodes/kinds/0/peak (every key
+ *  kept as given, an empty one too). */
+nlohmann::json::json_pointer platform_pointer(const std::string& path);
+
+/** The value `pointer` names in `document`, or nullptr when there is none (a list index that
+ *  is not one, such as "" or "01", included). */
+const nlohmann::json* value_at(const nlohmann::json& document, const nlohmann::json::json_pointer& pointer);
+
 /** The platform document with the platform paths of `overrides` applied (checked by parsing it).
  *  Each value keeps the JSON type of the field it replaces (a number for numbers, a unit
  *  string for quantities); a new field takes a number when the text is one, a boolean for true/false, JSON

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.hpp"
 #include "base/json_node.hpp"
@@ -36,9 +37,9 @@ std::vector<std::string> strategy_names() {
 const StrategySpec& strategy_spec(const std::string& name, const std::string& origin) {
   for (const StrategySpec& spec : strategy_registry())
     if (spec.name == name) return spec;
-  std::string known;
-  for (const StrategySpec& spec : strategy_registry()) known += (known.empty() ? "" : ", ") + spec.name;
-  throw InputError(origin, "/strategy", name, "unknown strategy (expected one of " + known + ")");
+  std::vector<std::string> known;
+  for (const StrategySpec& spec : strategy_registry()) known.push_back(spec.name);
+  throw InputError(origin, "/strategy", name, fmt::format("unknown strategy (expected one of {})", fmt::join(known, ", ")));
 }
 
 const OptionSpec* StrategySpec::option(const std::string& key) const {
@@ -87,11 +88,8 @@ nlohmann::json OptionSpec::parse(const std::string& text, const std::string& fil
       return value;
     }
     case OptionType::choice:
-      if (std::find(choices.begin(), choices.end(), text) == choices.end()) {
-        std::string expected;
-        for (const std::string& c : choices) expected += (expected.empty() ? "" : " | ") + c;
-        return fail("expected " + expected);
-      }
+      if (std::find(choices.begin(), choices.end(), text) == choices.end())
+        return fail(fmt::format("expected {}", fmt::join(choices, " | ")));
       return text;
     case OptionType::text:
       return text;

@@ -7,9 +7,11 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.hpp"
 #include "base/json_node.hpp"
+#include "base/text.hpp"
 #include "workload/registry.hpp"
 
 namespace cnnpar {
@@ -72,30 +74,22 @@ void check_gemm_backend_name(const std::string& text, const std::string& file, c
 
 CalibrationParts parse_calibration_parts(const std::string& text, const std::string& file, const std::string& path) {
   CalibrationParts parts{false, false, false};
-  std::size_t begin = 0;
-  for (;;) {
-    const std::size_t comma = text.find(',', begin);
-    const std::string part = text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+  for (const std::string& part : split(text, ',')) {
     bool* flag = part == "compute" ? &parts.compute : part == "network" ? &parts.network
                                                     : part == "progress" ? &parts.progress : nullptr;
     if (!flag) throw InputError(file, path, text, "expected a comma list of compute, network and progress");
     if (*flag) throw InputError(file, path, text, "'" + part + "' is listed twice");
     *flag = true;
-    if (comma == std::string::npos) break;
-    begin = comma + 1;
   }
   return parts;
 }
 
 std::string to_string(const CalibrationParts& parts) {
-  std::string out;
+  std::vector<std::string> names;
   for (const auto& [set, name] : {std::pair{parts.compute, "compute"}, std::pair{parts.network, "network"},
                                   std::pair{parts.progress, "progress"}})
-    if (set) {
-      if (!out.empty()) out += ',';
-      out += name;
-    }
-  return out;
+    if (set) names.push_back(name);
+  return fmt::format("{}", fmt::join(names, ","));
 }
 
 std::uint64_t parse_seed(const std::string& text, const std::string& file, const std::string& path) {

@@ -3,6 +3,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.hpp"
 #include "base/limits.hpp"
@@ -55,11 +56,11 @@ void validate_strategy_options(const Network& network, const StrategyOptions& op
   for (const auto& [key, value] : options.values.items()) {
     const OptionSpec* option = spec.option(key);
     if (option == nullptr) {
-      std::string known;
-      for (const OptionSpec& o : spec.options) known += (known.empty() ? "" : ", ") + o.key;
+      std::vector<std::string> known;
+      for (const OptionSpec& o : spec.options) known.push_back(o.key);
       throw InputError(origin, "/" + key, value.is_string() ? value.get<std::string>() : value.dump(),
                        fmt::format("strategy {} has no option {} (its options: {})", spec.name, key,
-                                   known.empty() ? "none" : known));
+                                   known.empty() ? "none" : fmt::format("{}", fmt::join(known, ", "))));
     }
     option->parse_value(value, origin, "/" + key);  // type and range
   }

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "apps/cnnpar-run/options.hpp"
 #include "model/network.hpp"
 #include "model/schedule.hpp"
@@ -84,8 +86,8 @@ class ProgressBackend final : public ComputeBackend {
  private:
   void report(int iteration) const {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-    std::fprintf(stderr, "cnnpar-run: iteration %d/%d%s %.4f s (rank 0)\n", iteration + 1, iterations_,
-                 iteration < warmup_ ? " (warm-up)" : "", seconds);
+    fmt::print(stderr, "cnnpar-run: iteration {}/{}{} {:.4f} s (rank 0)\n", iteration + 1, iterations_,
+               iteration < warmup_ ? " (warm-up)" : "", seconds);
   }
   ComputeBackend& inner_;
   int iterations_, warmup_;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "apps/cnnpar-run/backends.hpp"
 #include "apps/cnnpar-run/failure.hpp"
@@ -33,62 +34,61 @@ void print_calibration(const CalibrationResult& result) {
   const ComputeSummary& c = result.compute;
   const Platform& p = result.platform;
   const CalibrationParts& m = result.measured;
-  std::printf("cnnpar-run: measured %s; kept from the base platform: %s\n", to_string(m).c_str(),
-              to_string(CalibrationParts{!m.compute, !m.network, !m.progress}).c_str());
+  fmt::print("cnnpar-run: measured {}; kept from the base platform: {}\n", to_string(m),
+             to_string(CalibrationParts{!m.compute, !m.network, !m.progress}));
   if (m.compute) print_compute_calibration(c, p);
   if (m.network) print_network_calibration(result);
   if (m.progress) print_progress_calibration(result);
 }
 
 void print_compute_calibration(const ComputeSummary& c, const Platform& p) {
-  std::printf("cnnpar-run: GEMM grid: %d points (per-rank batches %lld..%lld), %d outlying repeats\n", c.gemm_points,
-              static_cast<long long>(c.batches.front()), static_cast<long long>(c.batches.back()), c.gemm_outliers);
-  std::printf("cnnpar-run: non-GEMM kernels: memory bandwidth %.3f GB/s, call overhead %.2f us (%d ops: %d outlying "
-              "repeats, %d ops beyond 3 MADs of the fit); iteration overhead %.3f ms + %.1f us per image\n",
-              p.nodes.memory_bandwidth_Bps / 1e9, p.nodes.call_overhead_s * 1e6, c.memory_points, c.op_outliers,
-              c.memory.outliers, p.iteration_overhead_s * 1e3, p.input_per_image_s * 1e6);
+  fmt::print("cnnpar-run: GEMM grid: {} points (per-rank batches {}..{}), {} outlying repeats\n", c.gemm_points,
+             c.batches.front(), c.batches.back(), c.gemm_outliers);
+  fmt::print("cnnpar-run: non-GEMM kernels: memory bandwidth {:.3f} GB/s, call overhead {:.2f} us ({} ops: {} outlying "
+             "repeats, {} ops beyond 3 MADs of the fit); iteration overhead {:.3f} ms + {:.1f} us per image\n",
+             p.nodes.memory_bandwidth_Bps / 1e9, p.nodes.call_overhead_s * 1e6, c.memory_points, c.op_outliers,
+             c.memory.outliers, p.iteration_overhead_s * 1e3, p.input_per_image_s * 1e6);
   if (!p.nodes.kernel_memory_bandwidth_Bps.empty()) {
-    std::string classes;
+    std::vector<std::string> classes;
     for (const auto& [kernel, bandwidth_Bps] : p.nodes.kernel_memory_bandwidth_Bps)
-      classes += fmt::format("{}{} {:.3f}", classes.empty() ? "" : ", ", to_string(kernel), bandwidth_Bps / 1e9);
-    std::printf("cnnpar-run: memory bandwidth by kernel class (GB/s): %s\n", classes.c_str());
+      classes.push_back(fmt::format("{} {:.3f}", to_string(kernel), bandwidth_Bps / 1e9));
+    fmt::print("cnnpar-run: memory bandwidth by kernel class (GB/s): {}\n", fmt::join(classes, ", "));
   }
   if (c.measured_iteration_s > 0)
-    std::printf("cnnpar-run: iteration at per-rank batch %lld: measured %.4f s, modelled %.4f s (%+.1f %%)\n",
-                static_cast<long long>(c.batches.back()), c.measured_iteration_s, c.modelled_iteration_s,
-                100.0 * (c.modelled_iteration_s / c.measured_iteration_s - 1));
+    fmt::print("cnnpar-run: iteration at per-rank batch {}: measured {:.4f} s, modelled {:.4f} s ({:+.1f} %)\n",
+               c.batches.back(), c.measured_iteration_s, c.modelled_iteration_s,
+               100.0 * (c.modelled_iteration_s / c.measured_iteration_s - 1));
   for (const auto& [kernel, seconds] : c.per_class_s)
-    std::printf("  %-8s measured %.4f s, modelled %.4f s (%+.1f %%)\n", kernel.c_str(), seconds.first, seconds.second,
-                100.0 * (seconds.second / seconds.first - 1));
+    fmt::print("  {:<8} measured {:.4f} s, modelled {:.4f} s ({:+.1f} %)\n", kernel, seconds.first, seconds.second,
+               100.0 * (seconds.second / seconds.first - 1));
 }
 
 void print_network_calibration(const CalibrationResult& result) {
   const Platform& p = result.platform;
   if (!result.network_note.empty())
-    std::printf("cnnpar-run: network NOT fitted (%s): the base platform's is kept\n", result.network_note.c_str());
-  std::printf("cnnpar-run: network: latency %.3f us, bandwidth %.3f GB/s, reduction rate %.3f GB/s, %zu "
-              "message-factor pieces\n",
-              p.network.latency_s * 1e6, p.network.bandwidth_Bps / 1e9, p.network.reduction_rate_Bps / 1e9,
-              p.network.message_factors.size());
+    fmt::print("cnnpar-run: network NOT fitted ({}): the base platform's is kept\n", result.network_note);
+  fmt::print("cnnpar-run: network: latency {:.3f} us, bandwidth {:.3f} GB/s, reduction rate {:.3f} GB/s, {} "
+             "message-factor pieces\n",
+             p.network.latency_s * 1e6, p.network.bandwidth_Bps / 1e9, p.network.reduction_rate_Bps / 1e9,
+             p.network.message_factors.size());
   for (const MessageFactor& f : p.network.message_factors)
-    std::printf("  from %12.0f B: latency x %.3f, bandwidth x %.3f\n", f.from_bytes, f.latency_factor, f.bandwidth_factor);
+    fmt::print("  from {:>12.0f} B: latency x {:.3f}, bandwidth x {:.3f}\n", f.from_bytes, f.latency_factor, f.bandwidth_factor);
   for (const auto& [kind, points] : p.network.kind_size_factors) {
-    std::printf("  %s steps priced as messages of", kind.c_str());
-    for (const KindSizeFactor& point : points) std::printf(" %.0f B: x %.3f;", point.bytes, point.factor);
-    std::printf(" their size\n");
+    fmt::print("  {} steps priced as messages of", kind);
+    for (const KindSizeFactor& point : points) fmt::print(" {:.0f} B: x {:.3f};", point.bytes, point.factor);
+    fmt::print(" their size\n");
   }
-  std::printf("%-15s %12s %12s %12s %8s %9s\n", "collective", "bytes", "measured s", "modelled s", "error %", "outliers");
+  fmt::print("{:<15} {:>12} {:>12} {:>12} {:>8} {:>9}\n", "collective", "bytes", "measured s", "modelled s", "error %", "outliers");
   // measured s: the median of isolated repeats, or (*) the mean of a chain of back-to-back ones
   for (const CollectiveCurve& curve : result.collectives) {
     double worst = 0;
     for (const CollectivePoint& point : curve.points) {
       const double error = 100.0 * (point.modelled_s / point.fit_s - 1);
       worst = std::max(worst, std::abs(error));
-      std::printf("%-15s %12.0f %11.4g%c %12.4g %+8.1f %5d/%-3d\n", curve.kind.c_str(), point.bytes, point.fit_s,
-                  point.chained ? '*' : ' ', point.modelled_s, error, point.measured_s.outliers, point.measured_s.count);
+      fmt::print("{:<15} {:>12.0f} {:>11.4g}{} {:>12.4g} {:>+8.1f} {:>5}/{:<3}\n", curve.kind, point.bytes, point.fit_s,
+                 point.chained ? '*' : ' ', point.modelled_s, error, point.measured_s.outliers, point.measured_s.count);
     }
-    std::printf("%-15s worst |error| %.1f %%%s%s\n", curve.kind.c_str(), worst, curve.stopped.empty() ? "" : "; ",
-                curve.stopped.c_str());
+    fmt::print("{:<15} worst |error| {:.1f} %{}{}\n", curve.kind, worst, curve.stopped.empty() ? "" : "; ", curve.stopped);
   }
 }
 
@@ -96,25 +96,24 @@ void print_progress_calibration(const CalibrationResult& result) {
   const ProgressSummary& s = result.progress;
   const Platform& p = result.platform;
   if (!result.progress_note.empty()) {
-    std::printf("cnnpar-run: progress NOT fitted (%s): the base platform's values are kept\n",
-                result.progress_note.c_str());
+    fmt::print("cnnpar-run: progress NOT fitted ({}): the base platform's values are kept\n", result.progress_note);
     return;
   }
-  std::printf("cnnpar-run: progress: %zu backward ops at per-rank batch %lld (one pass %.4f s alone), a %.0f B "
-              "allreduce (%.4f s alone)\n",
-              s.compute_ops, static_cast<long long>(s.batch), s.pass_alone_s, s.collective_bytes, s.collective_alone_s);
-  std::printf("cnnpar-run:   comm_compute_slowdown %.3f: compute under a chain of %d allreduces %+.1f %% (median of "
-              "%d rank-repeats, %d outlying)\n",
-              p.comm_compute_slowdown, s.chain, 100 * s.slowdown.median, s.slowdown.count, s.slowdown.outliers);
-  std::printf("cnnpar-run:   network.busy_bandwidth_fraction %.3f: the allreduce under %d passes of compute took "
-              "%.4f s (median of %d rank-repeats, %d outlying%s)\n",
-              p.network.busy_bandwidth_fraction, s.passes, s.collective_busy_s, s.fraction.count, s.fraction.outliers,
-              s.fraction.median != p.network.busy_bandwidth_fraction
-                  ? fmt::format("; measured {:.3f}, clamped to [{}, 1]", s.fraction.median, kMinBusyFraction).c_str()
-                  : "");
-  std::printf("cnnpar-run:   comm_start_wait_max %.6f s: the allreduce posted before those passes waited that long "
-              "for the progress thread (median of %d rank-repeats, %d outlying)\n",
-              p.comm_start_wait_max_s, s.start_wait.count, s.start_wait.outliers);
+  fmt::print("cnnpar-run: progress: {} backward ops at per-rank batch {} (one pass {:.4f} s alone), a {:.0f} B "
+             "allreduce ({:.4f} s alone)\n",
+             s.compute_ops, s.batch, s.pass_alone_s, s.collective_bytes, s.collective_alone_s);
+  fmt::print("cnnpar-run:   comm_compute_slowdown {:.3f}: compute under a chain of {} allreduces {:+.1f} % (median of "
+             "{} rank-repeats, {} outlying)\n",
+             p.comm_compute_slowdown, s.chain, 100 * s.slowdown.median, s.slowdown.count, s.slowdown.outliers);
+  fmt::print("cnnpar-run:   network.busy_bandwidth_fraction {:.3f}: the allreduce under {} passes of compute took "
+             "{:.4f} s (median of {} rank-repeats, {} outlying{})\n",
+             p.network.busy_bandwidth_fraction, s.passes, s.collective_busy_s, s.fraction.count, s.fraction.outliers,
+             s.fraction.median != p.network.busy_bandwidth_fraction
+                 ? fmt::format("; measured {:.3f}, clamped to [{}, 1]", s.fraction.median, kMinBusyFraction)
+                 : "");
+  fmt::print("cnnpar-run:   comm_start_wait_max {:.6f} s: the allreduce posted before those passes waited that long "
+             "for the progress thread (median of {} rank-repeats, {} outlying)\n",
+             p.comm_start_wait_max_s, s.start_wait.count, s.start_wait.outliers);
 }
 
 }  // namespace
@@ -153,16 +152,15 @@ int run_calibration(const Options& o, int rank, int size, bool max_message_given
   options.gemm_tile_columns = executor_tile_columns(o, options.progress_mode);
   if (rank == 0 && !o.quiet)
     options.progress = [](const std::string& line) {
-      std::printf("cnnpar-run: calibrate: %s\n", line.c_str());
+      fmt::print("cnnpar-run: calibrate: {}\n", line);
       std::fflush(stdout);
     };
   CalibrationResult result = calibrate(network, base, options, MPI_COMM_WORLD);
   if (rank == 0) {
     write_file_atomic(o.out, to_json(result.platform).dump(2) + "\n");
     print_calibration(result);
-    std::printf("cnnpar-run: wrote %s (%zu GEMM grid points%s)\n", o.out.c_str(),
-                result.platform.measured_gemm_flops.size(),
-                result.platform.measured_op_s.empty() ? "" : fmt::format(", {} op times", result.platform.measured_op_s.size()).c_str());
+    fmt::print("cnnpar-run: wrote {} ({} GEMM grid points{})\n", o.out, result.platform.measured_gemm_flops.size(),
+               result.platform.measured_op_s.empty() ? "" : fmt::format(", {} op times", result.platform.measured_op_s.size()));
   }
   mpi::barrier(MPI_COMM_WORLD, o.timeout_s, "final barrier");
   return 0;

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "base/error.hpp"
 #include "real/mpi_wrap.hpp"
 
@@ -41,7 +43,7 @@ int agree_on_failure(const std::exception_ptr& error, int rank, int size, double
   int first_failed = size, status = 0;
   mpi::allreduce(&local[0], &first_failed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, timeout_s, "set-up agreement");
   mpi::allreduce(&local[1], &status, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, timeout_s, "set-up agreement");
-  if (error && rank == first_failed) std::fprintf(stderr, "cnnpar-run: %s\n", message_of(error).c_str());
+  if (error && rank == first_failed) fmt::print(stderr, "cnnpar-run: {}\n", message_of(error));
   return status;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <thread>
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 namespace cnnpar::executor {
@@ -27,8 +28,8 @@ void finish_after_final_barrier(std::unique_ptr<mpi::Environment> environment, i
   if (mpi::finalize_can_hang(mpi::library_version()) && !mpi::ranks_share_hosts(MPI_COMM_WORLD, timeout_s)) leave_now();
   std::thread([rank] {
     std::this_thread::sleep_for(std::chrono::duration<double>(kFinalizeBound_s));
-    std::fprintf(stderr, "cnnpar-run: rank %d: MPI_Finalize did not return within %.0f s; the run is complete, leaving without it\n",
-                 rank, kFinalizeBound_s);
+    fmt::print(stderr, "cnnpar-run: rank {}: MPI_Finalize did not return within {:.0f} s; the run is complete, leaving without it\n",
+               rank, kFinalizeBound_s);
     leave_now();
   }).detach();
   environment.reset();  // MPI_Finalize

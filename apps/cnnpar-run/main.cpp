@@ -11,6 +11,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "apps/cnnpar-run/calibration.hpp"
 #include "apps/cnnpar-run/failure.hpp"
@@ -55,7 +56,7 @@ int main(int argc, char** argv) {
   try {
     environment = std::make_unique<mpi::Environment>(&argc, &argv, wants_thread_multiple(argc, argv));
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "cnnpar-run: %s\n", e.what());
+    fmt::print(stderr, "cnnpar-run: {}\n", e.what());
     return 1;
   }
   // After MPI_Init, so these handlers are the ones that stay.
@@ -84,7 +85,7 @@ int main(int argc, char** argv) {
     check_numbers(app, options);
   } catch (const InputError& e) {
     // Every rank reads the same spec and fails alike; rank 0 speaks.
-    if (rank == 0) std::fprintf(stderr, "cnnpar-run: %s\n", e.what());
+    if (rank == 0) fmt::print(stderr, "cnnpar-run: {}\n", e.what());
     return 2;
   }
 
@@ -98,9 +99,9 @@ int main(int argc, char** argv) {
     const int status = status_of(std::current_exception());
     const std::string message = e.what();
     if (message.rfind("rank ", 0) == 0) {  // stall and timeout messages already name the rank
-      std::fprintf(stderr, "cnnpar-run: %s\n", message.c_str());
+      fmt::print(stderr, "cnnpar-run: {}\n", message);
     } else {
-      std::fprintf(stderr, "cnnpar-run: rank %d: %s\n", rank, message.c_str());
+      fmt::print(stderr, "cnnpar-run: rank {}: {}\n", rank, message);
     }
     mpi::abort_world(status);
   }

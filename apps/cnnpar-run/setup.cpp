@@ -223,7 +223,7 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
   // --compute sleep sleeps its times): say so once.
   if (rank == 0)
     for (const std::string& warning : calibration_warnings(s.platform, s.schedule))
-      std::fprintf(stderr, "cnnpar-run: warning: %s\n", warning.c_str());
+      fmt::print(stderr, "cnnpar-run: warning: {}\n", warning);
 
   s.interpreter.progress = s.progress;
   s.interpreter.collectives = modes.collectives;

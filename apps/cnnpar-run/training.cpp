@@ -260,31 +260,31 @@ int run_training(const Options& o, int rank, int size) {
     if (!o.checkpoint.empty() && s.runtime) write_checkpoint_now(final_state);
 
     if (!o.quiet) {
-      std::printf("cnnpar-run: %s on %s, %d ranks, batch %lld, %d iterations (%d warm-up), %s compute, %s comm progress\n",
-                  s.schedule.strategy.c_str(), s.network.name.c_str(), size, (long long)s.schedule.global_batch,
-                  s.schedule.iterations, s.schedule.warmup_iterations, backend->mode().c_str(), to_string(s.progress));
-      std::printf("cnnpar-run: %d compute threads per rank, GEMMs on %s, im2col columns %s\n", compute_threads(),
-                  to_string(gemm_backend()), s.runtime ? (s.runtime->keep_columns() ? "kept" : "shared") : "none");
-      std::printf("cnnpar-run: peak resident memory %.1f MB (largest rank)\n", largest_rss_bytes / 1e6);
+      fmt::print("cnnpar-run: {} on {}, {} ranks, batch {}, {} iterations ({} warm-up), {} compute, {} comm progress\n",
+                 s.schedule.strategy, s.network.name, size, s.schedule.global_batch, s.schedule.iterations,
+                 s.schedule.warmup_iterations, backend->mode(), to_string(s.progress));
+      fmt::print("cnnpar-run: {} compute threads per rank, GEMMs on {}, im2col columns {}\n", compute_threads(),
+                 to_string(gemm_backend()), s.runtime ? (s.runtime->keep_columns() ? "kept" : "shared") : "none");
+      fmt::print("cnnpar-run: peak resident memory {:.1f} MB (largest rank)\n", largest_rss_bytes / 1e6);
       const TraceMetrics metrics = compute_metrics(trace);
       if (!metrics.iteration_times_s.empty()) {
         const auto [least, most] = std::minmax_element(metrics.iteration_times_s.begin(), metrics.iteration_times_s.end());
-        std::printf("cnnpar-run: iteration median %.4f s over %zu measured iterations (min %.4f s, max %.4f s, spread "
-                    "%.1f %%), wall %.3f s in all%s%s\n",
-                    metrics.iteration_s, metrics.iteration_times_s.size(), *least, *most,
-                    iteration_spread_percent(metrics), wall_s, o.trace.empty() ? "" : ", trace ", o.trace.c_str());
+        fmt::print("cnnpar-run: iteration median {:.4f} s over {} measured iterations (min {:.4f} s, max {:.4f} s, spread "
+                   "{:.1f} %), wall {:.3f} s in all{}{}\n",
+                   metrics.iteration_s, metrics.iteration_times_s.size(), *least, *most,
+                   iteration_spread_percent(metrics), wall_s, o.trace.empty() ? "" : ", trace ", o.trace);
       }
       if (s.runtime && o.resume)
-        std::printf("cnnpar-run: resumed from %s at iteration %lld, ran to iteration %lld\n", checkpoint_path.c_str(),
-                    (long long)(s.runtime->iteration() - s.schedule.iterations), (long long)s.runtime->iteration());
+        fmt::print("cnnpar-run: resumed from {} at iteration {}, ran to iteration {}\n", checkpoint_path,
+                   s.runtime->iteration() - s.schedule.iterations, s.runtime->iteration());
       if (s.runtime && !global_loss.empty())
-        std::printf("cnnpar-run: loss %.4f -> %.4f, weights %s across ranks\n", global_loss.front(), global_loss.back(),
-                    identical ? "identical" : "DIFFERENT");
+        fmt::print("cnnpar-run: loss {:.4f} -> {:.4f}, weights {} across ranks\n", global_loss.front(), global_loss.back(),
+                   identical ? "identical" : "DIFFERENT");
       std::fflush(stdout);
       // Started by `cnnpar run` (--spec), which warns with the prediction at hand.
       if (o.spec.empty())
         for (const std::string& warning : measurement_warnings(nullptr, trace))
-        std::fprintf(stderr, "cnnpar-run: warning: %s\n", warning.c_str());
+          fmt::print(stderr, "cnnpar-run: warning: {}\n", warning);
     }
   }
   mpi::barrier(MPI_COMM_WORLD, o.timeout_s, "final barrier");

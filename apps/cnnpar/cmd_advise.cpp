@@ -2,7 +2,6 @@
 // node count. The rule (Intel's criterion, with its numbers), a search over per_layer
 // assignments on the analytic engine, and a SimGrid re-check of the best few beside dp, lee and
 // hybrid. The winner is written as a file that --strategy per_layer --assign FILE reads.
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -96,23 +95,22 @@ int run_advise(const AdviseOptions& o) {
   outputs.commit();
   if (o.quiet || o.json_out == "-" || o.out == "-") return 0;
 
-  std::printf("%s on %s, batch %lld, %d nodes\n\n", network.name.c_str(), platform.name.c_str(),
-              static_cast<long long>(o.batch), nodes);
-  std::printf("The rule (Intel's note): model parallelism iff 3·in_w·in_h·MB < ofm·kw·kh, MB = %lld\n",
-              static_cast<long long>(o.batch));
-  std::printf("%-10s %16s %12s  %s\n", "layer", "3·in_w·in_h·MB", "ofm·kw·kh", "choice");
+  fmt::print("{} on {}, batch {}, {} nodes\n\n", network.name, platform.name, o.batch, nodes);
+  fmt::print("The rule (Intel's note): model parallelism iff 3·in_w·in_h·MB < ofm·kw·kh, MB = {}\n", o.batch);
+  // Literal: its spacing counts each '·' as two columns (its bytes), where fmt's widths count characters.
+  fmt::print("layer      3·in_w·in_h·MB  ofm·kw·kh  choice\n");
   for (const RuleRow& r : advice.rule)
-    std::printf("%-10s %16.0f %12.0f  %s\n", r.name.c_str(), r.data_side, r.model_side, to_string(r.choice));
+    fmt::print("{:<10} {:>16.0f} {:>12.0f}  {}\n", r.name, r.data_side, r.model_side, to_string(r.choice));
   const SearchResult& search = advice.search;
-  std::printf("\nThe search (analytic engine): %s over %zu assignments; %zu scored (%zu infeasible) in %s\n",
-              search.exhaustive ? "exhaustive" : "steepest descent with 1- and 2-layer moves from all-data, hybrid and the rule",
-              search.space, search.scored, search.infeasible, format_seconds(search.seconds).c_str());
+  fmt::print("\nThe search (analytic engine): {} over {} assignments; {} scored ({} infeasible) in {}\n",
+             search.exhaustive ? "exhaustive" : "steepest descent with 1- and 2-layer moves from all-data, hybrid and the rule",
+             search.space, search.scored, search.infeasible, format_seconds(search.seconds));
   for (std::size_t i = 0; i < search.best.size(); ++i)
-    std::printf("%3zu. %12s  R %5.1f %%  %s\n", i + 1, format_seconds(search.best[i].iteration_s).c_str(),
-                search.best[i].overlap_ratio_percent, search.best[i].text.c_str());
+    fmt::print("{:>3}. {:>12}  R {:>5.1f} %  {}\n", i + 1, format_seconds(search.best[i].iteration_s),
+               search.best[i].overlap_ratio_percent, search.best[i].text);
   std::string head = fmt::format("\n{:<8} {:>12} {:>12}", "", "analytic", advice.rechecked ? "SimGrid" : "(no SimGrid)");
   for (const std::string& reference : advice.gain_references) head += fmt::format(" {:>14}", "gain vs " + reference);
-  std::printf("%s\n", head.c_str());
+  fmt::print("{}\n", head);
   for (const AdviseCandidate& c : advice.candidates) {
     const bool sim = c.simgrid_s > 0;
     std::string line = fmt::format("{:<8} {:>12} {:>12}", c.label, format_seconds(c.analytic_s),
@@ -120,12 +118,11 @@ int run_advise(const AdviseOptions& o) {
     for (const std::string& reference : advice.gain_references)
       line += fmt::format(" {:>14}", fmt::format("{:.2f}x", advice.gain(c, reference, false)) +
                                          (sim ? fmt::format(" / {:.2f}x", advice.gain(c, reference, true)) : ""));
-    std::printf("%s\n", line.c_str());
+    fmt::print("{}\n", line);
   }
-  std::printf("(gains: analytic / SimGrid)\n\nwinner %s, written to %s:\n  %s\nnext: cnnpar predict --strategy %s "
-              "--assign %s --nodes %d   (or cnnpar run ... to measure it)\n",
-              winner.label.c_str(), o.out.c_str(), winner.options.values.at("assign").get<std::string>().c_str(),
-              winner.options.name.c_str(), o.out.c_str(), nodes);
+  fmt::print("(gains: analytic / SimGrid)\n\nwinner {}, written to {}:\n  {}\nnext: cnnpar predict --strategy {} "
+             "--assign {} --nodes {}   (or cnnpar run ... to measure it)\n",
+             winner.label, o.out, winner.options.values.at("assign").get<std::string>(), winner.options.name, o.out, nodes);
   return 0;
 }
 

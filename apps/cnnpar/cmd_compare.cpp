@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "analysis/compare.hpp"
 #include "analysis/components.hpp"
 #include "analysis/layer_breakdown.hpp"
@@ -71,14 +73,13 @@ int run_compare(const CompareOptions& o) {
   if (!o.quiet && o.json_out != "-" && o.csv_out != "-" && o.layers_csv != "-") {
     std::fputs(format_compare_table(report).c_str(), stdout);
     if (with_components)
-      std::printf("\ncomponents (median over measured iterations):\n%s",
-                  format_components_comparison(predicted_components.value_or(none), measured_components.value_or(none))
-                      .c_str());
+      fmt::print("\ncomponents (median over measured iterations):\n{}",
+                 format_components_comparison(predicted_components.value_or(none), measured_components.value_or(none)));
     if (o.per_layer)
-      std::printf("\nper layer, per iteration (max over ranks):\n%s", format_layer_comparison(layer_pairs).c_str());
+      fmt::print("\nper layer, per iteration (max over ranks):\n{}", format_layer_comparison(layer_pairs));
   }
   for (const std::string& warning : measurement_warnings(&predicted, measured))
-    std::fprintf(stderr, "cnnpar compare: warning: %s\n", warning.c_str());
+    fmt::print(stderr, "cnnpar compare: warning: {}\n", warning);
   return 0;
 }
 

@@ -2,7 +2,6 @@
 // numbers, measured traces) by GSL's nonlinear least squares (experiments/fit.hpp); prints the
 // fitted values with their uncertainty, every observation's residual, leave-one-out
 // cross-validation and held-out studies; writes the fitted platform JSON.
-#include <cstdio>
 #include <memory>
 #include <set>
 #include <string>
@@ -19,6 +18,7 @@
 #include "engines/registry.hpp"
 #include "base/json_node.hpp"
 #include "base/output_files.hpp"
+#include "base/text.hpp"
 #include "workload/overrides.hpp"
 #include "model/scenarios.hpp"
 #include "workload/study.hpp"
@@ -56,13 +56,8 @@ LoadedStudy read_study(const std::string& name_or_path) {
 std::vector<std::string> comma_list(const std::vector<std::string>& texts) {
   std::vector<std::string> items;
   for (const std::string& text : texts) {
-    std::size_t begin = 0;
-    for (;;) {
-      const std::size_t comma = text.find(',', begin);
-      items.push_back(text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin));
-      if (comma == std::string::npos) break;
-      begin = comma + 1;
-    }
+    const std::vector<std::string> parts = split(text, ',');
+    items.insert(items.end(), parts.begin(), parts.end());
   }
   return items;
 }
@@ -216,7 +211,7 @@ int run_fit(const FitCommandOptions& o) {
   if (!o.json_out.empty()) outputs.file(o.json_out, to_json(report).dump(2) + "\n");
   outputs.commit();
   if (!o.quiet && o.out != "-" && o.json_out != "-")
-    std::printf("%s\nfitted platform: %s\n", format_fit_report(report).c_str(), o.out.c_str());
+    fmt::print("{}\nfitted platform: {}\n", format_fit_report(report), o.out);
   return 0;
 }
 

@@ -1,11 +1,11 @@
 // `cnnpar list [networks|platforms|strategies|studies]`: what the embedded zoo and the
 // strategy registry offer, one line each (or JSON with --json).
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "apps/cnnpar/commands.hpp"
@@ -74,26 +74,25 @@ nlohmann::json list_studies() {
 }
 
 void print(const std::string& what, const nlohmann::json& rows) {
-  std::printf("%s:\n", what.c_str());
+  fmt::print("{}:\n", what);
   for (const nlohmann::json& row : rows) {
     if (what == "networks")
-      std::printf("  %-18s %3d layers (%2d counted), %6.1f M parameters, input %s\n",
-                  row.at("name").get<std::string>().c_str(), row.at("layers").get<int>(),
-                  row.at("counted_layers").get<int>(), row.at("parameters").get<double>() / 1e6,
-                  row.at("input").get<std::string>().c_str());
+      fmt::print("  {:<18} {:>3} layers ({:>2} counted), {:>6.1f} M parameters, input {}\n",
+                 row.at("name").get<std::string>(), row.at("layers").get<int>(), row.at("counted_layers").get<int>(),
+                 row.at("parameters").get<double>() / 1e6, row.at("input").get<std::string>());
     else if (what == "platforms")
-      std::printf("  %-18s %5d nodes, %8.1f GFLOP/s peak, %8.3g GB/s, %8.3g us, %s\n",
-                  row.at("name").get<std::string>().c_str(), row.at("nodes").get<int>(),
-                  row.at("peak_flops").get<double>() / 1e9, row.at("bandwidth_Bps").get<double>() / 1e9,
-                  row.at("latency_s").get<double>() * 1e6, row.at("topology").get<std::string>().c_str());
+      fmt::print("  {:<18} {:>5} nodes, {:>8.1f} GFLOP/s peak, {:>8.3g} GB/s, {:>8.3g} us, {}\n",
+                 row.at("name").get<std::string>(), row.at("nodes").get<int>(), row.at("peak_flops").get<double>() / 1e9,
+                 row.at("bandwidth_Bps").get<double>() / 1e9, row.at("latency_s").get<double>() * 1e6,
+                 row.at("topology").get<std::string>());
     else if (what == "strategies") {
-      std::string options;
+      std::vector<std::string> options;
       for (const auto& [key, value] : row.at("options").items())
-        options += fmt::format("{}{} {}", options.empty() ? "" : ", ", key, value.get<std::string>().empty() ? "\"\"" : value.get<std::string>());
-      std::printf("  %-13s %s%s\n", row.at("name").get<std::string>().c_str(), row.at("summary").get<std::string>().c_str(),
-                  options.empty() ? "" : fmt::format(" [{}]", options).c_str());
+        options.push_back(fmt::format("{} {}", key, value.get<std::string>().empty() ? "\"\"" : value.get<std::string>()));
+      fmt::print("  {:<13} {}{}\n", row.at("name").get<std::string>(), row.at("summary").get<std::string>(),
+                 options.empty() ? "" : fmt::format(" [{}]", fmt::join(options, ", ")));
     } else
-      std::printf("  %-26s %s\n", row.at("name").get<std::string>().c_str(), row.at("title").get<std::string>().c_str());
+      fmt::print("  {:<26} {}\n", row.at("name").get<std::string>(), row.at("title").get<std::string>());
   }
 }
 

@@ -68,7 +68,7 @@ int run_predict(const PredictOptions& o, bool simulate_command) {
       StrategyOptions at_p = s.strategy;
       at_p.ranks = p;
       for (const std::string& warning : calibration_warnings(s.platform, build_schedule(s.network, s.platform, at_p)))
-        if (warned.insert(warning).second) std::fprintf(stderr, "cnnpar: warning: %s\n", warning.c_str());
+        if (warned.insert(warning).second) fmt::print(stderr, "cnnpar: warning: {}\n", warning);
     }
   }
   Progress progress(simulate_command || o.engine == "simgrid" ? "simulating" : "predicting", o.progress, o.quiet);
@@ -119,16 +119,14 @@ int run_predict(const PredictOptions& o, bool simulate_command) {
   outputs.commit();
   // A table on standard output would mix with JSON or CSV written there.
   if (!o.quiet && o.json_out != "-" && o.csv_out != "-" && o.layers_csv != "-") {
-    std::printf("%s on %s, %s", s.network.name.c_str(), platform_shown.c_str(), s.strategy.name.c_str());
+    fmt::print("{} on {}, {}", s.network.name, platform_shown, s.strategy.name);
     const nlohmann::json options = to_json(s.strategy);
     for (const auto& [key, value] : options.items())
       if (strategy_spec(s.strategy.name).option(key) != nullptr && value != "")
-        std::printf(" %s %s", key.c_str(), value.is_string() ? value.get<std::string>().c_str() : value.dump().c_str());
-    std::printf(", batch %lld, engine %s\n%s", static_cast<long long>(s.strategy.global_batch), o.engine.c_str(),
-                format_sweep_table(rows).c_str());
+        fmt::print(" {} {}", key, value.is_string() ? value.get<std::string>() : value.dump());
+    fmt::print(", batch {}, engine {}\n{}", s.strategy.global_batch, o.engine, format_sweep_table(rows));
     if (o.per_layer)
-      std::printf("\nper layer at %d nodes, per iteration (max over ranks):\n%s", nodes.back(),
-                  format_layer_table(layers).c_str());
+      fmt::print("\nper layer at {} nodes, per iteration (max over ranks):\n{}", nodes.back(), format_layer_table(layers));
   }
   return 0;
 }

@@ -107,7 +107,7 @@ int run_report(const ReportOptions& o) {
   if (!o.quiet)
     for (const std::string& line : summaries) std::fputs(line.c_str(), stdout);
   if (unplotted > 0 && !o.quiet)
-    std::fprintf(stderr, "cnnpar: gnuplot did not run for %d study(ies); the speedup.gp scripts are written\n", unplotted);
+    fmt::print(stderr, "cnnpar: gnuplot did not run for {} study(ies); the speedup.gp scripts are written\n", unplotted);
   return 0;
 }
 

@@ -97,13 +97,13 @@ int run_sweep(SweepCliOptions o) {
                  .stop = [] { return g_stop_signal.load() != 0; },
                  .note =
                      [&](const std::string& line) {
-                       if (!o.quiet) std::fprintf(stderr, "cnnpar sweep: %s\n", line.c_str());
+                       if (!o.quiet) fmt::print(stderr, "cnnpar sweep: {}\n", line);
                      }});
   progress.finish();
   if (const int signal = g_stop_signal.load(); signal != 0) {
     if (!o.quiet)
-      std::fprintf(stderr, "cnnpar sweep: stopped by signal %d with %zu of %zu rows done; run it again to finish\n", signal,
-                   result.resumed + result.computed, result.rows);
+      fmt::print(stderr, "cnnpar sweep: stopped by signal {} with {} of {} rows done; run it again to finish\n", signal,
+                 result.resumed + result.computed, result.rows);
     throw InterruptedError(signal);
   }
   const std::vector<std::string>& lines = result.lines;
@@ -118,7 +118,7 @@ int run_sweep(SweepCliOptions o) {
     // A table: the axes, nodes and the headline metrics.
     std::string head;
     for (const SweepAxis& axis : axes) head += fmt::format("{:>18} ", axis.name);
-    std::printf("%s%6s %12s %12s %7s %8s\n", head.c_str(), "nodes", "iteration s", "exposed s", "R %", "speedup");
+    fmt::print("{}{:>6} {:>12} {:>12} {:>7} {:>8}\n", head, "nodes", "iteration s", "exposed s", "R %", "speedup");
     const std::vector<std::size_t> column = axis_value_columns(axes);
     const std::size_t next_axis_column = 6 + sweep_grid_axis_columns(axes);
     std::vector<std::string> fields;
@@ -128,8 +128,8 @@ int run_sweep(SweepCliOptions o) {
       for (std::size_t a = 0; a < axes.size(); ++a)
         row += fmt::format("{:>18} ", fields[column[a]].empty() ? "-" : fields[column[a]]);
       const std::size_t m = next_axis_column;  // nodes, iteration_s, compute_s, comm_s, exposed_comm_s, R, speedup, eff
-      std::printf("%s%6s %12.6f %12.6f %7.1f %8.2f\n", row.c_str(), fields[m].c_str(), std::stod(fields[m + 1]),
-                  std::stod(fields[m + 4]), std::stod(fields[m + 5]), std::stod(fields[m + 6]));
+      fmt::print("{}{:>6} {:>12.6f} {:>12.6f} {:>7.1f} {:>8.2f}\n", row, fields[m], std::stod(fields[m + 1]),
+                 std::stod(fields[m + 4]), std::stod(fields[m + 5]), std::stod(fields[m + 6]));
     }
   }
   return 0;

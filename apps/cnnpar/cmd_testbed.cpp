@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "apps/cnnpar/commands.hpp"
@@ -103,8 +104,7 @@ struct SpecFlags {
 
 void warn_unshaped_latency(const testbed::Testbed& bed) {
   if (bed.spec().latency_s > 0 && !bed.latency_shaped())
-    std::fprintf(stderr,
-                 "cnnpar testbed: this kernel has no netem: only bandwidth is shaped, latency stays the veth's own\n");
+    fmt::print(stderr, "cnnpar testbed: this kernel has no netem: only bandwidth is shaped, latency stays the veth's own\n");
 }
 
 struct CreateOptions {
@@ -117,7 +117,7 @@ int create(const CreateOptions& o) {
   testbed::require_root("command line", "testbed create");
   const testbed::Testbed bed = testbed::Testbed::create(spec);
   warn_unshaped_latency(bed);
-  if (!o.quiet) std::printf("%s", testbed::format_status(testbed::status(spec.name)).c_str());
+  if (!o.quiet) fmt::print("{}", testbed::format_status(testbed::status(spec.name)));
   return 0;
 }
 
@@ -134,9 +134,9 @@ int destroy(const DestroyOptions& o) {
   for (const std::string& name : names) {
     const bool existed = testbed::status(name).exists();
     testbed::destroy(name);
-    if (!o.quiet) std::printf(existed ? "destroyed testbed %s\n" : "testbed %s: none\n", name.c_str());
+    if (!o.quiet) fmt::print("{}\n", existed ? "destroyed testbed " + name : "testbed " + name + ": none");
   }
-  if (names.empty() && !o.quiet) std::printf("no testbeds\n");
+  if (names.empty() && !o.quiet) fmt::print("no testbeds\n");
   return 0;
 }
 
@@ -160,7 +160,7 @@ int show_status(const StatusOptions& o) {
   if (names.empty())
     text = fmt::format("no testbeds (netem {})\n", testbed::netem_available() ? "available" : "not in this kernel");
   if (!o.json_out.empty()) write_file_atomic(o.json_out, document.dump(2) + "\n");
-  if (o.json_out != "-") std::printf("%s", text.c_str());
+  if (o.json_out != "-") fmt::print("{}", text);
   return 0;
 }
 
@@ -190,14 +190,9 @@ int run(const RunOptions& o) {
   command.push_back("-n");
   command.push_back(std::to_string(ranks));
   command.insert(command.end(), o.program.begin(), o.program.end());
-  if (!o.quiet) {
-    std::string shown;
-    for (const std::string& word : command) shown += (shown.empty() ? "" : " ") + word;
-    std::printf("cnnpar testbed run: %s\n", shown.c_str());
-  }
+  if (!o.quiet) fmt::print("cnnpar testbed run: {}\n", fmt::join(command, " "));
   const int status = run_child(command);
-  if (!o.quiet && session.created() && !o.keep)
-    std::printf("cnnpar testbed run: removing testbed %s\n", wanted.name.c_str());
+  if (!o.quiet && session.created() && !o.keep) fmt::print("cnnpar testbed run: removing testbed {}\n", wanted.name);
   return status;
 }
 

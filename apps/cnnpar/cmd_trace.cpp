@@ -1,7 +1,6 @@
 // `cnnpar trace`: one configuration replayed by an engine; writes its Trace JSON and,
 // optionally, a Chrome trace (chrome://tracing, Perfetto) and the per-layer breakdown.
 // `--from TRACE` exports an existing trace (a measured one too) without replaying anything.
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -94,7 +93,7 @@ std::vector<LayerPhaseBreakdown> write_trace_outputs(const TraceOptions& o, cons
 
 void print_layer_table(const TraceOptions& o, const std::vector<LayerPhaseBreakdown>& layers, const std::string& out) {
   if (o.per_layer && !o.quiet && out != "-" && o.chrome_out != "-" && o.layers_csv != "-")
-    std::printf("per layer, per iteration (max over ranks):\n%s", format_layer_table(layers).c_str());
+    fmt::print("per layer, per iteration (max over ranks):\n{}", format_layer_table(layers));
 }
 
 /** --from: the flags that describe a replay mean nothing for a trace read from a file. */
@@ -115,9 +114,9 @@ int export_trace(const TraceOptions& o) {
   const std::string out = out_given ? o.out : std::string();
   const std::vector<LayerPhaseBreakdown> layers = write_trace_outputs(o, trace, m, network.get(), out, trace_element_bytes(trace));
   if (!o.quiet && o.chrome_out != "-" && o.layers_csv != "-" && o.json_out != "-" && !(out_given && o.out == "-"))
-    std::printf("%s (%s, %d ranks): iteration %s, R %.1f%%%s%s\n", o.from.c_str(), trace.engine.c_str(), m.ranks,
-                format_seconds(m.iteration_s).c_str(), m.overlap_ratio_percent,
-                o.chrome_out.empty() ? "" : ", chrome trace: ", o.chrome_out.c_str());
+    fmt::print("{} ({}, {} ranks): iteration {}, R {:.1f}%{}{}\n", o.from, trace.engine, m.ranks,
+               format_seconds(m.iteration_s), m.overlap_ratio_percent, o.chrome_out.empty() ? "" : ", chrome trace: ",
+               o.chrome_out);
   print_layer_table(o, layers, out);
   return 0;
 }
@@ -150,12 +149,11 @@ int run_trace(const TraceOptions& o) {
   const TraceMetrics m = compute_metrics(trace);
   const std::vector<LayerPhaseBreakdown> layers = write_trace_outputs(o, trace, m, &s.network, o.out, s.platform.network.element_bytes);
   if (!o.quiet && o.out != "-" && o.chrome_out != "-" && o.layers_csv != "-" && o.json_out != "-")  // not into JSON on standard output
-    std::printf("%s on %s, %s, %d nodes (%s): iteration %s, compute %s, comm %s, exposed %s, R %.1f%%\ntrace: %s%s%s\n",
-                s.network.name.c_str(), platform_label(s.platform, o.platform_xml).c_str(), s.strategy.name.c_str(),
-                nodes, trace.engine.c_str(), format_seconds(m.iteration_s).c_str(),
-                format_seconds(m.compute_max_s).c_str(), format_seconds(m.comm_s).c_str(),
-                format_seconds(m.exposed_comm_s).c_str(), m.overlap_ratio_percent, o.out.c_str(),
-                o.chrome_out.empty() ? "" : ", chrome trace: ", o.chrome_out.c_str());
+    fmt::print("{} on {}, {}, {} nodes ({}): iteration {}, compute {}, comm {}, exposed {}, R {:.1f}%\ntrace: {}{}{}\n",
+               s.network.name, platform_label(s.platform, o.platform_xml), s.strategy.name, nodes, trace.engine,
+               format_seconds(m.iteration_s), format_seconds(m.compute_max_s), format_seconds(m.comm_s),
+               format_seconds(m.exposed_comm_s), m.overlap_ratio_percent, o.out, o.chrome_out.empty() ? "" : ", chrome trace: ",
+               o.chrome_out);
   print_layer_table(o, layers, o.out);
   return 0;
 }

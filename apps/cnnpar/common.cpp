@@ -70,14 +70,15 @@ void Progress::update(int done, int total) {
     rate = fmt::format(", {:.1f}/s, ETA {}", done / elapsed_s, format_remaining(elapsed_s * (total - done) / done));
   else if (done == total && elapsed_s > 0.5)
     rate = fmt::format(", {}", format_seconds(elapsed_s));
-  std::fprintf(stderr, terminal_ ? "\r%s: %d/%d%s\033[K" : "%s: %d/%d%s\n", label_.c_str(), done, total, rate.c_str());
+  // A terminal redraws one line in place; a log gets a line per update.
+  fmt::print(stderr, "{}{}: {}/{}{}{}", terminal_ ? "\r" : "", label_, done, total, rate, terminal_ ? "\033[K" : "\n");
   std::fflush(stderr);
 }
 
 void Progress::finish() {
   if (!active_) return;
   active_ = false;
-  std::fprintf(stderr, "\n");
+  fmt::print(stderr, "\n");
   std::fflush(stderr);
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "apps/cnnpar/commands.hpp"
 #include "apps/common/strategy_flags.hpp"
@@ -64,13 +65,13 @@ int main(int argc, char** argv) {
     // No sub-command: the embedded default scenario (predict's defaults).
     return runners.at(app.get_subcommand("predict"))();
   } catch (const cnnpar::InterruptedError& e) {
-    std::fprintf(stderr, "cnnpar: %s\n", e.what());
+    fmt::print(stderr, "cnnpar: {}\n", e.what());
     return 128 + e.signal();
   } catch (const cnnpar::InputError& e) {
-    std::fprintf(stderr, "cnnpar: %s\n", e.what());
+    fmt::print(stderr, "cnnpar: {}\n", e.what());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "cnnpar: error: %s\n", e.what());
+    fmt::print(stderr, "cnnpar: error: {}\n", e.what());
     return 1;
   }
 }

@@ -1,6 +1,7 @@
 #include "apps/common/strategy_flags.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.hpp"
 #include "workload/strategy.hpp"
@@ -9,21 +10,16 @@ namespace cnnpar::cli {
 
 void StrategyFlags::add(CLI::App& app, const std::string& default_strategy, bool recompute_columns) {
   strategy_ = default_strategy;
-  std::string names;
-  for (const StrategySpec& spec : strategy_registry()) names += (names.empty() ? "" : " | ") + spec.name;
-  strategy_option_ = app.add_option("--strategy", strategy_, names)->capture_default_str();
+  std::vector<std::string> names;
+  for (const StrategySpec& spec : strategy_registry()) names.push_back(spec.name);
+  strategy_option_ =
+      app.add_option("--strategy", strategy_, fmt::format("{}", fmt::join(names, " | ")))->capture_default_str();
   for (const SharedOption& shared : all_strategy_options()) {
     const OptionSpec& o = shared.spec;
-    std::string takers;
-    for (const std::string& name : shared.strategies) takers += (takers.empty() ? "" : ", ") + name;
     std::string help = o.help;
-    if (!o.choices.empty()) {
-      std::string choices;
-      for (const std::string& c : o.choices) choices += (choices.empty() ? "" : " | ") + c;
-      help += " [" + choices + "]";
-    }
+    if (!o.choices.empty()) help += fmt::format(" [{}]", fmt::join(o.choices, " | "));
     help += fmt::format(" ({}default {}; {})", o.unit.empty() ? "" : o.unit + ", ",
-                        o.default_text.empty() ? "none" : o.default_text, takers);
+                        o.default_text.empty() ? "none" : o.default_text, fmt::join(shared.strategies, ", "));
     std::string& text = text_[o.key];
     const char* type_name = o.type == OptionType::integer ? "INT"
                             : o.type == OptionType::bytes ? "SIZE"
@@ -56,11 +52,11 @@ nlohmann::json StrategyFlags::values() const {
     const std::string& text = text_.at(shared.spec.key);
     const OptionSpec* own = spec.option(shared.spec.key);
     if (own == nullptr) {
-      std::string flags;
-      for (const OptionSpec& o : spec.options) flags += (flags.empty() ? "" : ", ") + o.flag();
+      std::vector<std::string> flags;
+      for (const OptionSpec& o : spec.options) flags.push_back(o.flag());
       throw InputError("command line", "/" + shared.spec.key, text,
                        fmt::format("strategy {} takes no {} (its options: {})", spec.name, shared.spec.flag(),
-                                   flags.empty() ? "none" : flags));
+                                   flags.empty() ? "none" : fmt::format("{}", fmt::join(flags, ", "))));
     }
     values[own->key] = own->parse(text, "command line", "/" + own->key);
   }

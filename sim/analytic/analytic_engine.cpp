@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "system/collective.hpp"
 #include "system/collective_algorithm.hpp"
@@ -559,13 +560,12 @@ class Replay {
       if (rs.status == Status::waiting) {
         const int c = rs.waiting_on;
         const Collective& coll = schedule_.collectives[std::size_t(c)];
-        std::string missing;
+        std::vector<int> missing;
         for (std::size_t i = 0; i < coll.group.size(); ++i)
-          if (member_record_[colls_[std::size_t(c)].member_offset + i] < 0)
-            missing += (missing.empty() ? "" : ",") + std::to_string(coll.group[i]);
+          if (member_record_[colls_[std::size_t(c)].member_offset + i] < 0) missing.push_back(coll.group[i]);
         message += fmt::format(" waits for collective {} ('{}', joined by {}/{} members{}{});", c, coll.label,
                                colls_[std::size_t(c)].joined, coll.group.size(),
-                               missing.empty() ? "" : ", never posted by ranks ", missing);
+                               missing.empty() ? "" : ", never posted by ranks ", fmt::join(missing, ","));
       } else {
         message += " is stuck;";
       }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <simgrid/kernel/routing/NetPoint.hpp>
@@ -11,21 +10,13 @@
 #include <simgrid/s4u/NetZone.hpp>
 
 #include "base/error.hpp"
+#include "base/text.hpp"
 
 namespace sg4 = simgrid::s4u;
 
 namespace cnnpar::simgrid_engine {
 
 namespace {
-
-std::vector<std::string> split(const std::string& text, char separator) {
-  std::vector<std::string> parts;
-  std::string part;
-  std::istringstream stream(text);
-  while (std::getline(stream, part, separator)) parts.push_back(part);
-  if (!text.empty() && text.back() == separator) parts.emplace_back();
-  return parts;
-}
 
 /** Positive integers separated by commas; nullopt-like empty vector on any error. */
 std::vector<unsigned> parse_counts(const std::string& text) {

@@ -345,6 +345,19 @@ TEST_CASE("node kinds round-trip through JSON and take --set overrides by list i
   CHECK(set_error("nodes.kinds.1.count", "4").value() == "nodes.kinds.1.count=4");
 }
 
+TEST_CASE("a dotted platform path is a JSON pointer") {
+  CHECK(platform_pointer("network.bandwidth").to_string() == "/network/bandwidth");
+  CHECK(platform_pointer("nodes.kinds.0.peak").to_string() == "/nodes/kinds/0/peak");
+  const nlohmann::json document = nlohmann::json::parse(R"({"nodes": {"kinds": [{"peak": "1Tf"}]}})");
+  const nlohmann::json* peak = value_at(document, platform_pointer("nodes.kinds.0.peak"));
+  REQUIRE(peak != nullptr);
+  CHECK(*peak == "1Tf");
+  // Nothing there: a missing key or element, a path through a value, a list index that is no index.
+  for (const char* path : {"nodes.peak", "nodes.kinds.1.peak", "nodes.kinds.0.peak.x", "nodes.kinds..peak",
+                           "nodes.kinds.x.peak", "nodes.kinds.99999999999999999999999.peak"})
+    CHECK(value_at(document, platform_pointer(path)) == nullptr);
+}
+
 TEST_CASE("bad node kinds name the kind's path") {
   const nlohmann::json kinds = kinds_platform();
   expect_value_error(kinds, "/nodes/kinds/1/count", 4, "4");  // 1 + 4 = 5 > 4 nodes

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.hpp"
 #include "system/op_time.hpp"
@@ -56,9 +57,8 @@ void check_shares(const std::vector<double>& shares, const std::string& origin, 
     sum += shares[i];
   }
   if (std::abs(sum - 1.0) > 1e-6) {
-    std::string text;
-    for (double w : shares) text += (text.empty() ? "" : ",") + fmt::format("{}", w);
-    throw InputError(origin, path, text, fmt::format("the shares must sum to 1 (they sum to {})", sum));
+    throw InputError(origin, path, fmt::format("{}", fmt::join(shares, ",")),
+                     fmt::format("the shares must sum to 1 (they sum to {})", sum));
   }
 }
 

@@ -29,9 +29,11 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.hpp"
 #include "base/json_node.hpp"
+#include "base/text.hpp"
 #include "workload/strategies/data_parallel.hpp"
 #include "workload/strategies/lee_chunks.hpp"
 #include "workload/emit.hpp"
@@ -93,27 +95,21 @@ LayerAssignment parse_assignment(const Network& network, const std::string& text
     return assignment;
   }
   if (text.empty()) return assignment;  // every layer data-parallel
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t comma = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, comma - start);
+  for (const std::string& item : split(text, ',')) {
     const std::size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
       throw InputError(origin, fmt::format("/{}", item), item, "expected LAYER=data|model|replicated (LAYER may use * and ?)");
     add_entry(network, origin, fmt::format("/{}", item.substr(0, eq)), item.substr(0, eq), item.substr(eq + 1), given_by, assignment);
-    start = comma + 1;
   }
   return assignment;
 }
 
 std::string to_string(const Network& network, const LayerAssignment& assignment) {
-  std::string text;
-  for (std::size_t l = 0; l < network.layers.size(); ++l) {
-    if (!network.layers[l].has_parameters()) continue;
-    if (!text.empty()) text += ',';
-    text += network.layers[l].spec.name + '=' + cnnpar::to_string(assignment.kinds[l]);
-  }
-  return text;
+  std::vector<std::string> entries;
+  for (std::size_t l = 0; l < network.layers.size(); ++l)
+    if (network.layers[l].has_parameters())
+      entries.push_back(network.layers[l].spec.name + '=' + cnnpar::to_string(assignment.kinds[l]));
+  return fmt::format("{}", fmt::join(entries, ","));
 }
 
 // ---- the plan: regions and transitions per layer --------------------------------------

@@ -1,12 +1,8 @@
-#pragma once
-// Internal to the fit: a dotted platform path or a comma-separated `--only` value cut into its
-// parts.
-#include <string>
-#include <vector>
+#include "base/text.hpp"
 
-namespace cnnpar::detail {
+namespace cnnpar {
 
-inline std::vector<std::string> split(const std::string& text, char separator) {
+std::vector<std::string> split(const std::string& text, char separator) {
   std::vector<std::string> parts;
   std::size_t begin = 0;
   for (;;) {
@@ -17,4 +13,4 @@ inline std::vector<std::string> split(const std::string& text, char separator) {
   }
 }
 
-}  // namespace cnnpar::detail
+}  // namespace cnnpar
