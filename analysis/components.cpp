@@ -12,9 +12,9 @@
 
 #include "analysis/metrics.hpp"
 #include "base/error.hpp"
-#include "workload/strategies/marques.hpp"
 #include "base/units.hpp"
 #include "workload/registry.hpp"
+#include "workload/strategies/marques.hpp"
 
 namespace cnnpar {
 namespace {

@@ -8,10 +8,10 @@
 
 #include <fmt/format.h>
 
-#include "model/cost.hpp"
 #include "base/error.hpp"
 #include "base/output_files.hpp"
 #include "base/units.hpp"
+#include "model/cost.hpp"
 
 namespace cnnpar {
 

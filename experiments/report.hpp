@@ -12,8 +12,8 @@
 
 #include "analysis/layer_breakdown.hpp"
 #include "experiments/sweep.hpp"
-#include "workload/study.hpp"
 #include "model/trace.hpp"
+#include "workload/study.hpp"
 
 namespace cnnpar {
 

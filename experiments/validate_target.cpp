@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "launch/launcher.hpp"
 #include "base/error.hpp"
+#include "launch/launcher.hpp"
 #include "testbed/testbed.hpp"
 
 namespace cnnpar {

@@ -137,7 +137,7 @@ int run_executor(const ExecutorLaunch& launch, const std::vector<std::string>& l
   if (launch.threads > 0) ::setenv("OPENBLAS_NUM_THREADS", std::to_string(launch.threads).c_str(), 1);
   std::string shown = "OPENBLAS_NUM_THREADS=" + default_blas_threads(launch.ranks);
   for (const std::string& part : argv) shown += " " + part;
-  if (!quiet) std::printf("%s: %s\n", who.c_str(), shown.c_str());
+  if (!quiet) fmt::print("{}: {}\n", who, shown);
   std::fflush(stdout);
   return run_child(argv);
 }

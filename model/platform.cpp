@@ -8,9 +8,9 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
-#include "model/gemm_grid.hpp"
-#include "base/limits.hpp"
 #include "base/json_node.hpp"
+#include "base/limits.hpp"
+#include "model/gemm_grid.hpp"
 
 namespace cnnpar {
 

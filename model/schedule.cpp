@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
-#include "base/limits.hpp"
 #include "base/json_node.hpp"
+#include "base/limits.hpp"
 
 namespace cnnpar {
 

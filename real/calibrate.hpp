@@ -34,9 +34,9 @@
 
 #include "model/network.hpp"
 #include "model/platform.hpp"
-#include "workload/run_spec.hpp"
 #include "real/calibration_fit.hpp"
 #include "real/interpreter.hpp"
+#include "workload/run_spec.hpp"
 
 namespace cnnpar::real {
 

@@ -12,13 +12,13 @@
 #include "base/error.hpp"
 #include "model/gemm_grid.hpp"
 #include "model/schedule.hpp"
-#include "system/op_time.hpp"
-#include "workload/registry.hpp"
-#include "workload/strategy.hpp"
 #include "real/calibrate_parts.hpp"
 #include "real/dataset.hpp"
 #include "real/mpi_wrap.hpp"
 #include "real/runtime.hpp"
+#include "system/op_time.hpp"
+#include "workload/registry.hpp"
+#include "workload/strategy.hpp"
 
 namespace cnnpar::real::calibration {
 

@@ -15,10 +15,10 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
-#include "system/collective.hpp"
-#include "system/collective_algorithm.hpp"
 #include "real/calibrate_parts.hpp"
 #include "real/mpi_wrap.hpp"
+#include "system/collective.hpp"
+#include "system/collective_algorithm.hpp"
 
 namespace cnnpar::real::calibration {
 namespace {

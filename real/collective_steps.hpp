@@ -8,8 +8,8 @@
 #include <span>
 #include <vector>
 
-#include "system/collective.hpp"
 #include "model/schedule.hpp"
+#include "system/collective.hpp"
 
 namespace cnnpar::real {
 

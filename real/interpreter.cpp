@@ -15,11 +15,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "base/error.hpp"
+#include "real/collective_steps.hpp"
 #include "system/collective.hpp"
 #include "system/collective_algorithm.hpp"
-#include "base/error.hpp"
 #include "system/op_time.hpp"
-#include "real/collective_steps.hpp"
 
 namespace cnnpar::real {
 

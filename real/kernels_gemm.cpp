@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "base/error.hpp"
-#include "workload/run_spec.hpp"
 #include "real/kernel_loops.hpp"
+#include "workload/run_spec.hpp"
 
 namespace cnnpar::real {
 namespace {

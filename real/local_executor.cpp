@@ -5,10 +5,10 @@
 #include <cstring>
 #include <map>
 
-#include "system/collective_algorithm.hpp"
 #include "base/error.hpp"
 #include "real/collective_steps.hpp"
 #include "real/dataset.hpp"
+#include "system/collective_algorithm.hpp"
 
 namespace cnnpar::real {
 

@@ -5,8 +5,8 @@
 #include <thread>
 #include <vector>
 
-#include "workload/strategies/marques.hpp"
 #include "real/kernels.hpp"
+#include "workload/strategies/marques.hpp"
 
 namespace cnnpar::real {
 

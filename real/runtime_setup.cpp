@@ -11,9 +11,9 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
-#include "system/op_time.hpp"
 #include "real/hash.hpp"
 #include "real/runtime_impl.hpp"
+#include "system/op_time.hpp"
 
 namespace cnnpar::real {
 namespace {

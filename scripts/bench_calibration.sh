@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Is a calibration trustworthy on this machine (issue 11, calibration side)?
+# Is a calibration trustworthy on this machine (the calibration side of the held-out fits)?
 #  1. `cnnpar calibrate` once (vgg-a-32, global batch 128, 2 ranks so the network is measured
 #     too, 1 BLAS thread per rank);
 #  2. `cnnpar run` of vgg-a-32 on 1 rank (1 BLAS thread) at batches 16, 32, 64 and 128 with

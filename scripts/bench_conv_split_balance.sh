@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Real load balance of conv_split (issue 12): 3 ranks on this machine, rank 1 made 2x slower
+# Real load balance of conv_split (Marques shares): 3 ranks on this machine, rank 1 made 2x slower
 # (--slowdown 1:2), kernel shares from the timing probe (Marques Eq. 1) against uniform shares.
 # Reports, per run, each rank's measured conv seconds per iteration (forward + backward of the
 # conv layers, median over the measured iterations) and the spread max/min - 1 over the

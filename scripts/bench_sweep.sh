@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 13's sweep target: 1,000 analytic configurations (VGG-A on Cori, 5 bandwidths × 4
+# The sweep benchmark: 1,000 analytic configurations (VGG-A on Cori, 5 bandwidths × 4
 # strategies × 50 node counts) in <= 5 s. Runs the sweep REPEATS times (default 5) into fresh
 # files and prints each wall time, the median and the load average.
 # Usage: scripts/bench_sweep.sh [CNNPAR] [REPEATS]

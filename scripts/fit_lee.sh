@@ -1,5 +1,5 @@
 #!/bin/sh
-# Lee et al. held out (issue 11): fits cori-haswell on Fig. 6 only (the DP and lee k=9 f=2
+# Lee et al. held out: fits cori-haswell on Fig. 6 only (the DP and lee k=9 f=2
 # speedups at 128 nodes, N = 256), then predicts Figs. 8-11 without refitting.
 #   * --set nodes.image_parallel_kernels=true: Lee's non-GEMM loops run over the images of a
 #     node ("non-kernel loops are parallelized using OpenMP", Sec. IV), so a node with fewer

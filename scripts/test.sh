@@ -15,7 +15,7 @@ stage setup bash scripts/setup.sh --test
 stage build bash scripts/build.sh
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 stage tests bash -c "cd build && ctest --output-on-failure -j$jobs --timeout 900"
-# Sanitizers (issue 8): ASan+UBSan over the whole suite (a clang build that also holds the
+# Sanitizers: ASan+UBSan over the whole suite (a clang build that also holds the
 # libFuzzer targets), TSan over the communication thread.
 stage asan bash scripts/sanitize.sh asan
 # libFuzzer targets (tests/fuzz) from that build: every regression input, then 5 s per target.

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "model/cost.hpp"
 #include "base/error.hpp"
+#include "model/cost.hpp"
 
 namespace cnnpar::strategies {
 namespace {

@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
-#include "base/text.hpp"
 #include "base/limits.hpp"
+#include "base/text.hpp"
 
 namespace cnnpar {
 

@@ -8,10 +8,10 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
-#include "base/limits.hpp"
-#include "workload/registry.hpp"
 #include "base/json_node.hpp"
+#include "base/limits.hpp"
 #include "model/scenarios.hpp"
+#include "workload/registry.hpp"
 
 namespace cnnpar {
 namespace {

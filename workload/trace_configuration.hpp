@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "workload/run_spec.hpp"
-#include "workload/registry.hpp"
 #include "model/trace.hpp"
+#include "workload/registry.hpp"
+#include "workload/run_spec.hpp"
 
 namespace cnnpar {
 

@@ -18,8 +18,8 @@
 #include "base/error.hpp"
 #include "base/output_files.hpp"
 #include "model/scenarios.hpp"
-#include "real/probe.hpp"
 #include "real/mpi_wrap.hpp"
+#include "real/probe.hpp"
 #include "system/op_time.hpp"
 #include "workload/registry.hpp"
 

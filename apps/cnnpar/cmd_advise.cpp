@@ -8,17 +8,17 @@
 
 #include <fmt/format.h>
 
-#include "experiments/advice.hpp"
 #include "analysis/metrics.hpp"
 #include "apps/cnnpar/commands.hpp"
 #include "apps/cnnpar/common.hpp"
 #include "apps/common/flags.hpp"
 #include "base/error.hpp"
-#include "workload/overrides.hpp"
+#include "base/units.hpp"
+#include "experiments/advice.hpp"
 #include "model/scenarios.hpp"
+#include "workload/overrides.hpp"
 #include "workload/strategies/per_layer.hpp"
 #include "workload/strategy.hpp"
-#include "base/units.hpp"
 
 namespace cnnpar::cli {
 

@@ -13,9 +13,9 @@
 #include "apps/cnnpar/commands.hpp"
 #include "apps/cnnpar/common.hpp"
 #include "apps/common/flags.hpp"
-#include "model/balance.hpp"
 #include "base/error.hpp"
 #include "base/limits.hpp"
+#include "model/balance.hpp"
 #include "model/scenarios.hpp"
 
 namespace cnnpar::cli {

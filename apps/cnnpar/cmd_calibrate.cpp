@@ -13,14 +13,14 @@
 
 #include "apps/cnnpar/commands.hpp"
 #include "apps/common/flags.hpp"
-#include "launch/launcher.hpp"
 #include "base/child_process.hpp"
 #include "base/error.hpp"
 #include "base/output_files.hpp"
-#include "workload/run_spec.hpp"
+#include "base/units.hpp"
+#include "launch/launcher.hpp"
 #include "model/platform.hpp"
 #include "model/scenarios.hpp"
-#include "base/units.hpp"
+#include "workload/run_spec.hpp"
 
 namespace cnnpar::cli {
 
@@ -95,35 +95,33 @@ int calibrate(const CalibrateOptions& o) {
   if (o.op_seconds) args.push_back("--op-seconds");
   const int status = launch::run_executor(where, launcher, args, "cnnpar calibrate", false);
   if (status != 0) {
-    std::fprintf(stderr, "cnnpar calibrate: cnnpar-run exited with status %d\n", status);
+    fmt::print(stderr, "cnnpar calibrate: cnnpar-run exited with status {}\n", status);
     return status == 2 ? 2 : 1;
   }
   const Platform platform = load_platform(o.out);  // the file must parse as a platform
-  std::printf("measured %s in %s progress with %s collectives; the rest is %s's\n", to_string(parts).c_str(),
-              o.comm_progress.c_str(), o.collectives.c_str(), o.platform.c_str());
-  std::printf("compute%s: %zu GEMM grid points, memory bandwidth %.3f GB/s, call overhead %.2f us, "
-              "iteration overhead %.3f ms + %.1f us per image%s\n",
-              parts.compute ? "" : " (from the base platform)", platform.measured_gemm_flops.size(),
-              platform.nodes.memory_bandwidth_Bps / 1e9,
-              platform.nodes.call_overhead_s * 1e6, platform.iteration_overhead_s * 1e3, platform.input_per_image_s * 1e6,
-              platform.measured_op_s.empty() ? "" : fmt::format(", {} per-op overrides", platform.measured_op_s.size()).c_str());
-  std::printf("network: latency %.3f us, bandwidth %.3f GB/s, reduction rate %.3f GB/s, %zu message-factor pieces, "
-              "size factors for %zu collective kinds%s%s\n",
-              platform.network.latency_s * 1e6, platform.network.bandwidth_Bps / 1e9,
-              platform.network.reduction_rate_Bps / 1e9, platform.network.message_factors.size(),
-              platform.network.kind_size_factors.size(),
-              platform.network.link_burst_bytes > 0
-                  ? fmt::format("; token bucket {} bursting at {:.3f} GB/s", format_bytes(platform.network.link_burst_bytes),
-                                platform.network.link_peak_bandwidth_Bps / 1e9)
-                        .c_str()
-                  : "",
-              nodes >= 2 && parts.network ? " (measured)" : " (from the base platform)");
-  std::printf("progress: comm_compute_slowdown %.3f, network.busy_bandwidth_fraction %.3f, "
-              "comm_start_wait_max %.3f ms%s\n",
-              platform.comm_compute_slowdown, platform.network.busy_bandwidth_fraction,
-              platform.comm_start_wait_max_s * 1e3,
-              nodes >= 2 && parts.progress ? " (measured)" : " (from the base platform)");
-  std::printf("wrote %s\n", o.out.c_str());
+  fmt::print("measured {} in {} progress with {} collectives; the rest is {}'s\n", to_string(parts), o.comm_progress,
+             o.collectives, o.platform);
+  fmt::print("compute{}: {} GEMM grid points, memory bandwidth {:.3f} GB/s, call overhead {:.2f} us, "
+             "iteration overhead {:.3f} ms + {:.1f} us per image{}\n",
+             parts.compute ? "" : " (from the base platform)", platform.measured_gemm_flops.size(),
+             platform.nodes.memory_bandwidth_Bps / 1e9, platform.nodes.call_overhead_s * 1e6,
+             platform.iteration_overhead_s * 1e3, platform.input_per_image_s * 1e6,
+             platform.measured_op_s.empty() ? "" : fmt::format(", {} per-op overrides", platform.measured_op_s.size()));
+  fmt::print("network: latency {:.3f} us, bandwidth {:.3f} GB/s, reduction rate {:.3f} GB/s, {} message-factor pieces, "
+             "size factors for {} collective kinds{}{}\n",
+             platform.network.latency_s * 1e6, platform.network.bandwidth_Bps / 1e9,
+             platform.network.reduction_rate_Bps / 1e9, platform.network.message_factors.size(),
+             platform.network.kind_size_factors.size(),
+             platform.network.link_burst_bytes > 0
+                 ? fmt::format("; token bucket {} bursting at {:.3f} GB/s", format_bytes(platform.network.link_burst_bytes),
+                               platform.network.link_peak_bandwidth_Bps / 1e9)
+                 : "",
+             nodes >= 2 && parts.network ? " (measured)" : " (from the base platform)");
+  fmt::print("progress: comm_compute_slowdown {:.3f}, network.busy_bandwidth_fraction {:.3f}, "
+             "comm_start_wait_max {:.3f} ms{}\n",
+             platform.comm_compute_slowdown, platform.network.busy_bandwidth_fraction,
+             platform.comm_start_wait_max_s * 1e3, nodes >= 2 && parts.progress ? " (measured)" : " (from the base platform)");
+  fmt::print("wrote {}\n", o.out);
   return 0;
 }
 

@@ -11,12 +11,12 @@
 #include "analysis/components.hpp"
 #include "analysis/layer_breakdown.hpp"
 #include "analysis/metrics.hpp"
-#include "experiments/sweep.hpp"
 #include "apps/cnnpar/commands.hpp"
 #include "apps/cnnpar/common.hpp"
 #include "apps/common/flags.hpp"
 #include "base/error.hpp"
 #include "base/json_node.hpp"
+#include "experiments/sweep.hpp"
 #include "model/trace.hpp"
 
 namespace cnnpar::cli {

@@ -10,17 +10,17 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "experiments/fit.hpp"
 #include "apps/cnnpar/commands.hpp"
 #include "apps/cnnpar/common.hpp"
 #include "apps/common/flags.hpp"
 #include "base/error.hpp"
-#include "engines/registry.hpp"
 #include "base/json_node.hpp"
 #include "base/output_files.hpp"
 #include "base/text.hpp"
-#include "workload/overrides.hpp"
+#include "engines/registry.hpp"
+#include "experiments/fit.hpp"
 #include "model/scenarios.hpp"
+#include "workload/overrides.hpp"
 #include "workload/study.hpp"
 
 namespace cnnpar::cli {

@@ -9,14 +9,14 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/cnnpar/commands.hpp"
-#include "apps/common/flags.hpp"
 #include "apps/cnnpar/common.hpp"
-#include "model/cost.hpp"
+#include "apps/common/flags.hpp"
 #include "base/error.hpp"
+#include "base/units.hpp"
+#include "model/cost.hpp"
 #include "model/scenarios.hpp"
 #include "workload/registry.hpp"
 #include "workload/study.hpp"
-#include "base/units.hpp"
 
 namespace cnnpar::cli {
 

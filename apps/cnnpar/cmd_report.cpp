@@ -8,12 +8,12 @@
 
 #include <fmt/format.h>
 
-#include "experiments/report.hpp"
 #include "apps/cnnpar/commands.hpp"
-#include "apps/common/flags.hpp"
 #include "apps/cnnpar/common.hpp"
+#include "apps/common/flags.hpp"
 #include "base/error.hpp"
 #include "engines/registry.hpp"
+#include "experiments/report.hpp"
 #include "model/scenarios.hpp"
 
 namespace cnnpar::cli {

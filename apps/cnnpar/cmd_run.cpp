@@ -20,16 +20,16 @@
 #include "apps/cnnpar/commands.hpp"
 #include "apps/cnnpar/common.hpp"
 #include "apps/common/flags.hpp"
-#include "launch/launcher.hpp"
 #include "base/child_process.hpp"
 #include "base/error.hpp"
-#include "engines/registry.hpp"
 #include "base/json_node.hpp"
-#include "workload/run_spec.hpp"
+#include "engines/registry.hpp"
+#include "launch/launcher.hpp"
 #include "model/scenarios.hpp"
-#include "workload/registry.hpp"
-#include "workload/strategy.hpp"
 #include "model/trace.hpp"
+#include "workload/registry.hpp"
+#include "workload/run_spec.hpp"
+#include "workload/strategy.hpp"
 
 namespace cnnpar::cli {
 
@@ -77,20 +77,20 @@ Trace read_trace(const std::string& path) {
 }
 
 void print_metrics(const char* title, const TraceMetrics& m) {
-  std::printf("%-10s iteration %.4f s  compute(max) %.4f s  comm %.4f s  exposed %.4f s  overlap %.1f %%\n", title,
-              m.iteration_s, m.compute_max_s, m.comm_s, m.exposed_comm_s, m.overlap_ratio_percent);
+  fmt::print("{:<10} iteration {:.4f} s  compute(max) {:.4f} s  comm {:.4f} s  exposed {:.4f} s  overlap {:.1f} %\n", title,
+             m.iteration_s, m.compute_max_s, m.comm_s, m.exposed_comm_s, m.overlap_ratio_percent);
 }
 
 void print_spread(const TraceMetrics& m) {
   if (m.iteration_times_s.size() < 2) return;
   const auto [least, most] = std::minmax_element(m.iteration_times_s.begin(), m.iteration_times_s.end());
-  std::printf("measured   iteration median %.4f s over %zu measured iterations, min %.4f s, max %.4f s, spread %.1f %%\n",
-              m.iteration_s, m.iteration_times_s.size(), *least, *most, iteration_spread_percent(m));
+  fmt::print("measured   iteration median {:.4f} s over {} measured iterations, min {:.4f} s, max {:.4f} s, spread {:.1f} %\n",
+             m.iteration_s, m.iteration_times_s.size(), *least, *most, iteration_spread_percent(m));
 }
 
 void print_warnings(const std::vector<std::string>& warnings) {
   std::fflush(stdout);  // after the tables they qualify
-  for (const std::string& warning : warnings) std::fprintf(stderr, "cnnpar run: warning: %s\n", warning.c_str());
+  for (const std::string& warning : warnings) fmt::print(stderr, "cnnpar run: warning: {}\n", warning);
 }
 
 int run(const RunOptions& o) {
@@ -165,7 +165,7 @@ int run(const RunOptions& o) {
                                    : std::vector<std::string>{"--spec", spec_file.path()},
                            "cnnpar run", o.quiet);
   if (status != 0) {
-    std::fprintf(stderr, "cnnpar run: cnnpar-run exited with status %d\n", status);
+    fmt::print(stderr, "cnnpar run: cnnpar-run exited with status {}\n", status);
     return status == 2 ? 2 : 1;
   }
 
@@ -182,7 +182,7 @@ int run(const RunOptions& o) {
   if (o.no_predict || o.resume) {
     // A resumed run measures only the iterations after the checkpoint; the prediction is of the
     // whole run, so an op-by-op comparison would pair different iterations.
-    if (o.resume && !o.no_predict && !o.quiet) std::printf("cnnpar run: resumed run: measured only, no prediction\n");
+    if (o.resume && !o.no_predict && !o.quiet) fmt::print("cnnpar run: resumed run: measured only, no prediction\n");
     return finish_measured_only();
   }
   // Options the executor resolved on its own (conv_split's probed shares) are predicted as
@@ -204,7 +204,7 @@ int run(const RunOptions& o) {
     predicted = replay_once(predicted_schedule, platform, EngineSettings{});
   } catch (const InputError& e) {
     // e.g. more ranks than the platform has nodes: the measurement still stands.
-    if (!o.quiet) std::printf("cnnpar run: no analytic prediction: %s\n", e.what());
+    if (!o.quiet) fmt::print("cnnpar run: no analytic prediction: {}\n", e.what());
     return finish_measured_only();
   }
   const CompareReport report = compare_traces(predicted, measured);
@@ -216,7 +216,7 @@ int run(const RunOptions& o) {
     print_metrics("predicted", compute_metrics(predicted));
     print_metrics("measured", measured_metrics);
     print_spread(measured_metrics);
-    std::printf("%s", format_compare_table(report).c_str());
+    fmt::print("{}", format_compare_table(report));
   }
   print_warnings(measurement_warnings(&predicted, measured));
   return 0;

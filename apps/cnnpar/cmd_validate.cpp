@@ -61,7 +61,7 @@ int run_validate(const ValidateOptions& o) {
 #endif
   if (!o.quiet)
     options.say = [](const std::string& line) {
-      std::printf("%s\n", line.c_str());
+      fmt::print("{}\n", line);
       std::fflush(stdout);
     };
   ValidationRun validation(std::move(grid), std::move(options));
@@ -69,12 +69,12 @@ int run_validate(const ValidateOptions& o) {
   const ValidationOutcome outcome = validation.run();
   if (!o.quiet) {
     const ValidationReport& report = outcome.report;
-    std::printf("cnnpar validate: %zu of %zu configurations measured; report in %s/report.{json,md,csv}\n",
-                report.results.size(), outcome.configurations, outcome.report_folder.c_str());
+    fmt::print("cnnpar validate: {} of {} configurations measured; report in {}/report.{{json,md,csv}}\n",
+               report.results.size(), outcome.configurations, outcome.report_folder);
     for (const auto& [engine, s] : report.engines)
-      std::printf("  %-8s MAPE %.1f %% (max %.1f %%, %d within %g %%), R mean abs. error %.1f points, rankings %d of %zu as measured\n",
-                  engine.c_str(), s.mape_percent, s.max_abs_error_percent, s.within_tolerance,
-                  report.iteration_tolerance_percent, s.r_mae_points, s.ranking_groups_agreeing, report.rankings.size());
+      fmt::print("  {:<8} MAPE {:.1f} % (max {:.1f} %, {} within {:g} %), R mean abs. error {:.1f} points, rankings {} of {} as measured\n",
+                 engine, s.mape_percent, s.max_abs_error_percent, s.within_tolerance,
+                 report.iteration_tolerance_percent, s.r_mae_points, s.ranking_groups_agreeing, report.rankings.size());
   }
   return outcome.failures > 0 ? 1 : 0;
 }

@@ -12,8 +12,8 @@
 #include "apps/common/flags.hpp"
 #include "base/error.hpp"
 #include "base/json_node.hpp"
-#include "model/scenarios.hpp"
 #include "base/units.hpp"
+#include "model/scenarios.hpp"
 
 namespace cnnpar::cli {
 

@@ -9,12 +9,12 @@
 
 #include <CLI/CLI.hpp>
 
-#include "model/network.hpp"
+#include "apps/common/strategy_flags.hpp"
 #include "base/output_files.hpp"
-#include "workload/overrides.hpp"
+#include "model/network.hpp"
 #include "model/platform.hpp"
 #include "model/trace.hpp"
-#include "apps/common/strategy_flags.hpp"
+#include "workload/overrides.hpp"
 #include "workload/strategy.hpp"
 
 namespace cnnpar::cli {

@@ -10,12 +10,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "base/error.hpp"
+#include "sim/analytic/collective_cost.hpp"
 #include "system/collective.hpp"
 #include "system/collective_algorithm.hpp"
-#include "base/error.hpp"
 #include "system/link_bucket.hpp"
 #include "system/op_time.hpp"
-#include "sim/analytic/collective_cost.hpp"
 
 namespace cnnpar::analytic {
 namespace {

@@ -2,9 +2,9 @@
 
 #include <cmath>
 
+#include "base/error.hpp"
 #include "system/collective.hpp"
 #include "system/collective_algorithm.hpp"
-#include "base/error.hpp"
 
 namespace cnnpar::analytic {
 

@@ -22,12 +22,12 @@
 #include <simgrid/s4u/NetZone.hpp>
 #include <simgrid/s4u/Semaphore.hpp>
 
+#include "base/error.hpp"
+#include "sim/simgrid/sg_platform.hpp"
 #include "system/collective.hpp"
 #include "system/collective_algorithm.hpp"
-#include "base/error.hpp"
 #include "system/link_bucket.hpp"
 #include "system/op_time.hpp"
-#include "sim/simgrid/sg_platform.hpp"
 
 namespace sg4 = simgrid::s4u;
 

@@ -6,12 +6,12 @@
 
 #include <catch2/catch.hpp>
 
-#include "experiments/advise.hpp"
 #include "analysis/metrics.hpp"
 #include "base/error.hpp"
+#include "experiments/advise.hpp"
 #include "model/scenarios.hpp"
-#include "workload/strategies/per_layer.hpp"
 #include "sim/analytic/analytic_engine.hpp"
+#include "workload/strategies/per_layer.hpp"
 
 using namespace cnnpar;
 

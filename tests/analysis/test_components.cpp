@@ -5,8 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include "analysis/components.hpp"
-#include "hand_trace.hpp"
 #include "base/error.hpp"
+#include "hand_trace.hpp"
 #include "model/scenarios.hpp"
 
 namespace cnnpar {

@@ -12,12 +12,12 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "experiments/fit.hpp"
 #include "analysis/metrics.hpp"
-#include "model/scenarios.hpp"
 #include "base/error.hpp"
-#include "workload/study.hpp"
+#include "experiments/fit.hpp"
+#include "model/scenarios.hpp"
 #include "sim/analytic/analytic_engine.hpp"
+#include "workload/study.hpp"
 
 namespace fs = std::filesystem;
 using namespace cnnpar;

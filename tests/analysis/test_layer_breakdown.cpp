@@ -9,12 +9,12 @@
 
 #include "analysis/layer_breakdown.hpp"
 #include "analysis/metrics.hpp"
+#include "base/error.hpp"
 #include "hand_trace.hpp"
 #include "model/cost.hpp"
-#include "base/error.hpp"
 #include "model/scenarios.hpp"
-#include "workload/strategy.hpp"
 #include "sim/analytic/analytic_engine.hpp"
+#include "workload/strategy.hpp"
 
 using namespace cnnpar;
 

@@ -10,11 +10,11 @@
 #include "analysis/chrome_trace.hpp"
 #include "analysis/compare.hpp"
 #include "analysis/metrics.hpp"
-#include "experiments/sweep.hpp"
-#include "hand_trace.hpp"
 #include "base/error.hpp"
 #include "base/output_files.hpp"
 #include "base/units.hpp"
+#include "experiments/sweep.hpp"
+#include "hand_trace.hpp"
 
 using namespace cnnpar;
 

@@ -3,10 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include "analysis/metrics.hpp"
-#include "experiments/validation.hpp"
-#include "hand_trace.hpp"
 #include "base/error.hpp"
 #include "base/statistics.hpp"
+#include "experiments/validation.hpp"
+#include "hand_trace.hpp"
 
 using namespace cnnpar;
 

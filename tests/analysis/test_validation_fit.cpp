@@ -11,12 +11,12 @@
 
 #include <catch2/catch.hpp>
 
-#include "experiments/validation_fit.hpp"
 #include "base/error.hpp"
 #include "base/output_files.hpp"
+#include "experiments/validation_fit.hpp"
 #include "model/scenarios.hpp"
-#include "workload/strategy.hpp"
 #include "sim/analytic/analytic_engine.hpp"
+#include "workload/strategy.hpp"
 
 using namespace cnnpar;
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-// Reading JSON input: nesting, numbers out of range, bounded integers (issue 8, items 1, 2, 5).
+// Reading JSON input: nesting, numbers out of range, bounded integers.
 #include <catch2/catch.hpp>
 
 #include <string>

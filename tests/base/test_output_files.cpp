@@ -1,4 +1,4 @@
-// Outputs: checked before work, staged, committed all-or-nothing (issue 8, item 6).
+// Outputs: checked before work, staged, committed all-or-nothing.
 #include <catch2/catch.hpp>
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Speed of the SimGrid engine on a strategy schedule (issue 4's acceptance figures).
+// Speed of the SimGrid engine on a strategy schedule.
 //
 //   simgrid_bench [--ranks P] [--network vgg-a] [--platform cori-haswell] [--strategy lee]
 //                 [--batch 256] [--k 9] [--f 2] [--iterations 2] [--warmup 1]
@@ -18,9 +18,9 @@
 
 #include "base/error.hpp"
 #include "model/scenarios.hpp"
-#include "workload/strategy.hpp"
 #include "sim/analytic/analytic_engine.hpp"
 #include "sim/simgrid/simgrid_engine.hpp"
+#include "workload/strategy.hpp"
 
 using namespace cnnpar;
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Speed and memory of the SimGrid engine (issue 4's acceptance figures):
+# Speed and memory of the SimGrid engine:
 # VGG-A, lee (k = 9, f = 2), ring allreduce/allgather, crossbar, one measured iteration after
 # one warm-up iteration, at 128 and 1024 nodes. The builders need N >= P, so the 1024-node
 # run uses N = 1024 (one image per rank); message sizes of the allreduces do not depend on N.

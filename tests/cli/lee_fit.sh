@@ -1,5 +1,5 @@
 #!/bin/sh
-# Lee et al. held out (issue 11): re-running scripts/fit_lee.sh must give the fitted
+# Lee et al. held out: re-running scripts/fit_lee.sh must give the fitted
 # values of the committed platform (scenarios/platforms/cori-haswell-fitted.json). A changed
 # model shows up here as a diff; rerun scripts/fit_lee.sh and review it (the approve step).
 set -eu

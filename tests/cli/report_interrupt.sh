@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # report_interrupt.sh CNNPAR STUDY
-# Ctrl-C while `cnnpar report` waits for gnuplot (issue 8, item 10): the report exits 130, the
+# Ctrl-C while `cnnpar report` waits for gnuplot: the report exits 130, the
 # earlier report stays exactly as it was (no half-new mix, no stale staged folder) and no
 # gnuplot is left running. A stand-in gnuplot on PATH marks that it started and then waits.
 set -u

@@ -8,8 +8,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "launch/launcher.hpp"
 #include "base/error.hpp"
+#include "launch/launcher.hpp"
 
 namespace {
 

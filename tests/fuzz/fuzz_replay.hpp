@@ -7,9 +7,9 @@
 #include "analysis/metrics.hpp"
 #include "model/network.hpp"
 #include "model/platform.hpp"
-#include "workload/strategy.hpp"
 #include "sim/analytic/analytic_engine.hpp"
 #include "tests/fuzz/fuzz_common.hpp"
+#include "workload/strategy.hpp"
 
 namespace cnnpar::fuzz {
 

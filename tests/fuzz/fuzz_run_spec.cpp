@@ -1,7 +1,7 @@
 // Run-specs (what `cnnpar run` hands to `cnnpar-run`): run_spec_from_json, then the JSON
 // form written back.
-#include "workload/run_spec.hpp"
 #include "tests/fuzz/fuzz_common.hpp"
+#include "workload/run_spec.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace cnnpar;

@@ -5,9 +5,9 @@
 #include <map>
 
 #include "model/scenarios.hpp"
+#include "tests/fuzz/fuzz_common.hpp"
 #include "workload/strategy.hpp"
 #include "workload/study.hpp"
-#include "tests/fuzz/fuzz_common.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace cnnpar;

@@ -15,7 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
   try {
     const double value = parse_quantity(text, unit, allow_bare);
-    // A quantity must be a usable number after the unit is applied (issue 8 item 4).
+    // A quantity must be a usable number after the unit is applied.
     FUZZ_REQUIRE(std::isfinite(value), std::string(text));
     // ... and not a non-zero number that underflowed to 0 ("1e-320ps").
     const std::string copy(text);

@@ -7,8 +7,8 @@
 
 #include "base/json_node.hpp"
 #include "base/output_files.hpp"
-#include "workload/run_spec.hpp"
 #include "model/scenarios.hpp"
+#include "workload/run_spec.hpp"
 #include "workload/strategy.hpp"
 
 int main(int argc, char** argv) {

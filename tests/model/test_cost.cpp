@@ -2,8 +2,8 @@
 // (Eq. 4-8), gradient counts (Eq. 9-10) and the replicated-fc exchange (Sec. III-C.2).
 #include <catch2/catch.hpp>
 
-#include "model/cost.hpp"
 #include "base/error.hpp"
+#include "model/cost.hpp"
 #include "model/network.hpp"
 
 using namespace cnnpar;

@@ -4,11 +4,11 @@
 #include <optional>
 
 #include "base/error.hpp"
-#include "system/op_time.hpp"
-#include "workload/overrides.hpp"
 #include "model/platform.hpp"
 #include "model/scenarios.hpp"
 #include "model/schedule.hpp"
+#include "system/op_time.hpp"
+#include "workload/overrides.hpp"
 
 using namespace cnnpar;
 

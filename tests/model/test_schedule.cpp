@@ -3,8 +3,8 @@
 #include "base/error.hpp"
 #include "model/scenarios.hpp"
 #include "model/schedule.hpp"
-#include "workload/strategy.hpp"
 #include "model/trace.hpp"
+#include "workload/strategy.hpp"
 
 using namespace cnnpar;
 

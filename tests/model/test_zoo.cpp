@@ -10,8 +10,8 @@
 #include <string>
 #include <tuple>
 
-#include "model/cost.hpp"
 #include "base/json_node.hpp"
+#include "model/cost.hpp"
 #include "model/network.hpp"
 #include "model/platform.hpp"
 #include "model/scenarios.hpp"

@@ -144,7 +144,7 @@ foreach(case ${mp_cases})
                    ${run_out}/mp_${case}_np4.json 4 --loss-drop 0.05 --weights-identical --compute real)
 endforeach()
 
-# Separate worker groups (issue 12): Veeriah & Modi's schemes (a) and (c) on 2 and 4 ranks
+# Separate worker groups: Veeriah & Modi's schemes (a) and (c) on 2 and 4 ranks
 # (K = 1, 2 conv workers + K fc workers) and Marques et al.'s conv_split on 2 and 3 ranks
 # (master + workers, uniform and probed shares) are synchronous SGD on the global batch: the
 # same weights as one process of plain dp. Scheme (b) updates the fc layers per sub-batch

@@ -17,13 +17,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "system/gemm_rate.hpp"
+#include "analysis/metrics.hpp"
 #include "model/platform.hpp"
 #include "model/scenarios.hpp"
+#include "model/trace.hpp"
+#include "system/gemm_rate.hpp"
 #include "workload/registry.hpp"
 #include "workload/strategy.hpp"
-#include "model/trace.hpp"
-#include "analysis/metrics.hpp"
 
 int main(int argc, char** argv) {
   if (argc < 3) {

@@ -16,11 +16,11 @@
 #include <random>
 #include <vector>
 
-#include "workload/strategy.hpp"
 #include "real/dataset.hpp"
 #include "real/kernels.hpp"
 #include "real/runtime.hpp"
 #include "tests/real/real_test_util.hpp"
+#include "workload/strategy.hpp"
 
 using namespace cnnpar;
 using namespace cnnpar::real;

@@ -5,13 +5,13 @@
 #include <chrono>
 #include <cmath>
 
-#include "system/collective.hpp"
 #include "model/cost.hpp"
 #include "model/schedule.hpp"
 #include "real/calibrate.hpp"
 #include "real/clock_sync.hpp"
 #include "real/interpreter.hpp"
 #include "real/mpi_wrap.hpp"
+#include "system/collective.hpp"
 
 using namespace cnnpar;
 using namespace cnnpar::real;

@@ -13,11 +13,11 @@
 #include <cstdio>
 #include <string>
 
-#include "workload/strategy.hpp"
 #include "real/dataset.hpp"
 #include "real/local_executor.hpp"
 #include "real/runtime.hpp"
 #include "tests/real/real_test_util.hpp"
+#include "workload/strategy.hpp"
 
 using namespace cnnpar;
 using namespace cnnpar::real;

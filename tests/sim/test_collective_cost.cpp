@@ -5,9 +5,9 @@
 #include <array>
 #include <vector>
 
+#include "sim/analytic/collective_cost.hpp"
 #include "system/collective.hpp"
 #include "system/collective_algorithm.hpp"
-#include "sim/analytic/collective_cost.hpp"
 
 using namespace cnnpar;
 using namespace cnnpar::analytic;

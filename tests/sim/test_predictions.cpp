@@ -5,8 +5,8 @@
 
 #include "analysis/metrics.hpp"
 #include "model/scenarios.hpp"
-#include "workload/strategy.hpp"
 #include "sim/analytic/analytic_engine.hpp"
+#include "workload/strategy.hpp"
 
 using namespace cnnpar;
 

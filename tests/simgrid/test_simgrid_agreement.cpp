@@ -1,22 +1,22 @@
 // SimGrid and analytic engines on contention-free cases: a crossbar, one collective at a time
 // per rank (collective_concurrency 1). The analytic engine times collectives with the closed
 // forms that SimGrid's CM02 α-β links reproduce message by message (test_simgrid_collectives),
-// so the iteration times of whole strategies must agree within 2 % (issue 4's acceptance).
+// so the iteration times of whole strategies must agree within 2 %.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 
 #include "analysis/metrics.hpp"
 #include "model/scenarios.hpp"
-#include "workload/strategy.hpp"
 #include "sim/analytic/analytic_engine.hpp"
 #include "sim/simgrid/simgrid_engine.hpp"
+#include "workload/strategy.hpp"
 
 using namespace cnnpar;
 
 namespace {
 
-constexpr double kAgreement = 0.02;  // issue 4: within 2 % on iteration time
+constexpr double kAgreement = 0.02;  // within 2 % on iteration time
 
 // Rank counts of the crossbar cases. Under ASan the engine runs 10-15x slower and P = 32..128
 // took 200 s per case; they run no code path that P <= 16 does not (power-of-two and other

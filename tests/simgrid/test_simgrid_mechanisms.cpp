@@ -1,14 +1,14 @@
-// The time-model mechanisms of issue 11 (message factors, reduction arithmetic, per-iteration
+// The time-model mechanisms (message factors, reduction arithmetic, per-iteration
 // overhead, progress by polling, injection contention) on hand-built schedules: each case states
 // its equation and expected value, and both engines must reproduce it.
 #include <catch2/catch.hpp>
 
 #include "analysis/metrics.hpp"
 #include "model/scenarios.hpp"
-#include "workload/strategy.hpp"
 #include "sim/analytic/analytic_engine.hpp"
 #include "sim/simgrid/simgrid_engine.hpp"
 #include "tests/simgrid/fixtures.hpp"
+#include "workload/strategy.hpp"
 
 using namespace cnnpar;
 using namespace cnnpar::test;
@@ -16,7 +16,7 @@ using namespace cnnpar::test;
 namespace {
 
 constexpr double kHandTolerance = 1e-6;  // relative: both engines against the hand formula
-constexpr double kAgreement = 0.02;      // issue 4: engines within 2 % on whole strategies
+constexpr double kAgreement = 0.02;      // the engines within 2 % on whole strategies
 
 /** Iteration end (latest mark `iteration`) of `trace`. */
 double mark_s(const Trace& trace, int iteration = 0) {
@@ -232,7 +232,7 @@ TEST_CASE("a link's token bucket passes an idle link's burst at its peak rate in
 }
 
 TEST_CASE("dp and lee with every mechanism on agree across engines", "[simgrid][mechanisms]") {
-  // No closed form for a whole network: the engines must agree within issue 4's 2 %.
+  // No closed form for a whole network: the engines must agree within 2 %.
   const Network network = load_network("vgg-a-32");
   for (const std::string strategy : {"dp", "lee"}) {
     for (int ranks : {2, 4, 8}) {

@@ -5,9 +5,9 @@
 #include <string>
 
 #include "base/error.hpp"
+#include "model/platform.hpp"
 #include "system/gemm_rate.hpp"
 #include "system/op_time.hpp"
-#include "model/platform.hpp"
 
 using namespace cnnpar;
 

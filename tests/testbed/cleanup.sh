@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cleanup.sh CNNPAR CNNPAR_RUN NETWORK CASE
-# `cnnpar testbed run` leaves nothing behind (issue 10): after CASE, no namespace of the testbed
+# `cnnpar testbed run` leaves nothing behind: after CASE, no namespace of the testbed
 # (`ip netns list`; its veths and qdiscs live in them), no process of the run (`pgrep -f` on
 # the program's unique arguments and on the testbed's launcher) and no state folder.
 #   normal   a 2-rank cnnpar-run finishes: status 0, its trace written

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "base/error.hpp"
-#include "workload/strategies/marques.hpp"
 #include "model/scenarios.hpp"
+#include "workload/strategies/marques.hpp"
 
 using namespace cnnpar;
 

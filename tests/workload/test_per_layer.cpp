@@ -9,9 +9,9 @@
 #include "base/error.hpp"
 #include "base/json_node.hpp"
 #include "model/scenarios.hpp"
+#include "sim/analytic/analytic_engine.hpp"
 #include "workload/strategies/per_layer.hpp"
 #include "workload/strategy.hpp"
-#include "sim/analytic/analytic_engine.hpp"
 
 using namespace cnnpar;
 using namespace cnnpar::strategies;

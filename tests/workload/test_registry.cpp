@@ -7,9 +7,9 @@
 #include <string>
 
 #include "base/error.hpp"
-#include "workload/run_spec.hpp"
 #include "model/scenarios.hpp"
 #include "workload/registry.hpp"
+#include "workload/run_spec.hpp"
 #include "workload/strategy.hpp"
 
 using namespace cnnpar;

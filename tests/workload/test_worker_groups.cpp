@@ -6,8 +6,8 @@
 #include <map>
 
 #include "base/error.hpp"
-#include "system/op_time.hpp"
 #include "model/scenarios.hpp"
+#include "system/op_time.hpp"
 #include "workload/strategy.hpp"
 
 using namespace cnnpar;

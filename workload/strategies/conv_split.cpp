@@ -25,10 +25,10 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
-#include "workload/strategies/marques.hpp"
 #include "system/op_time.hpp"
-#include "workload/registry.hpp"
 #include "workload/emit.hpp"
+#include "workload/registry.hpp"
+#include "workload/strategies/marques.hpp"
 
 namespace cnnpar::strategies {
 

@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
-#include "workload/registry.hpp"
 #include "workload/emit.hpp"
+#include "workload/registry.hpp"
 #include "workload/strategies/data_parallel.hpp"
 
 namespace cnnpar::strategies {

@@ -18,9 +18,9 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "workload/emit.hpp"
 #include "workload/strategies/data_parallel.hpp"
 #include "workload/strategies/lee_chunks.hpp"
-#include "workload/emit.hpp"
 
 namespace cnnpar::strategies {
 

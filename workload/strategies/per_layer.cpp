@@ -34,9 +34,9 @@
 #include "base/error.hpp"
 #include "base/json_node.hpp"
 #include "base/text.hpp"
+#include "workload/emit.hpp"
 #include "workload/strategies/data_parallel.hpp"
 #include "workload/strategies/lee_chunks.hpp"
-#include "workload/emit.hpp"
 #include "workload/strategies/per_layer.hpp"
 
 namespace cnnpar::strategies {

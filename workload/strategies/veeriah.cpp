@@ -22,9 +22,9 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "workload/emit.hpp"
 #include "workload/registry.hpp"
 #include "workload/strategies/data_parallel.hpp"
-#include "workload/emit.hpp"
 
 namespace cnnpar::strategies {
 
