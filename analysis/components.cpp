@@ -306,9 +306,45 @@ std::optional<nlohmann::json> components_json(const Trace& trace, const Network*
     case ComponentSplit::none: return std::nullopt;
     case ComponentSplit::worker_groups: j = to_json(veeriah_components(trace)); break;
     case ComponentSplit::master_workers: j = to_json(conv_split_components(trace, network, element_bytes)); break;
+    case ComponentSplit::parameter_server: j = to_json(parameter_server_components(trace)); break;
   }
   j["strategy"] = *found;
   return j;
+}
+
+ParameterServerComponents parameter_server_components(const Trace& trace) {
+  const std::vector<int> servers = server_ranks(trace);
+  if (servers.empty())
+    throw InputError("<trace>", "/metadata/server_ranks", "[]", "a parameter server's trace names its server rank");
+  const TraceMetrics metrics = compute_metrics(trace, MetricsDetail{false, false});
+  ParameterServerComponents c;
+  c.workers = int(trace.ranks.size() - servers.size());
+  c.sync_wait_s = metrics.sync_wait_s;
+  c.workload_balance = metrics.load_balance;
+  double staleness_sum = 0;
+  for (int server : servers) {
+    const RankTrace& rank = trace.ranks[std::size_t(server)];
+    for (const CollectiveRecord& record : rank.collectives) c.volume_bytes += record.bytes;
+    for (const MergeRecord& merge : rank.merges) {
+      c.staleness.push_back(merge.staleness());
+      staleness_sum += merge.staleness();
+      c.staleness_max = std::max(c.staleness_max, merge.staleness());
+    }
+  }
+  c.merges = int(c.staleness.size());
+  c.staleness_mean = c.merges > 0 ? staleness_sum / c.merges : 0.0;
+  return c;
+}
+
+nlohmann::json to_json(const ParameterServerComponents& c) {
+  return {{"workers", c.workers},
+          {"sync_wait_s", c.sync_wait_s},
+          {"workload_balance", c.workload_balance},
+          {"volume_bytes", c.volume_bytes},
+          {"merges", c.merges},
+          {"staleness_mean", c.staleness_mean},
+          {"staleness_max", c.staleness_max},
+          {"staleness", c.staleness}};
 }
 
 std::string format_component_value(const std::string& key, double value) {
@@ -325,7 +361,8 @@ std::vector<std::string> component_keys(const std::vector<const nlohmann::json*>
   static const std::vector<std::string> kPaperOrder = {
       "conv_workers", "conv_iteration_s", "fc_pass_s", "fc_activation_wait_s", "fc1_merge_s", "fc1_error_reduce_s",
       "comm_s",       "conv_s",           "comp_s",    "conv_spread",          "workers_conv_spread",
-      "upload_elements", "element_bytes", "upload_bytes"};
+      "upload_elements", "element_bytes", "upload_bytes", "workers", "sync_wait_s", "workload_balance",
+      "volume_bytes", "merges", "staleness_mean", "staleness_max"};
   std::vector<std::string> seen;
   for (const nlohmann::json* object : objects)
     if (object->is_object())

@@ -68,16 +68,43 @@ struct ConvSplitComponents {
   double upload_bytes = 0;
 };
 
+/** param_server (BPT-CNN, Sec. 3.3 and 5.4), over the workers (every rank but the server):
+ *  * sync_wait_s        Eq. 8, T_SGWU: over the measured rounds i and workers j, the sum of
+ *                       max_j' t_j'^(i) - t_j^(i), t the worker's compute seconds in round i;
+ *  * workload_balance   Fig. 15(b)'s measure, defined here: per round the mean over the workers
+ *                       of their compute seconds divided by the largest, the median over the
+ *                       measured rounds (1 = every worker as busy as the busiest);
+ *  * volume_bytes       Eq. 11's traffic as it ran: the bytes of every push and reply the
+ *                       server moved, every round (2·c_w·m·K when every round pushes);
+ *  * merges             pushes the server merged (AGWU: one per push; SGWU: m per round);
+ *  * staleness_mean, staleness_max  per merge, the merges of other pushes the worker's
+ *                       increment missed (version - 1 - base_version, Trace MergeRecord);
+ *  * staleness          the list, in the order the server applied them. */
+struct ParameterServerComponents {
+  int workers = 0;
+  double sync_wait_s = 0;
+  double workload_balance = 1;
+  double volume_bytes = 0;
+  int merges = 0;
+  double staleness_mean = 0;
+  int staleness_max = 0;
+  std::vector<int> staleness;
+};
+
 /** @throws InputError (file "<trace>") for a trace without measured iterations or with
  *  malformed metadata.collective_layers / options.conv_workers. */
 VeeriahComponents veeriah_components(const Trace& trace);
 /** `network` may be null (then no upload volume). @throws InputError as above. */
 ConvSplitComponents conv_split_components(const Trace& trace, const Network* network, int element_bytes);
 
+/** @throws InputError (file "<trace>") for a trace without a server or measured rounds. */
+ParameterServerComponents parameter_server_components(const Trace& trace);
+
 nlohmann::json to_json(const VeeriahComponents& components);
+nlohmann::json to_json(const ParameterServerComponents& components);
 nlohmann::json to_json(const ConvSplitComponents& components);
 
-/** True for the strategies that register a component split (veeriah, conv_split). */
+/** True for the strategies that register a component split (veeriah, conv_split, param_server). */
 bool has_components(const std::string& strategy);
 
 /** The components of the trace's strategy (metadata.strategy) as JSON, with "strategy" set;

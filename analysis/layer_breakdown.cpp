@@ -19,7 +19,8 @@ Phase collective_phase(Payload payload) {
   switch (payload) {
     case Payload::activations: return Phase::forward;
     case Payload::errors: return Phase::backward_data;
-    case Payload::weights: return Phase::update;
+    case Payload::weights:
+    case Payload::increments: return Phase::update;  // a parameter server's pushes and pulls
     case Payload::gradients:
     case Payload::none: break;
   }

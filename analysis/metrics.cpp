@@ -37,12 +37,35 @@ std::map<int, double> mark_times(const RankTrace& rank) {
 
 }  // namespace
 
-TraceMetrics compute_metrics(const Trace& trace, const MetricsDetail& detail) {
+std::vector<int> server_ranks(const Trace& trace) {
+  std::vector<int> servers;
+  const auto found = trace.metadata.is_object() ? trace.metadata.find("server_ranks") : trace.metadata.end();
+  if (!trace.metadata.is_object() || found == trace.metadata.end()) return servers;
+  if (!found->is_array()) throw InputError("<trace>", "/metadata/server_ranks", found->dump(), "expected a list of ranks");
+  for (const nlohmann::json& rank : *found) {
+    if (!rank.is_number_integer() || rank.get<std::int64_t>() < 0 || rank.get<std::int64_t>() >= std::int64_t(trace.ranks.size()))
+      throw InputError("<trace>", "/metadata/server_ranks", found->dump(), "expected ranks of the trace");
+    servers.push_back(rank.get<int>());
+  }
+  return servers;
+}
+
+TraceMetrics compute_metrics(const Trace& full_trace, const MetricsDetail& detail) {
   TraceMetrics m;
-  m.engine = trace.engine;
-  m.ranks = int(trace.ranks.size());
-  m.warmup_iterations = trace.warmup_iterations;
-  if (trace.ranks.empty()) throw InputError("<trace>", "/ranks", "[]", "the trace has no ranks");
+  m.engine = full_trace.engine;
+  m.ranks = int(full_trace.ranks.size());
+  m.warmup_iterations = full_trace.warmup_iterations;
+  if (full_trace.ranks.empty()) throw InputError("<trace>", "/ranks", "[]", "the trace has no ranks");
+  // A parameter server has no iterations of its own: the metrics are the workers'.
+  const std::vector<int> servers = server_ranks(full_trace);
+  Trace workers;
+  if (!servers.empty()) {
+    workers.engine = full_trace.engine;
+    workers.warmup_iterations = full_trace.warmup_iterations;
+    for (const RankTrace& rank : full_trace.ranks)
+      if (std::find(servers.begin(), servers.end(), rank.rank) == servers.end()) workers.ranks.push_back(rank);
+  }
+  const Trace& trace = servers.empty() ? full_trace : workers;
 
   std::vector<std::map<int, double>> marks;
   marks.reserve(trace.ranks.size());
@@ -140,7 +163,7 @@ TraceMetrics compute_metrics(const Trace& trace, const MetricsDetail& detail) {
       sum_tb += exposed_s;
       if (!detail.per_collective) continue;
       CollectiveTiming timing;
-      timing.rank = int(r);
+      timing.rank = rank.rank;
       timing.collective = record.collective;
       timing.label = record.label;
       timing.kind = record.kind;

@@ -93,6 +93,11 @@ struct MetricsDetail {
   bool per_layer = true;       ///< TraceMetrics::layers
 };
 
+/** The ranks the trace's metadata names as parameter servers ("server_ranks"): their merges
+ *  are no iterations, so every per-iteration metric is over the other ranks.
+ *  @throws InputError for a list that is not of the trace's ranks. */
+std::vector<int> server_ranks(const Trace& trace);
+
 /** @throws InputError (file "<trace>") if the trace has no measured iteration on every rank. */
 TraceMetrics compute_metrics(const Trace& trace, const MetricsDetail& detail = {});
 

@@ -60,14 +60,16 @@ const char* to_string(Payload payload) {
     case Payload::activations: return "activations";
     case Payload::errors: return "errors";
     case Payload::weights: return "weights";
+    case Payload::increments: return "increments";
   }
   return "?";
 }
 
 Payload payload_from_string(const std::string& text) {
-  for (auto p : {Payload::none, Payload::gradients, Payload::activations, Payload::errors, Payload::weights})
+  for (auto p : {Payload::none, Payload::gradients, Payload::activations, Payload::errors, Payload::weights,
+                 Payload::increments})
     if (text == to_string(p)) return p;
-  throw std::invalid_argument("unknown payload (expected none, gradients, activations, errors or weights)");
+  throw std::invalid_argument("unknown payload (expected none, gradients, activations, errors, weights or increments)");
 }
 
 const char* to_string(Split split) {
@@ -91,8 +93,17 @@ const char* to_string(OpKind kind) {
     case OpKind::post: return "post";
     case OpKind::wait: return "wait";
     case OpKind::mark: return "mark";
+    case OpKind::serve: return "serve";
   }
   return "?";
+}
+
+const char* to_string(ServeOrder order) { return order == ServeOrder::arrival ? "arrival" : "together"; }
+
+ServeOrder serve_order_from_string(const std::string& text) {
+  if (text == "arrival") return ServeOrder::arrival;
+  if (text == "together") return ServeOrder::together;
+  throw std::invalid_argument("unknown serve order (expected arrival or together)");
 }
 
 std::string Op::kernel_name() const {
@@ -135,6 +146,25 @@ Op Op::mark_op(int iteration) {
   return op;
 }
 
+Op Op::serve_op(int serve) {
+  Op op;
+  op.kind = OpKind::serve;
+  op.serve = serve;
+  return op;
+}
+
+int Schedule::add_serve(Serve serve) {
+  serves.push_back(std::move(serve));
+  return int(serves.size()) - 1;
+}
+
+const ServeEntry* Schedule::served(int id) const {
+  for (const Serve& serve : serves)
+    for (const ServeEntry& entry : serve.entries)
+      if (entry.push == id || entry.reply == id) return &entry;
+  return nullptr;
+}
+
 int Schedule::add_collective(Collective collective) {
   collective.id = int(collectives.size());
   std::sort(collective.group.begin(), collective.group.end());
@@ -159,6 +189,7 @@ nlohmann::json op_to_json(const Op& op) {
     case OpKind::post: return {{"op", "post"}, {"collective", op.collective}};
     case OpKind::wait: return {{"op", "wait"}, {"collective", op.collective}};
     case OpKind::mark: return {{"op", "mark"}, {"iteration", op.iteration}};
+    case OpKind::serve: return {{"op", "serve"}, {"serve", op.serve}};
   }
   return {};
 }
@@ -193,7 +224,7 @@ Range range_from_json(const JsonNode& node) {
 constexpr double kMaxOpFlops = 1e24;
 constexpr double kMaxBytes = 1e18;
 
-Op op_from_json(const JsonNode& node, int collective_count) {
+Op op_from_json(const JsonNode& node, int collective_count, int serve_count) {
   Op op;
   const std::string kind = node.at("op").as_string();
   if (kind == "compute") {
@@ -223,10 +254,48 @@ Op op_from_json(const JsonNode& node, int collective_count) {
     node.check_keys({"op", "iteration"});
     op.kind = OpKind::mark;
     op.iteration = int(node.at("iteration").as_int_in(0, limits::kMaxIterations));
+  } else if (kind == "serve") {
+    node.check_keys({"op", "serve"});
+    op.kind = OpKind::serve;
+    const JsonNode index = node.at("serve");
+    op.serve = int(index.as_int_in(0, limits::kMaxIndex));
+    if (op.serve >= serve_count) index.fail(fmt::format("no serve with this index ({} defined)", serve_count));
   } else {
-    node.at("op").fail("unknown op (expected compute, post, wait or mark)");
+    node.at("op").fail("unknown op (expected compute, post, wait, mark or serve)");
   }
   return op;
+}
+
+Serve serve_from_json(const JsonNode& node, int collective_count, int ranks) {
+  node.check_keys({"order", "entries", "merge", "gamma"});
+  Serve serve;
+  const JsonNode order = node.at("order");
+  try {
+    serve.order = serve_order_from_string(order.as_string());
+  } catch (const std::invalid_argument& error) {
+    order.fail(error.what());
+  }
+  for (const JsonNode& entry : node.at("entries").items()) {
+    entry.check_keys({"push", "reply", "worker", "round"});
+    ServeEntry e;
+    for (auto [key, field] : {std::pair{"push", &e.push}, std::pair{"reply", &e.reply}}) {
+      const JsonNode id = entry.at(key);
+      *field = int(id.as_int_in(0, limits::kMaxIndex));
+      if (*field >= collective_count) id.fail(fmt::format("no collective with this id ({} defined)", collective_count));
+    }
+    const JsonNode worker = entry.at("worker");
+    e.worker = int(worker.as_nonnegative_int());
+    if (e.worker >= ranks) worker.fail(fmt::format("rank out of range (the schedule has {} ranks)", ranks));
+    e.round = int(entry.at("round").as_int_in(0, limits::kMaxIterations));
+    serve.entries.push_back(e);
+  }
+  serve.merge = op_from_json(node.at("merge"), collective_count, 0);
+  if (node.has("gamma")) {
+    const JsonNode gamma = node.at("gamma");
+    serve.gamma = gamma.as_number_in(0, 1);
+  }
+  if (serve.merge.kind != OpKind::compute) node.at("merge").fail("a merge is a compute op");
+  return serve;
 }
 
 LayerPartition partition_from_json(const JsonNode& node) {
@@ -274,20 +343,32 @@ nlohmann::json to_json(const Schedule& schedule) {
     }
     programs.push_back(std::move(entry));
   }
-  return {{"strategy", schedule.strategy},
-          {"options", schedule.options.is_null() ? nlohmann::json::object() : schedule.options},
-          {"network", schedule.network},
-          {"global_batch", schedule.global_batch},
-          {"iterations", schedule.iterations},
-          {"warmup_iterations", schedule.warmup_iterations},
-          {"collectives", std::move(collectives)},
-          {"programs", std::move(programs)}};
+  nlohmann::json document = {{"strategy", schedule.strategy},
+                              {"options", schedule.options.is_null() ? nlohmann::json::object() : schedule.options},
+                              {"network", schedule.network},
+                              {"global_batch", schedule.global_batch},
+                              {"iterations", schedule.iterations},
+                              {"warmup_iterations", schedule.warmup_iterations},
+                              {"collectives", std::move(collectives)},
+                              {"programs", std::move(programs)}};
+  if (!schedule.serves.empty()) {
+    nlohmann::json serves = nlohmann::json::array();
+    for (const Serve& serve : schedule.serves) {
+      nlohmann::json entries = nlohmann::json::array();
+      for (const ServeEntry& e : serve.entries)
+        entries.push_back({{"push", e.push}, {"reply", e.reply}, {"worker", e.worker}, {"round", e.round}});
+      serves.push_back({{"order", to_string(serve.order)}, {"entries", std::move(entries)}, {"merge", op_to_json(serve.merge)}});
+      if (serve.gamma > 0) serves.back()["gamma"] = serve.gamma;
+    }
+    document["serves"] = std::move(serves);
+  }
+  return document;
 }
 
 Schedule schedule_from_json(const nlohmann::json& document, const std::string& file) {
   const JsonNode root(document, file);
   root.check_keys({"strategy", "options", "network", "global_batch", "iterations", "warmup_iterations", "collectives",
-                   "programs"});
+                   "programs", "serves"});
   Schedule schedule;
   schedule.strategy = root.string_or("strategy", "");
   if (root.has("options")) schedule.options = root.at("options").raw();
@@ -338,13 +419,17 @@ Schedule schedule_from_json(const nlohmann::json& document, const std::string& f
     c.id = int(i);
     schedule.collectives.push_back(std::move(c));
   }
+  if (root.has("serves"))
+    for (const JsonNode& serve : root.at("serves").items())
+      schedule.serves.push_back(serve_from_json(serve, int(collectives.size()), ranks));
   for (std::size_t r = 0; r < programs.size(); ++r) {
     const JsonNode& node = programs[r];
     node.check_keys({"rank", "ops", "partitions"});
     if (node.has("rank") && node.at("rank").as_int() != std::int64_t(r)) node.at("rank").fail(fmt::format("expected rank {}", r));
     Program program;
     program.rank = int(r);
-    for (const JsonNode& op : node.at("ops").items()) program.ops.push_back(op_from_json(op, int(collectives.size())));
+    for (const JsonNode& op : node.at("ops").items())
+      program.ops.push_back(op_from_json(op, int(collectives.size()), int(schedule.serves.size())));
     if (node.has("partitions"))
       for (const JsonNode& p : node.at("partitions").items()) program.partitions.push_back(partition_from_json(p));
     schedule.programs.push_back(std::move(program));

@@ -8,7 +8,9 @@
 //  * each rank has one communication engine that runs its posted collectives in posting
 //    order, `collective_concurrency` at a time (default 1, Lee et al.'s comm thread);
 //  * a collective starts once every member of its group has reached it on its engine;
-//  * `mark {iteration}` separates iterations; iterations < warmup_iterations are warm-up.
+//  * `mark {iteration}` separates iterations; iterations < warmup_iterations are warm-up;
+//  * `serve {serve}` makes the rank a parameter server for the pushes of Schedule::serves[serve]
+//    (see Serve): it receives them from any worker, in the order they arrive, merges and replies.
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -41,8 +43,10 @@ CollectiveKind collective_kind_from_string(const std::string& text);  ///< @thro
 /** What a collective carries, so the real executor knows which buffers to use:
  *  gradients/weights: the parameters of `layers`;
  *  activations: the input of layers[0] (the output of the layer before it);
- *  errors: the errors of layers[0]'s output. */
-enum class Payload { none, gradients, activations, errors, weights };
+ *  errors: the errors of layers[0]'s output;
+ *  increments: the parameters of `layers` minus the global weights the rank last received (a
+ *  parameter server's push), with the accuracy and version the merge needs. */
+enum class Payload { none, gradients, activations, errors, weights, increments };
 const char* to_string(Payload payload);
 Payload payload_from_string(const std::string& text);  ///< @throws std::invalid_argument
 
@@ -74,7 +78,7 @@ struct Collective {
   Range units;
 };
 
-enum class OpKind { compute, post, wait, mark };
+enum class OpKind { compute, post, wait, mark, serve };
 const char* to_string(OpKind kind);
 
 struct Op {
@@ -99,6 +103,8 @@ struct Op {
   int collective = -1;            ///< index into Schedule::collectives
   // mark
   int iteration = -1;             ///< iteration that this mark ends
+  // serve
+  int serve = -1;                 ///< index into Schedule::serves
 
   /** "gemm MxNxK" for GEMMs, else the kernel class name. */
   std::string kernel_name() const;
@@ -108,6 +114,40 @@ struct Op {
   static Op post_op(int collective);
   static Op wait_op(int collective);
   static Op mark_op(int iteration);
+  static Op serve_op(int serve);
+};
+
+/** In which order a parameter server applies the pushes of one serve op. */
+enum class ServeOrder {
+  arrival,   ///< each push merged as soon as it has arrived, its reply posted at once (BPT-CNN's AGWU)
+  together,  ///< every push received first, then one merge of them all, then every reply (SGWU)
+};
+const char* to_string(ServeOrder order);
+ServeOrder serve_order_from_string(const std::string& text);  ///< @throws std::invalid_argument
+
+/** One push a server handles: the worker's `send` of its weight increment to the server, and
+ *  the server's `send` of the new global weights back. The worker posts (and waits for) both;
+ *  the server's serve op stands for its side of both. */
+struct ServeEntry {
+  int push = -1;    ///< collective id: a send with group {server, worker}, root the worker
+  int reply = -1;   ///< collective id: a send with group {server, worker}, root the server
+  int worker = -1;  ///< the worker's rank
+  int round = 0;    ///< the worker's round (the iteration that posts the push)
+};
+
+/** A parameter server's work of one serve op. Its pushes arrive from any worker: the server's
+ *  communication takes them in the order the workers post them, not in a posting order of its
+ *  own, so which merge comes first is decided when the schedule runs. Every back-end records
+ *  the merges it applied, in order, with the global versions they read and made (Trace). */
+struct Serve {
+  ServeOrder order = ServeOrder::arrival;
+  std::vector<ServeEntry> entries;
+  /** Arrival order: the attenuation of every merge (BPT-CNN's gamma, in (0, 1]); 0 = Eq. 9's,
+   *  from the versions the pushes were trained from. Together: unused (Eq. 7 weighs by accuracy). */
+  double gamma = 0;
+  /** The compute op of one merge: of one push (arrival), or of every entry at once (together).
+   *  Its flops and bytes price it; kernel `update`, layer -1. */
+  Op merge;
 };
 
 /** A rank's ops, shared copy-on-write between ranks whose programs are identical (every
@@ -165,10 +205,15 @@ struct Schedule {
   int warmup_iterations = 0;        ///< leading iterations excluded from metrics
   std::vector<Program> programs;    ///< one per rank, programs[r].rank == r
   std::vector<Collective> collectives;
+  std::vector<Serve> serves;        ///< what the serve ops of parameter servers handle
 
   int ranks() const { return int(programs.size()); }
   /** Adds a collective and returns its id. */
   int add_collective(Collective collective);
+  /** Adds a serve and returns its index (for Op::serve_op). */
+  int add_serve(Serve serve);
+  /** The serve entry whose push or reply is collective `id`, or null. Linear in the entries. */
+  const ServeEntry* served(int id) const;
 };
 
 nlohmann::json to_json(const Schedule& schedule);
@@ -185,7 +230,9 @@ struct VerifyIssue {
 /** Checks, without running anything: waits without posts, double posts, posts never waited,
  *  empty or malformed groups, ranks that post a collective they are not in, members that
  *  never post, and members that reach collectives in different orders on their
- *  communication engines (the classic MPI deadlock), plus cycles between ranks' waits.
+ *  communication engines (the classic MPI deadlock), plus cycles between ranks' waits; for a
+ *  serve op, that every push and reply is a send between its server and one worker, handled
+ *  by one serve entry, and posted and waited for by the worker (the server's side is the op).
  *  Returns all problems found; empty means the schedule is valid. */
 std::vector<VerifyIssue> verify(const Schedule& schedule);
 

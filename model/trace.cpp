@@ -1,5 +1,6 @@
 #include "model/trace.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -27,6 +28,13 @@ nlohmann::json to_json(const Trace& trace) {
     for (const MarkRecord& m : rank.marks) marks.push_back({{"iteration", m.iteration}, {"time", m.time_s}});
     ranks.push_back({{"rank", rank.rank}, {"compute", std::move(compute)}, {"collectives", std::move(collectives)},
                      {"marks", std::move(marks)}});
+    if (!rank.merges.empty()) {
+      nlohmann::json merges = nlohmann::json::array();
+      for (const MergeRecord& m : rank.merges)
+        merges.push_back({{"worker", m.worker}, {"round", m.round}, {"base_version", m.base_version},
+                          {"version", m.version}, {"start", m.start_s}, {"end", m.end_s}});
+      ranks.back()["merges"] = std::move(merges);
+    }
   }
   return {{"format", "cnnpar-trace-1"},
           {"engine", trace.engine},
@@ -97,6 +105,19 @@ Trace trace_from_json(const nlohmann::json& document, const std::string& file) {
     }
     for (const JsonNode& m : rank_node.at("marks").items())
       rank.marks.push_back({int(m.at("iteration").as_int_in(0, limits::kMaxIterations)), m.at("time").as_number_in(-kMaxTime_s, kMaxTime_s)});
+    if (rank_node.has("merges"))
+      for (const JsonNode& m : rank_node.at("merges").items()) {
+        m.check_keys({"worker", "round", "base_version", "version", "start", "end"});
+        MergeRecord record;
+        record.worker = int(m.at("worker").as_int_in(0, limits::kMaxRanks - 1));
+        record.round = int(m.at("round").as_int_in(0, limits::kMaxIterations));
+        record.version = int(m.at("version").as_int_in(1, limits::kMaxIndex));
+        record.base_version = int(m.at("base_version").as_int_in(0, record.version - 1));
+        record.start_s = m.at("start").as_number_in(-kMaxTime_s, kMaxTime_s);
+        record.end_s = m.at("end").as_number_in(-kMaxTime_s, kMaxTime_s);
+        if (record.end_s < record.start_s) m.at("end").fail("ends before it starts");
+        rank.merges.push_back(record);
+      }
     trace.ranks.push_back(std::move(rank));
   }
   return trace;
@@ -141,6 +162,12 @@ Trace make_empty_trace(const Schedule& schedule, const std::string& engine) {
                     {"global_batch", schedule.global_batch},
                     {"ranks", schedule.ranks()},
                     {"iterations", schedule.iterations}};
+  // Parameter servers: their merges are no iterations (analysis/metrics.hpp server_ranks).
+  nlohmann::json servers = nlohmann::json::array();
+  for (const Program& program : schedule.programs)
+    if (std::any_of(program.ops.begin(), program.ops.end(), [](const Op& op) { return op.kind == OpKind::serve; }))
+      servers.push_back(program.rank);
+  if (!servers.empty()) trace.metadata["server_ranks"] = std::move(servers);
   // What each collective carries, for the per-layer breakdown (analysis/layer_breakdown.hpp).
   nlohmann::json carried = nlohmann::json::array();
   for (const Collective& collective : schedule.collectives)

@@ -43,11 +43,26 @@ struct MarkRecord {
   double time_s = 0;
 };
 
+/** A parameter server's merge of one push (ServeEntry), in the order the server applied them.
+ *  The global weights start at version 0; each merge makes the next version (all the pushes of
+ *  a `together` serve share one). Staleness = version - 1 - base_version: how many merges of
+ *  other pushes the worker's increment missed. */
+struct MergeRecord {
+  int worker = -1;
+  int round = 0;
+  int base_version = 0;  ///< the global version the worker's increment was trained from
+  int version = 0;       ///< the global version the merge made
+  double start_s = 0;
+  double end_s = 0;
+  int staleness() const { return version - 1 - base_version; }
+};
+
 struct RankTrace {
   int rank = 0;
-  std::vector<ComputeRecord> compute;        ///< in program order
-  std::vector<CollectiveRecord> collectives; ///< in posting order
+  std::vector<ComputeRecord> compute;        ///< in program order (a server's merges in the order applied)
+  std::vector<CollectiveRecord> collectives; ///< in posting order (a server's pushes in arrival order)
   std::vector<MarkRecord> marks;
+  std::vector<MergeRecord> merges;           ///< a parameter server's; empty on other ranks
 };
 
 struct Trace {

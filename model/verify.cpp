@@ -47,6 +47,52 @@ void check_collectives(const Schedule& schedule, std::vector<VerifyIssue>& issue
   }
 }
 
+// A serve's entries: sends between its server and one worker, each collective in one entry.
+void check_serves(const Schedule& schedule, std::vector<VerifyIssue>& issues) {
+  std::vector<int> server_of(schedule.serves.size(), -1);
+  for (const Program& program : schedule.programs)
+    for (std::size_t i = 0; i < program.ops.size(); ++i) {
+      const Op& op = program.ops[i];
+      if (op.kind != OpKind::serve || op.serve < 0 || std::size_t(op.serve) >= schedule.serves.size()) continue;
+      if (server_of[std::size_t(op.serve)] >= 0)
+        issues.push_back({program.rank, int(i), fmt::format("serve {} is run by two serve ops", op.serve)});
+      server_of[std::size_t(op.serve)] = program.rank;
+    }
+  std::vector<int> entries_of(schedule.collectives.size(), 0);
+  for (std::size_t s = 0; s < schedule.serves.size(); ++s) {
+    const int server = server_of[s];
+    if (server < 0) {
+      issues.push_back({-1, -1, fmt::format("serve {} is run by no serve op", s)});
+      continue;
+    }
+    const Serve& serve = schedule.serves[s];
+    if (serve.merge.kind != OpKind::compute)
+      issues.push_back({server, -1, fmt::format("serve {}: its merge is not a compute op", s)});
+    for (const ServeEntry& e : serve.entries) {
+      if (e.worker == server) {
+        issues.push_back({server, -1, fmt::format("serve {}: the server is also worker {}", s, e.worker)});
+        continue;
+      }
+      const std::pair<int, int> sides[] = {{e.push, e.worker}, {e.reply, server}};
+      for (const auto& [c, root] : sides) {
+        if (c < 0 || std::size_t(c) >= schedule.collectives.size()) {
+          issues.push_back({server, -1, fmt::format("serve {}: collective {} does not exist", s, c)});
+          continue;
+        }
+        ++entries_of[std::size_t(c)];
+        const Collective& coll = schedule.collectives[std::size_t(c)];
+        const std::vector<int> pair = {std::min(server, e.worker), std::max(server, e.worker)};
+        if (coll.kind != CollectiveKind::send || coll.group != pair || coll.root != root)
+          issues.push_back({server, -1, fmt::format("serve {}: {} must be a send from rank {} between ranks {} and {}", s,
+                                                    describe(schedule, c), root, server, e.worker)});
+      }
+    }
+  }
+  for (std::size_t c = 0; c < entries_of.size(); ++c)
+    if (entries_of[c] > 1)
+      issues.push_back({-1, -1, fmt::format("{} is served by {} entries", describe(schedule, int(c)), entries_of[c])});
+}
+
 // Per-rank static checks: posts and waits pair up, members only.
 void check_programs(const Schedule& schedule, std::vector<VerifyIssue>& issues) {
   const std::size_t collective_count = schedule.collectives.size();
@@ -55,6 +101,23 @@ void check_programs(const Schedule& schedule, std::vector<VerifyIssue>& issues) 
     std::vector<int> posted_at(collective_count, -1), waited_at(collective_count, -1);
     for (std::size_t i = 0; i < program.ops.size(); ++i) {
       const Op& op = program.ops[i];
+      if (op.kind == OpKind::serve) {
+        // The server's side of every push and reply it serves.
+        if (op.serve < 0 || std::size_t(op.serve) >= schedule.serves.size()) {
+          issues.push_back({program.rank, int(i), fmt::format("serve {}, which does not exist", op.serve)});
+          continue;
+        }
+        for (const ServeEntry& e : schedule.serves[std::size_t(op.serve)].entries)
+          for (int c : {e.push, e.reply})
+            if (c >= 0 && std::size_t(c) < collective_count) {
+              if (posted_at[std::size_t(c)] >= 0)
+                issues.push_back({program.rank, int(i), fmt::format("serves {} twice", describe(schedule, c))});
+              else
+                posters[std::size_t(c)].push_back(program.rank);
+              posted_at[std::size_t(c)] = waited_at[std::size_t(c)] = int(i);
+            }
+        continue;
+      }
       if (op.kind != OpKind::post && op.kind != OpKind::wait) continue;
       if (op.collective < 0 || std::size_t(op.collective) >= collective_count) {
         issues.push_back({program.rank, int(i), fmt::format("{} of collective {}, which does not exist", to_string(op.kind), op.collective)});
@@ -93,7 +156,9 @@ void check_programs(const Schedule& schedule, std::vector<VerifyIssue>& issues) 
   }
 }
 
-// Untimed replay; reports the first deadlock it finds.
+// Untimed replay; reports the first deadlock it finds. A serve op's side of its pushes and
+// replies needs no place in the server's engine (it receives from any worker): a push is there
+// once the op is reached, a reply once its push (arrival) or every push (together) completed.
 void check_deadlock(const Schedule& schedule, std::vector<VerifyIssue>& issues) {
   const int ranks = schedule.ranks();
   std::vector<std::size_t> pc(std::size_t(ranks), 0);
@@ -103,10 +168,33 @@ void check_deadlock(const Schedule& schedule, std::vector<VerifyIssue>& issues) 
   std::vector<int> worklist;
   for (int r = 0; r < ranks; ++r) worklist.push_back(r);
 
+  struct ServeState {
+    int server = -1;
+    bool active = false;
+    std::size_t pushes_done = 0, replies_done = 0;
+  };
+  std::vector<ServeState> serves(schedule.serves.size());
+  std::vector<int> serve_of(schedule.collectives.size(), -1);
+  std::vector<int> entry_of(schedule.collectives.size(), -1);
+  for (const Program& program : schedule.programs)
+    for (const Op& op : program.ops)
+      if (op.kind == OpKind::serve) serves[std::size_t(op.serve)].server = program.rank;
+  for (std::size_t s = 0; s < schedule.serves.size(); ++s)
+    for (std::size_t e = 0; e < schedule.serves[s].entries.size(); ++e)
+      for (int c : {schedule.serves[s].entries[e].push, schedule.serves[s].entries[e].reply}) {
+        serve_of[std::size_t(c)] = int(s);
+        entry_of[std::size_t(c)] = int(e);
+      }
+  const auto served_side = [&](int c, int member) {
+    return serve_of[std::size_t(c)] >= 0 && serves[std::size_t(serve_of[std::size_t(c)])].server == member;
+  };
+
+  const auto arrive = [&](int c, std::vector<int>& ready) {
+    if (++at_front[std::size_t(c)] == int(schedule.collectives[std::size_t(c)].group.size())) ready.push_back(c);
+  };
   const auto front_reached = [&](int rank, std::vector<int>& ready) {
     if (engine[std::size_t(rank)].empty()) return;
-    const int c = engine[std::size_t(rank)].front();
-    if (++at_front[std::size_t(c)] == int(schedule.collectives[std::size_t(c)].group.size())) ready.push_back(c);
+    arrive(engine[std::size_t(rank)].front(), ready);
   };
 
   while (!worklist.empty()) {
@@ -122,6 +210,14 @@ void check_deadlock(const Schedule& schedule, std::vector<VerifyIssue>& issues) 
           if (queue.size() == 1) front_reached(rank, ready);
         } else if (op.kind == OpKind::wait && !completed[std::size_t(op.collective)]) {
           break;
+        } else if (op.kind == OpKind::serve) {
+          ServeState& state = serves[std::size_t(op.serve)];
+          const Serve& serve = schedule.serves[std::size_t(op.serve)];
+          if (!state.active) {
+            state.active = true;
+            for (const ServeEntry& e : serve.entries) arrive(e.push, ready);
+          }
+          if (state.replies_done < serve.entries.size()) break;
         }
         ++i;
       }
@@ -132,9 +228,22 @@ void check_deadlock(const Schedule& schedule, std::vector<VerifyIssue>& issues) 
       const int c = ready[k];
       completed[std::size_t(c)] = 1;
       for (int member : schedule.collectives[std::size_t(c)].group) {
+        if (served_side(c, member)) continue;
         engine[std::size_t(member)].pop_front();
         front_reached(member, ready);
         worklist.push_back(member);
+      }
+      if (serve_of[std::size_t(c)] < 0) continue;
+      ServeState& state = serves[std::size_t(serve_of[std::size_t(c)])];
+      const Serve& serve = schedule.serves[std::size_t(serve_of[std::size_t(c)])];
+      const ServeEntry& entry = serve.entries[std::size_t(entry_of[std::size_t(c)])];
+      if (c == entry.push) {
+        ++state.pushes_done;
+        if (serve.order == ServeOrder::arrival) arrive(entry.reply, ready);
+        else if (state.pushes_done == serve.entries.size())
+          for (const ServeEntry& e : serve.entries) arrive(e.reply, ready);
+      } else if (++state.replies_done == serve.entries.size()) {
+        worklist.push_back(state.server);
       }
     }
     std::sort(worklist.begin(), worklist.end());
@@ -148,6 +257,7 @@ void check_deadlock(const Schedule& schedule, std::vector<VerifyIssue>& issues) 
     if (!queue.empty()) {
       const int c = queue.front();
       for (int member : schedule.collectives[std::size_t(c)].group) {
+        if (served_side(c, member)) continue;
         const auto& other = engine[std::size_t(member)];
         if (!other.empty() && other.front() != c) {
           issues.push_back({rank, -1, fmt::format("deadlock: rank {} reaches {} before {}, but rank {} reaches {} first "
@@ -159,9 +269,11 @@ void check_deadlock(const Schedule& schedule, std::vector<VerifyIssue>& issues) 
         if (other.empty()) {
           const std::size_t i = pc[std::size_t(member)];
           const Program& program = schedule.programs[std::size_t(member)];
-          const std::string blocked = i < program.ops.size()
-                                          ? fmt::format("blocked at op {} waiting for {}", i, describe(schedule, program.ops[i].collective))
-                                          : std::string("finished its program");
+          const std::string blocked =
+              i >= program.ops.size()                  ? std::string("finished its program")
+              : program.ops[i].kind == OpKind::serve ? fmt::format("blocked at op {} serving serve {}", i, program.ops[i].serve)
+                                                     : fmt::format("blocked at op {} waiting for {}", i,
+                                                                   describe(schedule, program.ops[i].collective));
           issues.push_back({rank, -1, fmt::format("deadlock: rank {} waits in {} for rank {}, which has not posted it and is {}",
                                                   rank, describe(schedule, c), member, blocked)});
           return;
@@ -171,6 +283,13 @@ void check_deadlock(const Schedule& schedule, std::vector<VerifyIssue>& issues) 
     const Program& program = schedule.programs[std::size_t(rank)];
     if (pc[std::size_t(rank)] < program.ops.size()) {
       const Op& op = program.ops[pc[std::size_t(rank)]];
+      if (op.kind == OpKind::serve) {
+        issues.push_back({rank, int(pc[std::size_t(rank)]),
+                          fmt::format("deadlock: serve {} never completes: {} of its {} replies can complete", op.serve,
+                                      serves[std::size_t(op.serve)].replies_done,
+                                      schedule.serves[std::size_t(op.serve)].entries.size())});
+        return;
+      }
       issues.push_back({rank, int(pc[std::size_t(rank)]),
                         fmt::format("deadlock: wait for {} can never complete (wait cycle between ranks)",
                                     describe(schedule, op.collective))});
@@ -350,6 +469,7 @@ std::vector<VerifyIssue> verify(const Schedule& schedule) {
     if (schedule.programs[r].rank != int(r))
       issues.push_back({int(r), -1, fmt::format("program {} says it is rank {}", r, schedule.programs[r].rank)});
   check_collectives(schedule, issues);
+  check_serves(schedule, issues);
   check_programs(schedule, issues);
   if (issues.empty()) check_deadlock(schedule, issues);  // the replay assumes the static checks hold
   return issues;

@@ -54,6 +54,9 @@ double Runtime::last_loss() const { return impl_->loss_sum / double(impl_->label
 // over ranks is the loss over the global batch as with data parallelism.
 double Runtime::last_loss_sum() const { return impl_->loss_sum / double(impl_->loss_holders); }
 std::int64_t Runtime::last_correct() const { return impl_->counts_correct ? impl_->correct : 0; }
+double Runtime::last_accuracy() const {
+  return impl_->loss_images > 0 ? double(last_correct()) / double(impl_->loss_images) : 0.0;
+}
 std::int64_t Runtime::parameter_count() const { return impl_->params; }
 
 std::vector<float> Runtime::flat_weights() const {

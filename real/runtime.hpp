@@ -63,6 +63,10 @@
 // is the gradient array itself (send == recv, in place), otherwise prepare packs them into a
 // staging buffer (in that order on every rank) and complete unpacks.
 // `weights` payload collectives work the same way on the weights.
+// A parameter server's worker (model/schedule.hpp Serve) keeps the global weights it last
+// received: its `increments` push carries its weights minus them, then its accuracy of the
+// last forward (one float more); receiving a `weights` reply replaces both. A server stages its
+// replies (it merges again while one is in flight) and merges pushes with merge_increments.
 //
 // Loss and gradients are normalised by the GLOBAL batch N, so the sum over ranks of the
 // per-rank gradients is exactly the gradient of the mean loss over the N images.
@@ -77,6 +81,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -186,6 +191,14 @@ class Runtime {
   double last_loss_sum() const;
   /** Images of this rank classified correctly (arg-max) in the last forward. */
   std::int64_t last_correct() const;
+  /** last_correct() over the images of the last forward (0 when it had none). */
+  double last_accuracy() const;
+
+  /** A parameter server's merge: global weights (the spans of `push`'s layers) += Σ_i
+   *  factors[i] · increments[i], each increment packed as `push` carries it (its trailing
+   *  accuracy ignored); the sum over i is taken first, in order, then added. */
+  void merge_increments(const Collective& push, const std::vector<std::span<const float>>& increments,
+                        const std::vector<double>& factors);
 
   /** All parameters in network layer order (see RuntimeState). */
   std::vector<float> flat_weights() const;

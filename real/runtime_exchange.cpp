@@ -220,6 +220,28 @@ void Runtime::Impl::complete_exchange(const Collective& c) {
 CollectiveBuffers Runtime::prepare(const Collective& c) {
   Impl& s = *impl_;
   CollectiveBuffers b;
+  if (c.payload == Payload::increments) {
+    CNNPAR_ASSERT(c.kind == CollectiveKind::send && c.root == s.rank && !s.base_weights.empty(),
+                  "an increments push is a worker's send to its server: " + c.label);
+    // Weights minus the global weights trained from, then the accuracy (the server's Q_j).
+    auto& st = s.staging[c.id];
+    st.clear();
+    for (auto [off, cnt] : s.spans(c.layers, c.units))
+      for (std::int64_t i = off; i < off + cnt; ++i) st.push_back(s.weights[std::size_t(i)] - s.base_weights[std::size_t(i)]);
+    st.push_back(float(last_accuracy()));
+    b.send = st.data();
+    b.send_count = std::int64_t(st.size());
+    return b;
+  }
+  if (c.payload == Payload::weights && s.serves && c.root == s.rank) {
+    // A server's reply: a copy, as later merges change the weights while it is in flight.
+    auto& st = s.staging[c.id];
+    st.clear();
+    for (auto [off, cnt] : s.spans(c.layers, c.units)) st.insert(st.end(), s.weights.begin() + off, s.weights.begin() + off + cnt);
+    b.send = st.data();
+    b.send_count = std::int64_t(st.size());
+    return b;
+  }
   if (c.payload == Payload::gradients || c.payload == Payload::weights) {
     CNNPAR_ASSERT(c.kind == CollectiveKind::allreduce || c.kind == CollectiveKind::reduce ||
                       c.kind == CollectiveKind::bcast || c.kind == CollectiveKind::send,
@@ -289,16 +311,23 @@ CollectiveBuffers Runtime::prepare(const Collective& c) {
 
 void Runtime::complete(const Collective& c) {
   Impl& s = *impl_;
+  if (c.payload == Payload::increments || (c.payload == Payload::weights && s.serves && c.root == s.rank)) {
+    s.staging.erase(c.id);
+    return;
+  }
   if (c.payload == Payload::gradients || c.payload == Payload::weights) {
-    auto it = s.staging.find(c.id);
-    if (it == s.staging.end()) return;  // was in place
-    std::vector<float>& arr = c.payload == Payload::gradients ? s.grads : s.weights;
-    std::int64_t o = 0;
-    for (auto [off, cnt] : s.spans(c.layers, c.units)) {
-      std::memcpy(arr.data() + off, it->second.data() + o, sizeof(float) * std::size_t(cnt));
-      o += cnt;
+    if (auto it = s.staging.find(c.id); it != s.staging.end()) {  // else it was in place
+      std::vector<float>& arr = c.payload == Payload::gradients ? s.grads : s.weights;
+      std::int64_t o = 0;
+      for (auto [off, cnt] : s.spans(c.layers, c.units)) {
+        std::memcpy(arr.data() + off, it->second.data() + o, sizeof(float) * std::size_t(cnt));
+        o += cnt;
+      }
+      s.staging.erase(it);
     }
-    s.staging.erase(it);
+    // A worker that received the global weights trains from them.
+    if (c.payload == Payload::weights && c.kind == CollectiveKind::send && c.root != s.rank && !s.base_weights.empty())
+      s.base_weights = s.weights;
     return;
   }
   auto& x = s.layers.at(std::size_t(c.layers.front()));
@@ -322,6 +351,24 @@ void Runtime::complete(const Collective& c) {
     x.in_ready[p] = c.iteration;
   else
     x.err_ready[p] = c.iteration;
+}
+
+void Runtime::merge_increments(const Collective& push, const std::vector<std::span<const float>>& increments,
+                               const std::vector<double>& factors) {
+  Impl& s = *impl_;
+  CNNPAR_ASSERT(increments.size() == factors.size(), "one factor per increment");
+  std::int64_t o = 0;
+  for (auto [off, cnt] : s.spans(push.layers, push.units)) {
+    for (std::int64_t i = 0; i < cnt; ++i) {
+      double sum = 0;
+      for (std::size_t k = 0; k < increments.size(); ++k) {
+        CNNPAR_ASSERT(std::int64_t(increments[k].size()) > o + i, "an increment shorter than its push: " + push.label);
+        sum += factors[k] * double(increments[k][std::size_t(o + i)]);
+      }
+      s.weights[std::size_t(off + i)] += float(sum);
+    }
+    o += cnt;
+  }
 }
 
 }  // namespace cnnpar::real

@@ -129,6 +129,11 @@ struct Runtime::Impl {
   std::int64_t params = 0;
   double loss_sum = 0;
   std::int64_t correct = 0;
+  std::int64_t loss_images = 0;  // images of the last forward's loss (sub-batches add up)
+  // A parameter server's worker: the global weights it trains from (empty elsewhere); a server
+  // stages its weight replies.
+  std::vector<float> base_weights;
+  bool serves = false;
   int loss_holders = 1;          // ranks that compute the loss over the whole batch (1 if sliced)
   bool counts_correct = true;    // this rank reports its classified images (the lowest holder)
   bool reads_dataset = true;     // false when the input arrives by a collective (a conv_split worker)

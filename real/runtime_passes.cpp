@@ -171,6 +171,7 @@ void Runtime::Impl::forward(LayerState& x, const Op& op, int it, const Tiling& t
                                          x.out.data() + rows.begin * k, &right);
       loss_sum = rows.begin == 0 ? sum : loss_sum + sum;
       correct = rows.begin == 0 ? right : correct + right;
+      loss_images = rows.begin == 0 ? rows.count : loss_images + rows.count;
       if (!x.softmax_bwd_op && l > 0) {
         softmax_cross_entropy_backward(rows.count, k, x.out.data() + rows.begin * k, labels.data() + rows.begin,
                                        double(N), err_in(l) + rows.begin * k);

@@ -50,8 +50,16 @@ struct OptionSpec {
 /** How analysis/components.hpp splits a trace of a strategy into the times its paper reports. */
 enum class ComponentSplit {
   none,
-  worker_groups,   ///< Veeriah & Modi, Tables 1-5: K conv workers on ranks 0..K-1, fc workers K..2K-1
-  master_workers,  ///< Marques et al., Figs. 2 and 4: rank 0 the master, the conv layers split by kernels
+  worker_groups,     ///< Veeriah & Modi, Tables 1-5: K conv workers on ranks 0..K-1, fc workers K..2K-1
+  master_workers,    ///< Marques et al., Figs. 2 and 4: rank 0 the master, the conv layers split by kernels
+  parameter_server,  ///< BPT-CNN, Sec. 3.3 and 5.4: synchronisation wait, balance, traffic, staleness
+};
+
+/** What the executor times on every rank before it builds a schedule that probes the ranks. */
+enum class RankProbe {
+  none,
+  conv_forward,   ///< one forward convolution of every conv layer (Marques et al.'s probe)
+  training_step,  ///< one training step (forward, backward, update), per sample (BPT-CNN's t̄_j)
 };
 
 struct StrategySpec {
@@ -72,11 +80,12 @@ struct StrategySpec {
    *  set to 1 after it); null = this strategy with the same options. */
   StrategyOptions (*one_rank_baseline)(const StrategyOptions& options) = nullptr;
   /** Options resolved when the executor runs: true when `options` ask every rank to be timed
-   *  before the schedule is built (conv_split's `--shares probe`). The executor then times one
-   *  forward pass of every conv layer on each rank (real/probe.hpp) and calls resolve_probe with
-   *  the seconds in rank order; the engines resolve the same options from modelled times. */
+   *  before the schedule is built (conv_split's `--shares probe`). The executor then times
+   *  `probe` on each rank (real/probe.hpp) and calls resolve_probe with the seconds in rank
+   *  order; the engines resolve the same options from modelled times. */
   bool (*probes_ranks)(const StrategyOptions& options) = nullptr;
   void (*resolve_probe)(StrategyOptions& options, const std::vector<double>& probe_s) = nullptr;
+  RankProbe probe = RankProbe::none;
   ComponentSplit components = ComponentSplit::none;
   /** `cnnpar advise` re-checks the baselines beside the best assignments of its search, and
    *  gives every candidate's gain against each gain reference. */

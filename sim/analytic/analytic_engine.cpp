@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <queue>
 #include <span>
 #include <string>
@@ -12,10 +13,12 @@
 
 #include "base/error.hpp"
 #include "sim/analytic/collective_cost.hpp"
+#include "sim/analytic/rank_classes.hpp"
 #include "system/collective.hpp"
 #include "system/collective_algorithm.hpp"
 #include "system/link_bucket.hpp"
 #include "system/op_time.hpp"
+#include "system/serve_ledger.hpp"
 
 namespace cnnpar::analytic {
 namespace {
@@ -34,7 +37,7 @@ struct Later {
   }
 };
 
-enum class Status : std::uint8_t { ready, computing, waiting, done };
+enum class Status : std::uint8_t { ready, computing, waiting, serving, done };
 
 // Work counted in full-speed seconds, progressing at `rate` per second since last_update_s: a
 // rank's compute op (communication slow-down) or a collective (busy fraction, contention).
@@ -64,6 +67,7 @@ struct RankState : RatedWork {
   double overhead_s = 0;     // iteration_overhead_s(platform, schedule, rank)
   bool overhead_due = true;  // that overhead before the next op (program start, after a mark)
   bool in_overhead = false;  // the timed interval in flight is that overhead, not an op
+  int merging_serve = -1;    // the timed interval in flight is a merge of this serve
   std::vector<int> in_progress;  // started, unended collectives (dynamic collective rates)
   // communication engine
   std::vector<int> queue;    // posted collective ids, posting order
@@ -71,6 +75,10 @@ struct RankState : RatedWork {
   std::size_t queue_head = 0;
   int active = 0;            // joined, not ended
   int transferring = 0;      // started, not ended
+  // a parameter server's receiver: pushes from any worker, one at a time, in arrival order,
+  // beside the engine (which sends the replies)
+  std::deque<int> receiver_queue;
+  bool receiving = false;
 };
 
 // RatedWork only with dynamic rates (busy_bandwidth_fraction < 1 or injection contention).
@@ -87,7 +95,7 @@ struct CollState : RatedWork {
 class Replay {
  public:
   Replay(const Schedule& schedule, const Platform& platform, ReplayMode mode)
-      : schedule_(schedule), platform_(platform) {
+      : schedule_(schedule), platform_(platform), ledger_(schedule) {
     const int ranks = schedule.ranks();
     if (ranks > platform.nodes.count)
       throw InputError(platform.name, "/nodes/count", std::to_string(platform.nodes.count),
@@ -107,6 +115,10 @@ class Replay {
     // What a link's bucket holds depends on when its collectives end.
     buckets_ = LinkBuckets(ranks, platform.network.link_burst_bytes, platform.network.bandwidth_Bps);
     if (buckets_.enabled()) run_ahead_ = false;
+    // A server takes pushes in the order they arrive: that order needs every end in time order.
+    if (ledger_.any()) run_ahead_ = false;
+    serve_active_.assign(schedule.serves.size(), 0);
+    pending_pushes_.resize(schedule.serves.size());
 
     ranks_.resize(std::size_t(ranks));
     for (int r = 0; r < ranks; ++r) ranks_[std::size_t(r)].overhead_s = iteration_overhead_s(platform, schedule, r);
@@ -120,7 +132,11 @@ class Replay {
       offset += coll.group.size();
     }
     member_record_.assign(offset, -1);
-    if (mode == ReplayMode::automatic) find_rank_classes();
+    if (mode == ReplayMode::automatic) {
+      RankClasses classes = find_rank_classes(schedule, platform);
+      representatives_ = std::move(classes.representatives);
+      representative_of_ = std::move(classes.representative_of);
+    }
 
     trace_ = make_empty_trace(schedule, "analytic");
     trace_.metadata["platform"] = platform.name;
@@ -192,57 +208,6 @@ class Replay {
 
   bool replayed(int r) const { return representatives_.empty() || representative_of_[std::size_t(r)] == r; }
 
-  static bool same_op(const Op& a, const Op& b) {
-    return a.kind == b.kind && a.collective == b.collective && a.iteration == b.iteration && a.layer == b.layer &&
-           a.phase == b.phase && a.kernel == b.kernel && a.flops == b.flops && a.bytes == b.bytes &&
-           a.batch == b.batch && a.gemm == b.gemm && a.label == b.label;
-  }
-
-  // Ranks with the same program (the same op list, or equal ops), speed and node kind form a
-  // class. When every collective spans all ranks, every rank of a class joins each collective
-  // when its class representative does, so replaying one rank per class and copying its
-  // timeline is exact (dp and lee: one class, or two with an uneven batch split). Fills
-  // representatives_ and representative_of_ when that pays off.
-  void find_rank_classes() {
-    const int ranks = schedule_.ranks();
-    if (ranks < 2) return;
-    for (const Collective& c : schedule_.collectives) {
-      if (int(c.group.size()) != ranks) return;
-      for (int i = 0; i < ranks; ++i)
-        if (c.group[std::size_t(i)] != i) return;
-    }
-    constexpr std::size_t kMaxClasses = 8;  // beyond that, comparing programs costs more than it saves
-    std::vector<int> reps, of(std::size_t(ranks), -1);
-    for (int r = 0; r < ranks; ++r) {
-      const auto& ops = schedule_.programs[std::size_t(r)].ops;
-      const double speed = platform_.speed_factor(r);
-      const int kind = platform_.kind_of(r);
-      for (int candidate : reps) {
-        const auto& other = schedule_.programs[std::size_t(candidate)].ops;
-        if (platform_.speed_factor(candidate) != speed || platform_.kind_of(candidate) != kind) continue;
-        if (ops.same_storage(other) || same_ops(ops, other)) {
-          of[std::size_t(r)] = candidate;
-          break;
-        }
-      }
-      if (of[std::size_t(r)] >= 0) continue;
-      if (reps.size() == kMaxClasses) return;
-      reps.push_back(r);
-      of[std::size_t(r)] = r;
-    }
-    if (int(reps.size()) == ranks) return;
-    representatives_ = std::move(reps);
-    representative_of_ = std::move(of);
-  }
-
-  template <typename List>
-  static bool same_ops(const List& a, const List& b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i)
-      if (!same_op(a[i], b[i])) return false;
-    return true;
-  }
-
   int& record_slot(int c, int member) { return member_record_[colls_[std::size_t(c)].member_offset + std::size_t(member)]; }
 
   CollectiveRecord& record_of(int rank, int c) {
@@ -310,6 +275,9 @@ class Replay {
           ++rs.pc;
           rs.overhead_due = true;
           break;
+        case OpKind::serve:
+          serve_step(r, op.serve);
+          break;
       }
     }
   }
@@ -337,7 +305,50 @@ class Replay {
       return;
     }
     trace_.ranks[std::size_t(r)].compute.back().end_s = time_s;
+    if (rs.merging_serve >= 0) {
+      end_merge(r, time_s);
+      return;
+    }
     ++rs.pc;
+  }
+
+  // ---- parameter servers (system/serve_ledger.hpp) ----
+
+  // Server r at its serve op: starts listening, runs a ready merge, or waits for arrivals;
+  // moves past the op once every reply is done.
+  void serve_step(int r, int s) {
+    RankState& rs = ranks_[std::size_t(r)];
+    if (!serve_active_[std::size_t(s)]) {
+      serve_active_[std::size_t(s)] = 1;
+      for (int c : pending_pushes_[std::size_t(s)]) receive_at(r, c, rs.clock_s);
+      pending_pushes_[std::size_t(s)].clear();
+    }
+    if (ledger_.merge_ready(s)) {
+      const std::vector<int> entries = ledger_.begin_merge(s);
+      const Serve& serve = schedule_.serves[std::size_t(s)];
+      ComputeRecord& record = trace_.ranks[std::size_t(r)].compute.emplace_back(describe_compute(serve.merge, int(rs.pc)));
+      const ServeEntry& first = serve.entries[std::size_t(entries.front())];
+      record.label = serve.order == ServeOrder::arrival ? fmt::format("merge w{} r{}", first.worker, first.round)
+                                                        : fmt::format("merge r{}", first.round);
+      record.start_s = rs.clock_s;
+      rs.merging_serve = s;
+      start_timed(r, op_time_s(platform_, serve.merge, r));
+      return;
+    }
+    if (ledger_.finished(s)) {
+      ++rs.pc;
+      return;
+    }
+    rs.status = Status::serving;
+  }
+
+  // Server r's merge ended: the versions advance and the replies are posted.
+  void end_merge(int r, double time_s) {
+    RankState& rs = ranks_[std::size_t(r)];
+    const int s = rs.merging_serve;
+    rs.merging_serve = -1;
+    RankTrace& rt = trace_.ranks[std::size_t(r)];
+    for (int reply : ledger_.end_merge(s, rt.compute.back().start_s, time_s, rt.merges)) post_at(r, reply, time_s);
   }
 
   // ---- dynamic collective rates (busy_bandwidth_fraction, injection contention) ----
@@ -386,6 +397,42 @@ class Replay {
 
   void post(int r, int c) {
     check_collective_id(r, c);
+    post_at(r, c, ranks_[std::size_t(r)].clock_s);
+    // A push reaches its server's engine when the worker posts it, once the server listens.
+    if (const ServeLedger::Served at = ledger_.served(c); at.serve >= 0 && at.push) {
+      if (serve_active_[std::size_t(at.serve)])
+        receive_at(ledger_.server(at.serve), c, ranks_[std::size_t(r)].clock_s);
+      else
+        pending_pushes_[std::size_t(at.serve)].push_back(c);
+    }
+  }
+
+  // Server r's receiver gets push c at time_s: it joins now when idle, else after the pushes
+  // before it (receive_next).
+  void receive_at(int r, int c, double time_s) {
+    RankState& rs = ranks_[std::size_t(r)];
+    auto& records = trace_.ranks[std::size_t(r)].collectives;
+    record_slot(c, member_index(c, r)) = int(records.size());
+    CollectiveRecord& record = records.emplace_back(describe_collective(schedule_.collectives[std::size_t(c)]));
+    record.posted_s = record.comm_start_s = record.comm_end_s = record.wait_start_s = record.wait_end_s = time_s;
+    rs.receiver_queue.push_back(c);
+    receive_next(r, time_s);
+  }
+
+  void receive_next(int r, double time_s) {
+    RankState& rs = ranks_[std::size_t(r)];
+    if (rs.receiving || rs.receiver_queue.empty()) return;
+    const int c = rs.receiver_queue.front();
+    rs.receiver_queue.pop_front();
+    rs.receiving = true;
+    record_of(r, c).comm_start_s = time_s;
+    CollState& cs = colls_[std::size_t(c)];
+    cs.max_join_s = cs.joined == 0 ? time_s : std::max(cs.max_join_s, time_s);
+    if (++cs.joined == 2) start_collective(c);
+  }
+
+  // Rank r's engine gets collective c at time_s (its own post, or a server's reply).
+  void post_at(int r, int c, double time_s) {
     RankState& rs = ranks_[std::size_t(r)];
     const Collective& coll = schedule_.collectives[std::size_t(c)];
     const int member = member_index(c, r);
@@ -396,12 +443,12 @@ class Replay {
     auto& records = trace_.ranks[std::size_t(r)].collectives;
     slot = int(records.size());
     CollectiveRecord& record = records.emplace_back(describe_collective(coll));
-    record.posted_s = rs.clock_s;
-    record.comm_start_s = record.comm_end_s = record.wait_start_s = record.wait_end_s = rs.clock_s;
+    record.posted_s = time_s;
+    record.comm_start_s = record.comm_end_s = record.wait_start_s = record.wait_end_s = time_s;
     const bool thread_idle = rs.active == 0 && rs.queue_head == rs.queue.size();
     rs.queue.push_back(c);
-    rs.ready_s.push_back(rs.clock_s + (thread_idle ? comm_start_wait_s(platform_, schedule_, r, rs.pc) : 0.0));
-    try_join(r, rs.clock_s);
+    rs.ready_s.push_back(time_s + (thread_idle ? comm_start_wait_s(platform_, schedule_, r, rs.pc) : 0.0));
+    try_join(r, time_s);
   }
 
   // The engine of rank r takes queued collectives while it has a free slot; `now_s` is the
@@ -498,6 +545,8 @@ class Replay {
       }
       update_neighbours(c, cs.end_s);
     }
+    const ServeLedger::Served served = ledger_.served(c);
+    const int receiver = served.push ? ledger_.server(served.serve) : -1;
     for (int m : group) {
       RankState& rs = ranks_[std::size_t(m)];
       record_of(m, c).comm_end_s = cs.end_s;
@@ -505,8 +554,23 @@ class Replay {
         buckets_.release_upload(m, cs.end_s);
         buckets_.release_download(m, cs.end_s);
       }
-      --rs.active;
+      if (m == receiver)
+        rs.receiving = false;
+      else
+        --rs.active;
       if (slowdown_ > 0) change_transferring(m, -1, cs.end_s);
+    }
+    if (receiver >= 0) receive_next(receiver, cs.end_s);
+    if (const ServeLedger::Served& at = served; at.serve >= 0) {
+      if (at.push)
+        ledger_.push_arrived(c);
+      else
+        ledger_.reply_done(c);
+      RankState& server = ranks_[std::size_t(ledger_.server(at.serve))];
+      if (server.status == Status::serving) {
+        server.status = Status::ready;
+        server.clock_s = std::max(server.clock_s, cs.end_s);
+      }
     }
     for (int m : group) {
       RankState& rs = ranks_[std::size_t(m)];
@@ -588,6 +652,9 @@ class Replay {
   bool dynamic_rates_ = false;
   bool run_ahead_ = false;
   LinkBuckets buckets_;  // the node links' token buckets (network.link_burst_bytes)
+  ServeLedger ledger_;   // parameter servers' merges and versions
+  std::vector<char> serve_active_;              // per serve: its op reached
+  std::vector<std::vector<int>> pending_pushes_;  // per serve: pushes posted before that
   std::vector<int> representatives_;   // one rank per class; empty = replay every rank
   std::vector<int> representative_of_;  // per rank: its class representative
   std::vector<RankState> ranks_;

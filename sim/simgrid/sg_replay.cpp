@@ -28,6 +28,7 @@
 #include "system/collective_algorithm.hpp"
 #include "system/link_bucket.hpp"
 #include "system/op_time.hpp"
+#include "system/serve_ledger.hpp"
 
 namespace sg4 = simgrid::s4u;
 
@@ -63,6 +64,11 @@ Trace trace_skeleton(const Schedule& schedule, const Platform& platform) {
           break;
         case OpKind::mark:
           rank.marks.push_back(MarkRecord{op.iteration, 0.0});
+          break;
+        case OpKind::serve:
+          // The server's side of every push and reply, in entry order (sorted by time at the end).
+          for (const ServeEntry& e : schedule.serves[std::size_t(op.serve)].entries)
+            for (int c : {e.push, e.reply}) rank.collectives.push_back(describe_collective(schedule.collectives[std::size_t(c)]));
           break;
       }
     }
@@ -159,7 +165,8 @@ class Replay {
  public:
   Replay(const Schedule& schedule, const Platform& platform, int ring_step_batch, std::vector<sg4::Host*> hosts,
          Trace& trace)
-      : schedule_(schedule), platform_(platform), ring_step_batch_(ring_step_batch), states_(hosts.size()) {
+      : schedule_(schedule), platform_(platform), ring_step_batch_(ring_step_batch), states_(hosts.size()),
+        ledger_(schedule) {
     algorithms_.reserve(schedule.collectives.size());
     for (const Collective& c : schedule.collectives) algorithms_.push_back(resolve_algorithm(c, platform));
     overhead_s_ = platform.network.overhead_s;
@@ -182,6 +189,11 @@ class Replay {
       st.ready_s.assign(records.size(), 0.0);
       st.arrived_s.assign(records.size(), -1.0);
       st.posts_total = int(records.size());
+      // A server's engine runs its replies; its side of a push is the receiver's.
+      for (const CollectiveRecord& record : records) {
+        const ServeLedger::Served at = ledger_.served(record.collective);
+        if (at.push && ledger_.server(at.serve) == int(r)) --st.posts_total;
+      }
       st.queued = sg4::Semaphore::create(0);
       st.mutex = sg4::Mutex::create();
       st.changed = sg4::ConditionVariable::create();
@@ -282,17 +294,9 @@ class Replay {
           record.end_s = sg4::Engine::get_clock();
           break;
         }
-        case OpKind::post: {
-          const int index = st.record_of.at(op.collective);
-          const double now_s = sg4::Engine::get_clock();
-          st.trace->collectives[std::size_t(index)].posted_s = now_s;
-          st.ready_s[std::size_t(index)] =
-              now_s + (st.unfinished == 0 ? comm_start_wait_s(platform_, schedule_, st.rank, op_index) : 0.0);
-          ++st.unfinished;
-          st.queue.push_back(index);
-          st.queued->release();
+        case OpKind::post:
+          enqueue(st, st.record_of.at(op.collective), op_index);
           break;
-        }
         case OpKind::wait: {
           const auto found = st.record_of.find(op.collective);
           CNNPAR_ASSERT(found != st.record_of.end(), "wait for a collective this rank never posted");
@@ -317,9 +321,54 @@ class Replay {
           st.trace->marks[next_mark++].time_s = sg4::Engine::get_clock();
           overhead_due = true;
           break;
+        case OpKind::serve:
+          serve(st, op_index, op.serve, host_speed);
+          break;
       }
     }
     st.finished = true;
+  }
+
+  /** Queues the collective of record `index` on this rank's engine (a post). */
+  void enqueue(RankState& st, int index, std::size_t op_index) {
+    const double now_s = sg4::Engine::get_clock();
+    st.trace->collectives[std::size_t(index)].posted_s = now_s;
+    st.ready_s[std::size_t(index)] =
+        now_s + (st.unfinished == 0 ? comm_start_wait_s(platform_, schedule_, st.rank, op_index) : 0.0);
+    ++st.unfinished;
+    st.queue.push_back(index);
+    st.queued->release();
+  }
+
+  /** A server's serve op (system/serve_ledger.hpp): merges as pushes arrive (the receiver
+   *  actor reports them), posts the replies, until every reply is done. */
+  void serve(RankState& st, std::size_t op_index, int s, double host_speed) {
+    const Serve& definition = schedule_.serves[std::size_t(s)];
+    std::unique_lock lock(*st.mutex);
+    while (!ledger_.finished(s)) {
+      if (!ledger_.merge_ready(s)) {
+        st.changed->wait(lock);
+        continue;
+      }
+      const std::vector<int> entries = ledger_.begin_merge(s);
+      lock.unlock();
+      ComputeRecord& record = st.trace->compute.emplace_back(describe_compute(definition.merge, int(op_index)));
+      const ServeEntry& first = definition.entries[std::size_t(entries.front())];
+      record.label = definition.order == ServeOrder::arrival ? fmt::format("merge w{} r{}", first.worker, first.round)
+                                                             : fmt::format("merge r{}", first.round);
+      const double start_s = sg4::Engine::get_clock();
+      record.start_s = start_s;
+      occupy_cpu(st, op_time_s(platform_, definition.merge, st.rank), host_speed);
+      const double end_s = sg4::Engine::get_clock();
+      st.trace->compute.back().end_s = end_s;
+      for (int reply : ledger_.end_merge(s, start_s, end_s, st.trace->merges)) {
+        const int index = st.record_of.at(reply);
+        enqueue(st, index, op_index);
+        CollectiveRecord& sent = st.trace->collectives[std::size_t(index)];
+        sent.wait_start_s = sent.wait_end_s = sent.posted_s;  // the serve op does not wait for it
+      }
+      lock.lock();
+    }
   }
 
   void comm_actor(RankState& st) {
@@ -338,6 +387,9 @@ class Replay {
       record.comm_end_s = sg4::Engine::get_clock();
       --st.unfinished;
       st.done[std::size_t(index)] = 1;
+      if (const ServeLedger::Served at = ledger_.served(record.collective); at.serve >= 0 && !at.push &&
+                                                                            ledger_.server(at.serve) == st.rank)
+        ledger_.reply_done(record.collective);  // the reply's put ended: the worker has it
       st.changed->notify_all();
     }
   }
@@ -351,8 +403,23 @@ class Replay {
       const auto found = st.record_of.find(*payload);
       CNNPAR_ASSERT(found != st.record_of.end(), "message for a send this rank never posts");
       st.arrived_s[std::size_t(found->second)] = sg4::Engine::get_clock();
+      if (const ServeLedger::Served at = ledger_.served(*payload); at.push && ledger_.server(at.serve) == st.rank)
+        push_arrived(st, found->second, *payload);
       st.changed->notify_all();
     }
+  }
+
+  /** A push reached its server: the server's record takes the worker's post and transfer start. */
+  void push_arrived(RankState& st, int index, int c) {
+    const ServeEntry& entry = *schedule_.served(c);
+    RankState& worker = states_[std::size_t(entry.worker)];
+    const CollectiveRecord& sent = worker.trace->collectives[std::size_t(worker.record_of.at(c))];
+    CollectiveRecord& record = st.trace->collectives[std::size_t(index)];
+    record.posted_s = sent.posted_s;
+    record.comm_start_s = sent.comm_start_s;
+    record.comm_end_s = record.wait_start_s = record.wait_end_s = sg4::Engine::get_clock();
+    st.done[std::size_t(index)] = 1;
+    ledger_.push_arrived(c);
   }
 
   void begin_transfer(RankState& st) {
@@ -509,6 +576,7 @@ class Replay {
   double slowdown_ = 0;
   double busy_fraction_ = 1;
   LinkBuckets buckets_;  ///< the node links' token buckets (network.link_burst_bytes)
+  ServeLedger ledger_;   ///< parameter servers' merges and versions
 };
 
 }  // namespace
@@ -564,6 +632,11 @@ Trace simulate_here(const Schedule& schedule, const Platform& platform, const Si
                      fmt::format("the schedule deadlocked in the SimGrid replay: {} rank(s) never finished, "
                                  "first rank {}",
                                  stuck.size(), stuck.front()));
+  // A server's records in posting order, as every back-end writes them (pushes as they arrived).
+  for (RankTrace& rank : trace.ranks)
+    if (!rank.merges.empty())
+      std::stable_sort(rank.collectives.begin(), rank.collectives.end(),
+                       [](const CollectiveRecord& a, const CollectiveRecord& b) { return a.posted_s < b.posted_s; });
   annotate(trace, options);
   return trace;
 }

@@ -3,10 +3,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <optional>
 #include <stdexcept>
 
@@ -28,11 +30,13 @@ using simgrid_engine::unflatten_times;
 // What a child writes to its pipe: one tag byte per record.
 //   'P'                         the platform was built or loaded
 //   'T' u64 count, count × f64  the trace's times (flatten_times order)
+//   'X' string                  the whole trace as JSON (a schedule with parameter servers,
+//                               whose merge records are made as the pushes arrive)
 //   'J' string                  the job's summary (EngineJob::summarize), as JSON text
 //   'I' 4 × string              InputError (file, path, value, reason)
 //   'F' string                  any other failure
 // A string is a u32 length and its bytes.
-constexpr char kPlatformReady = 'P', kTimes = 'T', kSummary = 'J', kInputError = 'I', kFailure = 'F';
+constexpr char kPlatformReady = 'P', kTimes = 'T', kTraceJson = 'X', kSummary = 'J', kInputError = 'I', kFailure = 'F';
 
 void write_all(int fd, const void* data, std::size_t size) {
   const char* bytes = static_cast<const char*>(data);
@@ -75,9 +79,13 @@ class ChildReport {
  public:
   explicit ChildReport(const std::string& bytes) : bytes_(bytes) {}
 
-  /** Fills `trace` (a skeleton) from a 'T' record or throws the child's error. */
+  /** Fills `trace` (a skeleton) from a 'T' record, or replaces it by an 'X' record's, or
+   *  throws the child's error. */
   void apply(Trace& trace, const SimgridOptions& options, int wait_status) {
-    if (!next_result(options, wait_status, kTimes)) return;
+    if (next_result(options, wait_status, {kTimes, kTraceJson}) == kTraceJson) {
+      trace = trace_from_json(nlohmann::json::parse(string()), "<SimGrid child>");
+      return;
+    }
     std::uint64_t count = 0;
     read(&count, sizeof count);
     std::vector<double> times(count);
@@ -88,20 +96,21 @@ class ChildReport {
 
   /** The summary of a 'J' record, or throws the child's error. */
   nlohmann::json summary(const SimgridOptions& options, int wait_status) {
-    next_result(options, wait_status, kSummary);
+    next_result(options, wait_status, {kSummary});
     return nlohmann::json::parse(string());
   }
 
  private:
-  /** Skips to the result record `expected`; throws what the child reported instead. */
-  bool next_result(const SimgridOptions& options, int wait_status, char expected) {
+  /** Skips to a result record of one of the `expected` tags and returns its tag; throws what
+   *  the child reported instead. */
+  char next_result(const SimgridOptions& options, int wait_status, std::initializer_list<char> expected) {
     bool platform_ready = false;
     while (pos_ < bytes_.size()) {
       const char tag = bytes_[pos_++];
       if (tag == kPlatformReady) {
         platform_ready = true;
-      } else if (tag == expected) {
-        return true;
+      } else if (std::find(expected.begin(), expected.end(), tag) != expected.end()) {
+        return tag;
       } else if (tag == kInputError) {
         std::string file = string(), path = string(), value = string(), reason = string();
         throw InputError(std::move(file), std::move(path), std::move(value), std::move(reason));
@@ -165,6 +174,11 @@ std::vector<Trace> run_forked(const std::vector<std::pair<const Schedule*, const
       [&](std::size_t j, int fd) {
         return child_body(fd, [&](const std::function<void()>& platform_ready) {
           const Trace trace = simulate_here(*jobs[j].first, *jobs[j].second, options, platform_ready);
+          if (!jobs[j].first->serves.empty()) {
+            write_all(fd, &kTraceJson, 1);
+            write_string(fd, to_json(trace).dump());
+            return;
+          }
           const std::vector<double> times = flatten_times(trace);
           const auto count = std::uint64_t(times.size());
           write_all(fd, &kTimes, 1);

@@ -294,6 +294,7 @@ StrategySpec conv_split_strategy() {
           .one_rank_baseline = conv_split_one_rank,
           .probes_ranks = conv_split_probes_ranks,
           .resolve_probe = conv_split_resolve_probe,
+          .probe = RankProbe::conv_forward,
           .components = ComponentSplit::master_workers};
 }
 
