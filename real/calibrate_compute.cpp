@@ -75,6 +75,8 @@ BatchTimings run_timed(Runtime& runtime, const Schedule& schedule, const Dataset
       case OpKind::wait:
         runtime.complete(schedule.collectives[std::size_t(op.collective)]);
         break;
+      case OpKind::serve:
+        CNNPAR_ASSERT(false, "the one-rank calibration schedule has no parameter server");
     }
   }
   runtime.finish_schedule();

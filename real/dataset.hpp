@@ -31,6 +31,8 @@ class Dataset {
  *  Images are generated on demand from (seed, index), nothing is stored. */
 class SyntheticDataset final : public Dataset {
  public:
+  /** Images of cnnpar-run's synthetic set (`--dataset synthetic`), CIFAR-10's training size. */
+  static constexpr std::int64_t kRunImages = 50000;
   SyntheticDataset(Shape shape, std::int64_t classes, std::int64_t size, std::uint64_t seed,
                    float noise_stddev = 0.5f);
   Shape shape() const override { return shape_; }

@@ -9,6 +9,7 @@ add_library(cnnpar_real_mpi STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/mpi_wrap.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/clock_sync.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/interpreter.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/serve_loop.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/calibrate.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/calibrate_compute.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/calibrate_network.cpp

@@ -9,6 +9,7 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -17,9 +18,11 @@
 
 #include "base/error.hpp"
 #include "real/collective_steps.hpp"
+#include "real/serve_loop.hpp"
 #include "system/collective.hpp"
 #include "system/collective_algorithm.hpp"
 #include "system/op_time.hpp"
+#include "system/serve_ledger.hpp"
 
 namespace cnnpar::real {
 
@@ -68,6 +71,16 @@ void SleepBackend::begin_iteration(int) { sleep_modelled(iteration_overhead_s_, 
 
 void SleepBackend::run_compute(const Op& op, int, const std::function<void()>& poll) {
   sleep_modelled(op_time_s(platform_, op, rank_), poll);
+}
+
+void ComputeBackend::merge(const Op&, const Collective& push, const std::vector<std::span<const float>>&,
+                           const std::vector<double>&) {
+  throw InternalError(fmt::format("a {} back-end cannot merge a parameter server's push ({})", mode(), push.label));
+}
+
+void SleepBackend::merge(const Op& merge_op, const Collective&, const std::vector<std::span<const float>>&,
+                         const std::vector<double>&) {
+  sleep_modelled(op_time_s(platform_, merge_op, rank_), {});
 }
 
 void SleepBackend::sleep_modelled(double modelled_s, const std::function<void()>& poll) {
@@ -537,6 +550,7 @@ RankTrace Interpreter::run() {
   // Nothing to progress: the op runs whole (GEMMs are not tiled; tiles cost ~6 % alone).
   const std::function<void()> no_progress;
 
+  std::optional<ServeLedger> ledger;  // a parameter server's merges and versions, across its serve ops
   int iteration = 0;  // marks seen so far
   bool iteration_begun = false;
   const auto begin_iteration = [&] {
@@ -578,6 +592,11 @@ RankTrace Interpreter::run() {
         backend_.complete(c);
         break;
       }
+      case OpKind::serve:
+        begin_iteration();
+        if (!ledger) ledger.emplace(schedule_);
+        run_serve({schedule_, rank_, backend_, comms_, clock_, options_, *ledger}, op.serve, i, trace);
+        break;
     }
     if (polling) {
       engine.progress();
@@ -585,7 +604,14 @@ RankTrace Interpreter::run() {
     }
   }
   engine.stop();
-  trace.collectives = engine.records();
+  std::vector<CollectiveRecord> posted = engine.records();
+  if (ledger) {  // a server's own records come first; all in posting order
+    trace.collectives.insert(trace.collectives.end(), posted.begin(), posted.end());
+    std::stable_sort(trace.collectives.begin(), trace.collectives.end(),
+                     [](const CollectiveRecord& a, const CollectiveRecord& b) { return a.posted_s < b.posted_s; });
+  } else {
+    trace.collectives = std::move(posted);
+  }
   backend_.finish();
   return trace;
 }

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -63,6 +64,11 @@ class ComputeBackend {
   virtual CommBuffers prepare(const Collective& collective) = 0;
   /** Called by the compute stream when a wait found `collective` complete. */
   virtual void complete(const Collective& collective) = 0;
+  /** A parameter server's merge (priced by `merge_op`): global weights += Σ factors[i] ·
+   *  increments[i], each packed as `push` carries it. A back-end that never serves keeps the
+   *  default, which says so. */
+  virtual void merge(const Op& merge_op, const Collective& push, const std::vector<std::span<const float>>& increments,
+                     const std::vector<double>& factors);
   /** Called after the last op of the program. */
   virtual void finish() {}
 };
@@ -86,6 +92,8 @@ class SleepBackend : public ComputeBackend {
   void run_compute(const Op& op, int iteration, const std::function<void()>& poll) override;
   CommBuffers prepare(const Collective& collective) override;
   void complete(const Collective& collective) override;
+  void merge(const Op& merge_op, const Collective&, const std::vector<std::span<const float>>&,
+             const std::vector<double>&) override;
 
  private:
   const Platform& platform_;
@@ -114,6 +122,10 @@ class SlowedBackend final : public ComputeBackend {
   void run_compute(const Op& op, int iteration, const std::function<void()>& poll) override;
   CommBuffers prepare(const Collective& collective) override { return inner_.prepare(collective); }
   void complete(const Collective& collective) override { inner_.complete(collective); }
+  void merge(const Op& merge_op, const Collective& push, const std::vector<std::span<const float>>& increments,
+             const std::vector<double>& factors) override {
+    inner_.merge(merge_op, push, increments, factors);
+  }
   void finish() override { inner_.finish(); }
 
  private:

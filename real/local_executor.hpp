@@ -4,6 +4,8 @@
 // collective layer (real/collective_steps.hpp) on the ranks' buffers once every member has
 // posted. The reference beside the MPI interpreter: the same Runtime calls in the same
 // order, so a P-rank MPI run must reproduce its weights; also the P = 1 bench driver.
+// A parameter server's serve op merges the pushes as they are posted here, or in the order a
+// run recorded (replay_merges): an asynchronous run is then reproduced, not just resembled.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -11,6 +13,7 @@
 
 #include "model/network.hpp"
 #include "model/schedule.hpp"
+#include "model/trace.hpp"
 #include "real/runtime.hpp"
 
 namespace cnnpar::real {
@@ -35,8 +38,14 @@ class LocalExecutor {
   Runtime& runtime(int rank) { return *runtimes_.at(std::size_t(rank)); }
   int ranks() const { return int(runtimes_.size()); }
 
+  /** Arrival-order serves merge the pushes in the order of `merges` (a server's
+   *  RankTrace::merges: worker and round per merge) instead of the order they are posted in.
+   *  run() throws InternalError when a merge's push is never posted or a push is left over. */
+  void replay_merges(const std::vector<MergeRecord>& merges) { replayed_ = merges; }
+
   /** Runs the whole schedule once on `data` (then finish_schedule() on every rank) and
-   *  returns the global mean loss of each iteration (Σ ranks' loss sums / N).
+   *  returns the global mean loss of each iteration (Σ ranks' loss sums / N; under a parameter
+   *  server over the images its workers' rounds saw).
    *  With `timings`, appends the wall time of every compute op; with `mark_s`, appends the
    *  time (seconds since the start of run) at which rank 0 reaches each mark.
    *  @throws InternalError when no rank can make progress (a deadlocked schedule). */
@@ -46,6 +55,7 @@ class LocalExecutor {
  private:
   Schedule schedule_;  // own copy, so a temporary schedule may be passed
   std::vector<std::unique_ptr<Runtime>> runtimes_;
+  std::vector<MergeRecord> replayed_;
 };
 
 }  // namespace cnnpar::real

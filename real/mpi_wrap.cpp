@@ -143,10 +143,12 @@ Request& Request::operator=(Request&& other) noexcept {
   return *this;
 }
 
-bool Request::test() {
+bool Request::test() { return test(MPI_STATUS_IGNORE); }
+
+bool Request::test(MPI_Status* status) {
   if (request_ == MPI_REQUEST_NULL) return true;
   int done = 0;
-  check(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");
+  check(MPI_Test(&request_, &done, status), "MPI_Test");
   return done != 0;
 }
 

@@ -113,6 +113,8 @@ class Request {
   bool active() const { return request_ != MPI_REQUEST_NULL; }
   /** MPI_Test; true once complete (then the request is MPI_REQUEST_NULL). */
   bool test();
+  /** The same, filling `status` when it completes (a receive from any source). */
+  bool test(MPI_Status* status);
 
  private:
   MPI_Request request_ = MPI_REQUEST_NULL;

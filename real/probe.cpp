@@ -5,20 +5,49 @@
 #include <thread>
 #include <vector>
 
+#include "real/dataset.hpp"
 #include "real/kernels.hpp"
+#include "real/local_executor.hpp"
+#include "workload/registry.hpp"
 #include "workload/strategies/marques.hpp"
+#include "workload/strategies/param_server.hpp"
 
 namespace cnnpar::real {
 
 namespace {
+
 constexpr double kMinProbeSeconds = 0.5;
+
+// The mean seconds of run_once() over at least `repeats` runs and kMinProbeSeconds, after one
+// warm-up run (page faults, BLAS buffers). Ranks that share cores are scheduled in slices of
+// milliseconds, so a short probe measures the scheduler, not the rank. A slowed rank waits
+// (slowdown - 1) times each run.
+template <typename Run>
+double mean_probe_s(Run run_once, double slowdown, int repeats) {
+  using clock = std::chrono::steady_clock;
+  const auto timed = [&] {
+    const auto start = clock::now();
+    run_once();
+    const double measured_s = std::chrono::duration<double>(clock::now() - start).count();
+    if (slowdown > 1) std::this_thread::sleep_for(std::chrono::duration<double>(measured_s * (slowdown - 1)));
+    return std::chrono::duration<double>(clock::now() - start).count();
+  };
+  timed();
+  double total_s = 0;
+  int runs = 0;
+  while (runs < std::max(1, repeats) || total_s < kMinProbeSeconds) {
+    total_s += timed();
+    ++runs;
+  }
+  return total_s / runs;
+}
+
 }  // namespace
 
 double conv_probe_s(const Network& network, std::int64_t batch, bool real_compute, const Platform& platform, int rank,
                     double slowdown, int repeats) {
   const std::int64_t images = std::min(batch, kProbeImages);
   if (!real_compute) return engine_probe_s(network, platform, images, rank) * slowdown;
-  using clock = std::chrono::steady_clock;
   struct ConvBuffers {
     ConvGeometry geo;
     std::int64_t maps = 0;
@@ -39,26 +68,31 @@ double conv_probe_s(const Network& network, std::int64_t batch, bool real_comput
     b.output.resize(std::size_t(b.maps * b.geo.column_cols()));
     convs.push_back(std::move(b));
   }
-  const auto run_once = [&] {
-    const auto start = clock::now();
-    for (ConvBuffers& b : convs) {
-      im2col(b.geo, b.input.data(), b.columns.data());
-      conv_forward_gemm(b.geo, b.maps, b.weights.data(), nullptr, b.columns.data(), b.output.data());
-    }
-    const double measured_s = std::chrono::duration<double>(clock::now() - start).count();
-    if (slowdown > 1) std::this_thread::sleep_for(std::chrono::duration<double>(measured_s * (slowdown - 1)));
-    return std::chrono::duration<double>(clock::now() - start).count();
-  };
-  run_once();  // warm-up: page faults, BLAS buffers
-  // The mean over at least `repeats` runs and kMinProbeSeconds: ranks that share cores are
-  // scheduled in slices of milliseconds, so a short probe measures the scheduler, not the rank.
-  double total_s = 0;
-  int runs = 0;
-  while (runs < std::max(1, repeats) || total_s < kMinProbeSeconds) {
-    total_s += run_once();
-    ++runs;
-  }
-  return total_s / runs;
+  return mean_probe_s(
+      [&] {
+        for (ConvBuffers& b : convs) {
+          im2col(b.geo, b.input.data(), b.columns.data());
+          conv_forward_gemm(b.geo, b.maps, b.weights.data(), nullptr, b.columns.data(), b.output.data());
+        }
+      },
+      slowdown, repeats);
+}
+
+double training_probe_s(const Network& network, std::int64_t batch, bool real_compute, const Platform& platform,
+                        int rank, double slowdown, int repeats) {
+  const std::int64_t images = std::max<std::int64_t>(1, std::min(batch, strategies::kProbeSamples));
+  if (!real_compute) return strategies::engine_per_sample_s(network, platform, images, rank) * slowdown;
+  // One rank's training step over `images`: the steps a worker takes, without its exchanges.
+  StrategyOptions one_rank;
+  one_rank.name = "dp";
+  one_rank.global_batch = images;
+  one_rank.ranks = 1;
+  one_rank.iterations = 1;
+  one_rank.warmup_iterations = 0;
+  const Schedule step = build_schedule(network, platform, plain_data_parallel(one_rank));
+  LocalExecutor executor(network, step, 1);
+  const SyntheticDataset data(network.input, network.classes(), images, 1);
+  return mean_probe_s([&] { executor.run(data); }, slowdown, repeats) / double(images);
 }
 
 }  // namespace cnnpar::real

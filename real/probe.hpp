@@ -1,8 +1,9 @@
 #pragma once
-// Marques et al.'s timing probe (Sec. "Hybrid CPU-CPU and GPU-GPU Computing"): before
-// training, every device runs convolutions of the conv layers' shapes on random values; the
-// times give the workload shares of Eq. 1 (workload/strategies/marques.hpp). cnnpar-run resolves
-// conv_split's `--shares probe` with it.
+// The timing probes a strategy resolves its options from before training (RankProbe in
+// workload/registry.hpp). Marques et al.'s (Sec. "Hybrid CPU-CPU and GPU-GPU Computing"): every
+// device runs convolutions of the conv layers' shapes on random values; the times give the
+// workload shares of Eq. 1 (conv_split's `--shares probe`). BPT-CNN's: every worker times
+// training steps, and the seconds per sample are IDPA's t̄_j (param_server's `--per-sample probe`).
 #include "model/network.hpp"
 #include "model/platform.hpp"
 
@@ -15,5 +16,13 @@ namespace cnnpar::real {
  *  measured time after each run, exactly as SlowedBackend pads its ops. */
 double conv_probe_s(const Network& network, std::int64_t batch, bool real_compute, const Platform& platform,
                     int rank, double slowdown, int repeats = 3);
+
+/** Seconds per sample of one training step (forward, backward and SGD update of every layer) on
+ *  this rank, at min(batch, kProbeSamples) images of synthetic data: the mean over at least
+ *  `repeats` steps and half a second, after one warm-up step. With `real_compute` false the
+ *  modelled time of the same step on `rank` (engine_per_sample_s). A slowed rank waits
+ *  (slowdown − 1) times each measured step, as SlowedBackend pads its ops. */
+double training_probe_s(const Network& network, std::int64_t batch, bool real_compute, const Platform& platform,
+                        int rank, double slowdown, int repeats = 3);
 
 }  // namespace cnnpar::real

@@ -53,6 +53,7 @@ double Runtime::last_loss() const { return impl_->loss_sum / double(impl_->label
 // A loss computed over the whole batch on every rank counts 1/P on each, so that the sum
 // over ranks is the loss over the global batch as with data parallelism.
 double Runtime::last_loss_sum() const { return impl_->loss_sum / double(impl_->loss_holders); }
+double Runtime::last_loss_images() const { return double(impl_->loss_images) / double(impl_->loss_holders); }
 std::int64_t Runtime::last_correct() const { return impl_->counts_correct ? impl_->correct : 0; }
 double Runtime::last_accuracy() const {
   return impl_->loss_images > 0 ? double(last_correct()) / double(impl_->loss_images) : 0.0;
@@ -86,6 +87,7 @@ RuntimeState Runtime::state() const {
 }
 
 bool Runtime::model_parallel() const {
+  if (impl_->serves || !impl_->base_weights.empty()) return true;  // the server's are the model
   for (const auto& x : impl_->layers)
     if (x.model() || x.none()) return true;
   return false;
@@ -119,6 +121,7 @@ void Runtime::restore(const RuntimeState& st) {
     std::copy_n(st.momentum.begin() + o, cnt, s.momentum.begin() + x.offset);
     o += cnt;
   }
+  if (!s.base_weights.empty()) s.base_weights = s.weights;  // a worker starts from the global weights
   s.iteration_base = st.iteration;
 }
 

@@ -189,6 +189,9 @@ class Runtime {
   /** Sum of the cross-entropies of this rank's images in the last forward; the global mean
    *  loss is the sum over ranks divided by N. */
   double last_loss_sum() const;
+  /** The images last_loss_sum() is over, counted like it (a parameter server's workers' rounds
+   *  differ: their mean loss is the sum over ranks of the sums over these). */
+  double last_loss_images() const;
   /** Images of this rank classified correctly (arg-max) in the last forward. */
   std::int64_t last_correct() const;
   /** last_correct() over the images of the last forward (0 when it had none). */
@@ -208,7 +211,8 @@ class Runtime {
 
   RuntimeState state() const;
   /** True when some layer's weights are split over the ranks (model parallelism): each rank
-   *  then holds only its rows of those layers, and one model is assembled from all ranks. */
+   *  then holds only its rows of those layers, and one model is assembled from all ranks; and
+   *  under a parameter server, whose global weights are the model. */
   bool model_parallel() const;
   /** state() with every entry this rank does not own set to 0: the rows of its model-parallel
    *  slices, and (on rank 0 only) every other layer. The element-wise sum over the ranks of

@@ -56,7 +56,9 @@ struct Runtime::Impl {
     int index = 0;
     bool in_cm = false, out_cm = false;  // channel-major (C, n, H, W) input / output
     LayerPartition held;                 // this rank's region of the output (and its errors)
-    std::int64_t n = 0;                  // images this layer computes (held.batch.count)
+    std::int64_t n = 0;                  // images this layer computes (held.batch.count, or a
+                                         // parameter server worker's batch of the round)
+    std::int64_t image_floats = 0;       // floats of one image in out and err
     Region out_region, in_region;        // held output; input this layer needs (over the previous output)
     Input input = Input::previous;
     Errors errors = Errors::previous;
@@ -134,6 +136,10 @@ struct Runtime::Impl {
   // stages its weight replies.
   std::vector<float> base_weights;
   bool serves = false;
+  // A worker's images per schedule-local iteration (its round; 0: every image it holds): IDPA's
+  // rounds grow (Algorithm 3.1). Its tensors keep their layouts over the round's images only.
+  std::vector<std::int64_t> round_batches;
+  std::int64_t loss_batch = 0;   // the loss and gradients are means over this many images
   int loss_holders = 1;          // ranks that compute the loss over the whole batch (1 if sliced)
   bool counts_correct = true;    // this rank reports its classified images (the lowest holder)
   bool reads_dataset = true;     // false when the input arrives by a collective (a conv_split worker)
@@ -178,6 +184,7 @@ struct Runtime::Impl {
   void initialise_weights(const Schedule& schedule);
   void set_owned_rows(const Schedule& schedule);
   bool in_place(int l) const;
+  void set_active_batch(std::int64_t images);  // a worker's round (runtime_passes.cpp)
 
   // The layer passes (runtime_passes.cpp).
   float* err_in(int l);

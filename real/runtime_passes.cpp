@@ -135,7 +135,7 @@ void Runtime::Impl::forward(LayerState& x, const Op& op, int it, const Tiling& t
         avg_pool_forward(x.geo, in, x.out.data());
       return;
     case LayerKind::relu: {
-      const std::int64_t row = x.n > 0 ? std::int64_t(x.out.size()) / x.n : 0;
+      const std::int64_t row = x.image_floats;
       const Range rows = op_rows(x, op);
       CNNPAR_ASSERT(rows.count == x.n || !x.out_cm, "sub-batch ops need row-major tensors: " + op.label);
       relu_forward(rows.count * row, in + rows.begin * row, x.out.data() + rows.begin * row);
@@ -156,7 +156,7 @@ void Runtime::Impl::forward(LayerState& x, const Op& op, int it, const Tiling& t
       const DropoutLayout dl{x.in_cm, channels, hw, x.held.units.begin * (x.in_cm ? 1 : ly.out.h * ly.out.w)};
       const Range rows = op_rows(x, op);
       CNNPAR_ASSERT(rows.count == n || !x.in_cm, "sub-batch ops need row-major tensors: " + op.label);
-      const std::int64_t row = n > 0 ? std::int64_t(x.out.size()) / n : 0;
+      const std::int64_t row = x.image_floats;
       dropout_forward(dl, rows.count, x.held.batch.begin + rows.begin, seed, global_iteration(it), l,
                       ly.spec.dropout_ratio, in + rows.begin * row, x.out.data() + rows.begin * row,
                       x.aux.data() + rows.begin * row);
@@ -174,7 +174,7 @@ void Runtime::Impl::forward(LayerState& x, const Op& op, int it, const Tiling& t
       loss_images = rows.begin == 0 ? rows.count : loss_images + rows.count;
       if (!x.softmax_bwd_op && l > 0) {
         softmax_cross_entropy_backward(rows.count, k, x.out.data() + rows.begin * k, labels.data() + rows.begin,
-                                       double(N), err_in(l) + rows.begin * k);
+                                       double(loss_batch), err_in(l) + rows.begin * k);
         finish_errors(x);
       }
       return;
@@ -229,7 +229,7 @@ void Runtime::Impl::backward_data(LayerState& x, const Op& op, const Tiling& t) 
         avg_pool_backward(x.geo, x.err.data(), din);
       break;
     case LayerKind::relu: {
-      const std::int64_t row = x.n > 0 ? std::int64_t(x.out.size()) / x.n : 0;
+      const std::int64_t row = x.image_floats;
       const Range rows = op_rows(x, op);
       relu_backward(rows.count * row, x.out.data() + rows.begin * row, x.err.data() + rows.begin * row,
                     din + rows.begin * row);
@@ -246,7 +246,7 @@ void Runtime::Impl::backward_data(LayerState& x, const Op& op, const Tiling& t) 
       break;
     }
     case LayerKind::dropout: {
-      const std::int64_t row = x.n > 0 ? std::int64_t(x.out.size()) / x.n : 0;
+      const std::int64_t row = x.image_floats;
       const Range rows = op_rows(x, op);
       dropout_backward(rows.count * row, x.aux.data() + rows.begin * row, x.err.data() + rows.begin * row,
                        din + rows.begin * row);
@@ -256,7 +256,7 @@ void Runtime::Impl::backward_data(LayerState& x, const Op& op, const Tiling& t) 
       const std::int64_t k = ly.in.elements();
       const Range rows = op_rows(x, op);
       softmax_cross_entropy_backward(rows.count, k, x.out.data() + rows.begin * k, labels.data() + rows.begin,
-                                     double(N), din + rows.begin * k);
+                                     double(loss_batch), din + rows.begin * k);
       break;
     }
   }
@@ -317,9 +317,27 @@ void Runtime::Impl::update(LayerState& x, bool all_rows) {
   x.gradient_pending = false;
 }
 
+// Every tensor of a worker over `images` of the images it holds (its first ones), laid out as
+// if it held only those: the buffers are sized for all of them.
+void Runtime::Impl::set_active_batch(std::int64_t images) {
+  const std::int64_t held = layers.back().held.batch.count;
+  CNNPAR_ASSERT(images > 0 && images <= held, "a round's images outside the worker's partition");
+  for (LayerState& x : layers) {
+    x.n = images;
+    x.geo.batch = images;
+  }
+  n = images;
+  label_range.count = images;
+  loss_batch = images;
+}
+
 void Runtime::load_batch(int iteration, const Dataset& data) {
   Impl& s = *impl_;
   data.check_matches(s.net);
+  if (!s.base_weights.empty() && iteration < int(s.round_batches.size())) {
+    const std::int64_t images = s.round_batches[std::size_t(iteration)];
+    s.set_active_batch(images > 0 ? images : s.layers.back().held.batch.count);
+  }
   for (auto& x : s.layers) x.gradient_pending = false;  // gradients accumulate within one iteration only
   const Shape sh = s.net.input;
   const std::int64_t hw = sh.h * sh.w, e = sh.elements();

@@ -108,6 +108,17 @@ void Runtime::Impl::init(const Schedule& schedule) {
   }
   allocate_columns(max_dcols, total_cols);
   initialise_weights(schedule);
+  // A parameter server stages its replies; its workers keep the global weights they train from.
+  const auto& own_ops = schedule.programs[std::size_t(rank)].ops;
+  serves = std::any_of(own_ops.begin(), own_ops.end(), [](const Op& op) { return op.kind == OpKind::serve; });
+  for (const Collective& c : schedule.collectives)
+    if (c.payload == Payload::increments && c.root == rank) {
+      base_weights = weights;
+      break;
+    }
+  // Independent learners: a worker's gradients are the mean over its own images; the
+  // bulk-synchronous ranks' add up to the mean over the global batch.
+  loss_batch = base_weights.empty() ? N : layers.back().held.batch.count;
 }
 
 void Runtime::Impl::read_partitions(const Schedule& schedule) {
@@ -149,11 +160,19 @@ void Runtime::Impl::bind_layers() {
   }
 }
 
-// Which ops the rank's program has per layer and phase (the others are done inside its ops).
+// Which ops the rank's program has per layer and phase (the others are done inside its ops),
+// and the images of each iteration's first forward op.
 void Runtime::Impl::find_layer_ops(const Program& program) {
   const int L = int(net.layers.size());
+  round_batches.clear();
+  bool round_seen = false;
   for (const Op& op : program.ops) {
+    if (op.kind == OpKind::mark) round_seen = false;
     if (op.kind != OpKind::compute || op.layer < 0) continue;
+    if (!round_seen && op.phase == Phase::forward) {
+      round_batches.push_back(op.images.count);
+      round_seen = true;
+    }
     CNNPAR_ASSERT(op.layer < L, "compute op names a layer outside the network: " + op.label);
     auto& x = layers[std::size_t(op.layer)];
     const LayerKind kind = net.layers[std::size_t(op.layer)].spec.kind;
@@ -244,6 +263,7 @@ std::int64_t Runtime::Impl::allocate_layer(int l) {
     x.out.allocate(std::size_t(x.out_region.elements()));
     x.err.allocate(std::size_t(x.out_region.elements()));
   }
+  x.image_floats = x.n > 0 ? std::int64_t(x.out.size()) / x.n : 0;
   if (x.replicated) allocate_gathered(x);
   return columns;
 }
@@ -366,6 +386,14 @@ void Runtime::Impl::initialise_weights(const Schedule& schedule) {
 // A layer nobody updates in the schedule belongs to its model slices, else to rank 0.
 void Runtime::Impl::set_owned_rows(const Schedule& schedule) {
   const int L = int(layers.size());
+  // Under a parameter server the model is the server's global weights (its workers' are local
+  // copies between merges).
+  for (int r = 0; r < ranks; ++r) {
+    const auto& ops = schedule.programs[std::size_t(r)].ops;
+    if (std::none_of(ops.begin(), ops.end(), [](const Op& op) { return op.kind == OpKind::serve; })) continue;
+    for (LayerState& x : layers) x.owned_rows = r == rank ? Range{0, x.biases} : Range{};
+    return;
+  }
   std::vector<int> lowest_whole(static_cast<std::size_t>(L), -1);
   std::vector<std::vector<char>> updates(static_cast<std::size_t>(ranks), std::vector<char>(std::size_t(L), 0));
   for (int r = 0; r < ranks; ++r)

@@ -73,6 +73,10 @@ std::vector<int> ServeLedger::end_merge(int serve, double start_s, double end_s,
                        .end_s = end_s});
     reply_version_[std::size_t(entry.reply)] = version;
     replies.push_back(entry.reply);
+    // From here the worker trains from this version: its reply carries it, whenever it lands.
+    // (Set now rather than at reply_done, so Eq. 9's gamma depends on the merge order alone and
+    // a recorded order replays exactly.)
+    base_[std::size_t(entry.worker)] = version;
   }
   state.merging.clear();
   return replies;
@@ -84,8 +88,6 @@ void ServeLedger::reply_done(int collective) {
   const Served at = served(collective);
   CNNPAR_ASSERT(at.serve >= 0 && !at.push, fmt::format("collective {} is not a served reply", collective));
   CNNPAR_ASSERT(reply_version_[std::size_t(collective)] >= 0, "a reply done before its merge");
-  const ServeEntry& entry = schedule_.serves[std::size_t(at.serve)].entries[std::size_t(at.entry)];
-  base_[std::size_t(entry.worker)] = reply_version_[std::size_t(collective)];
   ++state_[std::size_t(at.serve)].replies;
 }
 

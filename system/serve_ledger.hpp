@@ -36,18 +36,20 @@ class ServeLedger {
   std::vector<int> begin_merge(int serve);
   /** The merge taken last ended: the global version advances (each push's merge makes one
    *  version; a together merge makes one for them all), a MergeRecord per entry is appended to
-   *  `records`, and the replies to post now are returned (their workers' entry order). */
+   *  `records`, the merged workers train from the new version, and the replies to post now
+   *  are returned (their workers' entry order). */
   std::vector<int> end_merge(int serve, double start_s, double end_s, std::vector<MergeRecord>& records);
   /** The global version the server's reply `collective` carries (set when its merge ended). */
   int reply_version(int collective) const;
-  /** The reply `collective` reached its worker, which now trains from the reply's version. */
+  /** The reply `collective` reached its worker. */
   void reply_done(int collective);
   /** Every reply of `serve` done: its serve op is over. */
   bool finished(int serve) const;
 
   /** The global version the server's weights are at (0 before any merge). */
   int latest_version(int server) const;
-  /** The version `worker` trains from: the last reply it received (0 before). */
+  /** The version `worker` trains from: the one its last reply carries, sent or in flight (0
+   *  before any). */
   int base_version(int worker) const { return base_[std::size_t(worker)]; }
 
  private:

@@ -23,6 +23,26 @@ nlohmann::json to_json(const StrategyOptions& options) {
   return j;
 }
 
+StrategyOptions strategy_options_from_json(const nlohmann::json& json, const std::string& origin) {
+  const auto at = [&](const char* key) -> const nlohmann::json& {
+    if (!json.is_object() || !json.contains(key))
+      throw InputError(origin, fmt::format("/{}", key), "(missing)", "the strategy options lack this key");
+    return json.at(key);
+  };
+  StrategyOptions options;
+  options.origin = origin;
+  options.name = at("strategy").get<std::string>();
+  options.global_batch = at("batch").get<std::int64_t>();
+  options.ranks = at("ranks").get<int>();
+  options.iterations = at("iterations").get<int>();
+  options.warmup_iterations = at("warmup").get<int>();
+  options.uneven_batch = json.value("uneven_batch", false);
+  options.recompute_columns = json.value("columns", "") == columns_name(true);
+  for (const OptionSpec& o : strategy_spec(options.name, origin).options)
+    if (json.contains(o.key)) options.values[o.key] = json.at(o.key);
+  return options;
+}
+
 void validate_strategy_options(const Network& network, const StrategyOptions& options) {
   const std::string& origin = options.origin;
   const auto fail = [&](const char* path, const std::string& value, const std::string& reason) {

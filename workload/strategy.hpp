@@ -80,5 +80,9 @@ StrategyOptions single_rank_baseline(const StrategyOptions& options);
 /** JSON form of the options with every schema default filled in (Schedule::options, Trace
  *  metadata, run-specs). */
 nlohmann::json to_json(const StrategyOptions& options);
+/** The options to_json wrote (Schedule::options, a trace's metadata "options"): the keys it
+ *  writes, the strategy's own ones by its schema; other keys (a strategy's resolved_* notes)
+ *  are ignored. @throws InputError(origin, ...) for a missing key or an unknown strategy. */
+StrategyOptions strategy_options_from_json(const nlohmann::json& json, const std::string& origin);
 
 }  // namespace cnnpar

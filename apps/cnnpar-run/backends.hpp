@@ -29,7 +29,7 @@ class RealBackend final : public ComputeBackend {
   RealBackend(Runtime& runtime, const Dataset& data, const Network& network, int iterations,
               std::function<void(int)> between_iterations = {})
       : runtime_(runtime), data_(data), network_(network), loss_sums_(std::size_t(iterations), 0.0),
-        correct_(std::size_t(iterations), 0.0), between_iterations_(std::move(between_iterations)) {}
+        correct_(std::size_t(iterations), 0.0), loss_images_(std::size_t(iterations), 0.0), between_iterations_(std::move(between_iterations)) {}
   std::string mode() const override { return "real"; }
   void begin_iteration(int iteration) override {
     if (iteration > 0 && between_iterations_) between_iterations_(iteration);
@@ -41,6 +41,7 @@ class RealBackend final : public ComputeBackend {
         network_.layers[std::size_t(op.layer)].spec.kind == LayerKind::softmax) {
       loss_sums_[std::size_t(iteration)] = runtime_.last_loss_sum();
       correct_[std::size_t(iteration)] = double(runtime_.last_correct());
+      loss_images_[std::size_t(iteration)] = runtime_.last_loss_images();
     }
   }
   CommBuffers prepare(const Collective& c) override {
@@ -48,9 +49,14 @@ class RealBackend final : public ComputeBackend {
     return CommBuffers{b.send, b.recv, b.send_count, b.recv_count};
   }
   void complete(const Collective& c) override { runtime_.complete(c); }
+  void merge(const Op&, const Collective& push, const std::vector<std::span<const float>>& increments,
+             const std::vector<double>& factors) override {
+    runtime_.merge_increments(push, increments, factors);
+  }
   void finish() override { runtime_.finish_schedule(); }
   const std::vector<double>& loss_sums() const { return loss_sums_; }
   const std::vector<double>& correct() const { return correct_; }
+  const std::vector<double>& loss_images() const { return loss_images_; }
 
  private:
   Runtime& runtime_;
@@ -58,6 +64,7 @@ class RealBackend final : public ComputeBackend {
   const Network& network_;
   std::vector<double> loss_sums_;  // per iteration, this rank's images (nats)
   std::vector<double> correct_;    // per iteration, this rank's arg-max hits
+  std::vector<double> loss_images_;  // per iteration, the images of loss_sums_
   std::function<void(int)> between_iterations_;
 };
 
@@ -78,6 +85,10 @@ class ProgressBackend final : public ComputeBackend {
   }
   CommBuffers prepare(const Collective& c) override { return inner_.prepare(c); }
   void complete(const Collective& c) override { inner_.complete(c); }
+  void merge(const Op& merge_op, const Collective& push, const std::vector<std::span<const float>>& increments,
+             const std::vector<double>& factors) override {
+    inner_.merge(merge_op, push, increments, factors);
+  }
   void finish() override {
     inner_.finish();
     report(iterations_ - 1);
@@ -106,6 +117,10 @@ class ExitingBackend final : public ComputeBackend {
   }
   CommBuffers prepare(const Collective& c) override { return inner_.prepare(c); }
   void complete(const Collective& c) override { inner_.complete(c); }
+  void merge(const Op& merge_op, const Collective& push, const std::vector<std::span<const float>>& increments,
+             const std::vector<double>& factors) override {
+    inner_.merge(merge_op, push, increments, factors);
+  }
   void finish() override { inner_.finish(); }
 
  private:

@@ -31,7 +31,7 @@ std::unique_ptr<Dataset> open_dataset(const std::string& spec, const Network& ne
   namespace fs = std::filesystem;
   if (spec == "synthetic") {
     // Generated on demand from (seed, index); the size only sets where batches wrap.
-    return std::make_unique<SyntheticDataset>(network.input, network.classes(), 50000, seed);
+    return std::make_unique<SyntheticDataset>(network.input, network.classes(), SyntheticDataset::kRunImages, seed);
   }
   const auto colon = spec.find(':');
   const std::string kind = spec.substr(0, colon);
@@ -111,17 +111,28 @@ std::string checkpoint_boundary_problem(const Schedule& schedule) {
   return "";
 }
 
-/** Options the strategy resolves from the ranks' speeds (conv_split's `--shares probe`): every
- *  rank times the probe convolutions (real/probe.hpp) at the same time, so ranks that share a
- *  machine probe under the contention they will train under; the strategy turns the times into
- *  its options (Eq. 1 shares, which replace `probe`, so the trace and its prediction record the
- *  shares the run used). */
+/** Options the strategy resolves from the ranks' speeds (conv_split's `--shares probe`,
+ *  param_server's `--per-sample probe`): every rank times the strategy's probe (real/probe.hpp)
+ *  at the same time, so ranks that share a machine probe under the contention they will train
+ *  under; the strategy turns the times into its options (Eq. 1 shares or IDPA's per-sample
+ *  times, which replace `probe`, so the trace and its prediction record what the run used). */
 void probe_ranks(Setup& s, const Options& o, int rank, int size, const StrategySpec& spec) {
   const auto slowed = o.slowdown.find(rank);
   std::vector<double> mine(std::size_t(size), 0.0), times(std::size_t(size), 0.0);
   mpi::barrier(MPI_COMM_WORLD, o.timeout_s, "rank probe");
-  mine[std::size_t(rank)] = conv_probe_s(s.network, s.strategy.global_batch, o.compute == "real", s.platform, rank,
-                                         slowed == o.slowdown.end() ? 1.0 : slowed->second, 5);
+  const double slowdown = slowed == o.slowdown.end() ? 1.0 : slowed->second;
+  const bool real_compute = o.compute == "real";
+  switch (spec.probe) {
+    case RankProbe::conv_forward:
+      mine[std::size_t(rank)] = conv_probe_s(s.network, s.strategy.global_batch, real_compute, s.platform, rank, slowdown, 5);
+      break;
+    case RankProbe::training_step:
+      mine[std::size_t(rank)] =
+          training_probe_s(s.network, s.strategy.global_batch, real_compute, s.platform, rank, slowdown, 5);
+      break;
+    case RankProbe::none:
+      CNNPAR_ASSERT(false, "strategy " + spec.name + " probes the ranks without naming a probe");
+  }
   mpi::allreduce(mine.data(), times.data(), size, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, o.timeout_s, "rank probe");
   spec.resolve_probe(s.strategy, times);
   s.probe_s = times;

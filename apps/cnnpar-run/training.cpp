@@ -150,16 +150,27 @@ int run_training(const Options& o, int rank, int size) {
 
   // Per-iteration global loss: sum of the ranks' loss sums over N (every rank's images once).
   std::vector<double> loss_sums(std::size_t(s.schedule.iterations), 0.0), correct = loss_sums;
-  std::vector<double> global_loss(loss_sums.size(), 0.0), global_correct(loss_sums.size(), 0.0);
+  std::vector<double> global_loss(loss_sums.size(), 0.0), global_accuracy(loss_sums.size(), 0.0);
   if (real) {
     loss_sums = real->loss_sums();
     correct = real->correct();
   }
   mpi::allreduce(loss_sums.data(), global_loss.data(), int(loss_sums.size()), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
                  o.timeout_s, "loss reduction");
-  mpi::allreduce(correct.data(), global_correct.data(), int(correct.size()), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
+  mpi::allreduce(correct.data(), global_accuracy.data(), int(correct.size()), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD,
                  o.timeout_s, "accuracy reduction");
-  for (double& loss : global_loss) loss /= double(s.schedule.global_batch);
+  // Under a parameter server the workers' rounds cover other images than N: the mean is over
+  // the images the round's forwards saw.
+  std::vector<double> loss_images(loss_sums.size(), double(s.schedule.global_batch));
+  if (!s.schedule.serves.empty()) {
+    std::vector<double> own = real ? real->loss_images() : std::vector<double>(loss_sums.size(), 0.0);
+    mpi::allreduce(own.data(), loss_images.data(), int(own.size()), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, o.timeout_s,
+                   "loss reduction");
+  }
+  for (std::size_t i = 0; i < global_loss.size(); ++i) {
+    global_loss[i] = loss_images[i] > 0 ? global_loss[i] / loss_images[i] : 0.0;
+    global_accuracy[i] = loss_images[i] > 0 ? global_accuracy[i] / loss_images[i] : 0.0;
+  }
 
   // Weights must agree bitwise across ranks (every rank applies the same update).
   std::string weights_hash = "none";
@@ -245,9 +256,7 @@ int run_training(const Options& o, int rank, int size) {
     m["cores"] = ::sysconf(_SC_NPROCESSORS_ONLN);
     if (s.runtime) {
       m["loss"] = global_loss;
-      std::vector<double> accuracy;
-      for (double c : global_correct) accuracy.push_back(c / double(s.schedule.global_batch));
-      m["accuracy"] = accuracy;
+      m["accuracy"] = global_accuracy;
       m["weights_fnv1a64"] = first_hash;
       m["weights_identical_across_ranks"] = identical;
       m["start_iteration"] = s.runtime->iteration() - s.schedule.iterations;

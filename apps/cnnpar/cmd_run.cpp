@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/compare.hpp"
+#include "analysis/loss_curve.hpp"
 #include "analysis/metrics.hpp"
 #include "apps/cnnpar/commands.hpp"
 #include "apps/cnnpar/common.hpp"
@@ -68,6 +69,7 @@ struct RunOptions {
   int threads = 0;  // 0 = OPENBLAS_NUM_THREADS, else the cores per rank
   std::string gemm = kDefaultGemmBackend;
   std::vector<std::string> slowdown;  // --slowdown RANK:FACTOR
+  double target_loss = 0;             // 0: none
 };
 
 Trace read_trace(const std::string& path) {
@@ -88,6 +90,36 @@ void print_spread(const TraceMetrics& m) {
              m.iteration_s, m.iteration_times_s.size(), *least, *most, iteration_spread_percent(m));
 }
 
+// The measured loss against the measured and the predicted time (the engines predict no loss:
+// the predicted time of the iteration at which the run reached it). At most kRows rows, the
+// last iteration always among them.
+void print_loss_curve(const Trace& measured, const Trace* predicted, double target_loss) {
+  constexpr std::size_t kRows = 10;
+  const std::vector<LossPoint> curve = loss_curve(measured);
+  if (curve.empty()) return;
+  const auto predicted_s = [&](int iteration) {
+    const std::optional<double> end_s = predicted ? iteration_end_s(*predicted, iteration) : std::nullopt;
+    return end_s ? fmt::format("{:.4f}", *end_s) : std::string("-");
+  };
+  fmt::print("loss curve (iteration: loss, measured s, predicted s)\n");
+  const std::size_t step = (curve.size() + kRows - 1) / kRows;
+  for (std::size_t i = 0; i < curve.size(); ++i) {
+    if (i % step != 0 && i + 1 != curve.size()) continue;
+    const LossPoint& point = curve[i];
+    fmt::print("  {:>5}: {:.4f}  {:.4f}  {}\n", point.iteration, point.loss, point.end_s, predicted_s(point.iteration));
+  }
+  if (target_loss <= 0) return;
+  if (const std::optional<LossPoint> reached = first_reaching(curve, target_loss)) {
+    fmt::print("time to loss {:.4g}: measured {:.4f} s, predicted {} s (iteration {})\n", target_loss, reached->end_s,
+               predicted_s(reached->iteration), reached->iteration);
+  } else {
+    const auto lowest = std::min_element(curve.begin(), curve.end(),
+                                         [](const LossPoint& a, const LossPoint& b) { return a.loss < b.loss; });
+    fmt::print("time to loss {:.4g}: not reached (lowest {:.4f} at iteration {})\n", target_loss, lowest->loss,
+               lowest->iteration);
+  }
+}
+
 void print_warnings(const std::vector<std::string>& warnings) {
   std::fflush(stdout);  // after the tables they qualify
   for (const std::string& warning : warnings) fmt::print(stderr, "cnnpar run: warning: {}\n", warning);
@@ -101,6 +133,8 @@ int run(const RunOptions& o) {
                      double(o.checkpoint_every), double(o.threads)},
                     file);
   check_gemm_backend_name(o.gemm, file, "/gemm");
+  if (!(o.target_loss >= 0) || !std::isfinite(o.target_loss))
+    throw InputError(file, "/target-loss", fmt::format("{}", o.target_loss), "must be a finite loss in nats (0: none)");
   // Outputs are checked before mpiexec starts, not found unwritable after the run.
   check_output_path(o.trace_out, "--trace");
   check_output_path(o.weights_out, "--weights-out");
@@ -171,10 +205,13 @@ int run(const RunOptions& o) {
 
   const Trace measured = read_trace(trace_path);
   const TraceMetrics measured_metrics = compute_metrics(measured);
+  // Iteration times do not compare a parameter server's update rules (their numerics differ).
+  const bool shows_loss = o.target_loss > 0 || !server_ranks(measured).empty();
   const auto finish_measured_only = [&] {
     if (!o.quiet) {
       print_metrics("measured", measured_metrics);
       print_spread(measured_metrics);
+      if (shows_loss) print_loss_curve(measured, nullptr, o.target_loss);
     }
     print_warnings(measurement_warnings(nullptr, measured));
     return 0;
@@ -217,6 +254,7 @@ int run(const RunOptions& o) {
     print_metrics("measured", measured_metrics);
     print_spread(measured_metrics);
     fmt::print("{}", format_compare_table(report));
+    if (shows_loss) print_loss_curve(measured, &predicted, o.target_loss);
   }
   print_warnings(measurement_warnings(&predicted, measured));
   return 0;
@@ -263,6 +301,9 @@ Runner add_run_command(CLI::App& app) {
   flags::progress(*sub, o.progress);
   flags::quiet(*sub, o.quiet);
   sub->add_flag("--no-predict", o.no_predict, "only measure");
+  sub->add_option("--target-loss", o.target_loss,
+                  "print the measured and predicted time at which the loss first reaches this value (nats); the "
+                  "loss curve is printed with it, and always under a parameter server");
   return [options, mpiexec] {
     options->mpiexec_given = mpiexec->count() > 0;
     return run(*options);

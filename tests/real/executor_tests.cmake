@@ -173,6 +173,34 @@ cnnpar_mpi_run(real_run_wg_veeriah_b_np4 4 real_wg_b_runs ${mp_common} --strateg
 cnnpar_mpi_check(real_trace_wg_veeriah_b_np4 real_wg_b_runs $<TARGET_FILE:cnnpar_trace_check>
                  ${run_out}/wg_veeriah_b_np4.json 4 --loss-drop 0.05 --compute real)
 
+# BPT-CNN's parameter server, a server and m = 2 and 3 workers on lenet-5, for IDPA and UDPA with
+# SGWU and AGWU: every run trains (the loss falls by 20 % over 60 rounds; AGWU scales each
+# increment by gamma·Q, so it starts slowly while the accuracy Q is low) and its server records
+# its merges. An AGWU run is checked beyond "the loss falls": the local executor replays the
+# merge order the server recorded and must end with the run's weights (1e-6 of their scale;
+# only the arithmetic of the two processes differs, not its order).
+set(ps_common --network lenet-5 --batch 48 --iterations 60 --warmup 1 --seed 5 --strategy param_server)
+add_executable(cnnpar_serve_replay ${CMAKE_CURRENT_SOURCE_DIR}/serve_replay.cpp)
+target_link_libraries(cnnpar_serve_replay PRIVATE cnnpar_settings cnnpar_test_settings cnnpar_real_core)
+foreach(np 3 4)
+  foreach(partition idpa udpa)
+    foreach(update sgwu agwu)
+      set(name ps_${partition}_${update}_np${np})
+      cnnpar_mpi_run(real_run_${name} ${np} real_${name}_runs ${ps_common} --partition ${partition}
+                     --update ${update} --trace ${run_out}/${name}.json --weights-out ${run_out}/${name}.bin)
+      cnnpar_mpi_check(real_trace_${name} real_${name}_runs $<TARGET_FILE:cnnpar_trace_check>
+                       ${run_out}/${name}.json ${np} --loss-drop 0.2 --weights-identical --compute real)
+      if(update STREQUAL "agwu")
+        cnnpar_mpi_check(real_replay_${name} real_${name}_runs ${CMAKE_COMMAND} -E env "${cnnpar_mpi_env}"
+                         $<TARGET_FILE:cnnpar_serve_replay> ${run_out}/${name}.json ${run_out}/${name}_replay.bin)
+        set_tests_properties(real_replay_${name} PROPERTIES FIXTURES_SETUP real_${name}_replayed)
+        cnnpar_mpi_check(real_weights_replay_${name} "real_${name}_runs;real_${name}_replayed"
+                         $<TARGET_FILE:cnnpar_weights_compare> 1e-6 ${run_out}/${name}.bin ${run_out}/${name}_replay.bin)
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+
 # Checkpoint + resume: 2 iterations, then --resume up to 4 in total, equal 4 straight ones bit
 # for bit (same data order, dropout masks, momentum).
 set(ckpt_common --network ${tiny} --batch 16 --warmup 0 --seed 5 --strategy dp)

@@ -8,11 +8,16 @@
 // final weights were bitwise identical on every rank, the recorded modes, and that rank RANK
 // (run with --slowdown RANK:FACTOR) computed FACTOR times as long as the fastest other rank,
 // within 15 % (sleeps overshoot by scheduler slack; the ranks' work is the same).
+// A parameter server's ranks (metadata server_ranks) have no marks; they must record merges
+// whose versions count up from 1 and whose pushes were trained from an older version.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -68,7 +73,21 @@ int main(int argc, char** argv) {
   if (!progress.empty()) EXPECT(m.value("comm_progress", "") == progress, "comm_progress is not %s", progress.c_str());
   if (!compute.empty()) EXPECT(m.value("compute", "") == compute, "compute is not %s", compute.c_str());
   const double slack = 1e-6;  // clock reads within one rank are monotonic; allow rounding
+  const auto servers = m.value("server_ranks", std::vector<int>{});
   for (const cnnpar::RankTrace& r : trace.ranks) {
+    if (std::find(servers.begin(), servers.end(), r.rank) != servers.end()) {
+      EXPECT(r.marks.empty(), "server rank %d has %zu marks", r.rank, r.marks.size());
+      EXPECT(!r.merges.empty(), "server rank %d recorded no merges", r.rank);
+      int version = 0;
+      for (const cnnpar::MergeRecord& merge : r.merges) {
+        EXPECT(merge.version == version || merge.version == version + 1, "server rank %d merge version %d after %d",
+               r.rank, merge.version, version);
+        version = merge.version;
+        EXPECT(merge.base_version < merge.version, "server rank %d merge of worker %d has base %d >= version %d",
+               r.rank, merge.worker, merge.base_version, merge.version);
+      }
+      continue;
+    }
     EXPECT(int(r.marks.size()) == iterations, "rank %d has %zu marks", r.rank, r.marks.size());
     for (std::size_t i = 1; i < r.marks.size(); ++i)
       EXPECT(r.marks[i].time_s >= r.marks[i - 1].time_s, "rank %d marks go back", r.rank);
