@@ -321,6 +321,15 @@ ParameterServerComponents parameter_server_components(const Trace& trace) {
   c.workers = int(trace.ranks.size() - servers.size());
   c.sync_wait_s = metrics.sync_wait_s;
   c.workload_balance = metrics.load_balance;
+  for (const RankTrace& rank : trace.ranks)
+    if (std::find(servers.begin(), servers.end(), rank.rank) == servers.end() && !rank.marks.empty())
+      c.run_s = std::max(c.run_s, rank.marks.back().time_s);
+  const nlohmann::json options = trace.metadata.value("options", nlohmann::json::object());
+  const auto nominal = options.find("iterations");
+  if (nominal == options.end() || !nominal->is_number_integer() || nominal->get<std::int64_t>() < 1)
+    throw InputError("<trace>", "/metadata/options/iterations", nominal == options.end() ? "(missing)" : nominal->dump(),
+                     "a parameter server's trace states its nominal iterations K");
+  c.epoch_s = c.run_s / double(nominal->get<std::int64_t>());
   double staleness_sum = 0;
   for (int server : servers) {
     const RankTrace& rank = trace.ranks[std::size_t(server)];
@@ -339,6 +348,8 @@ ParameterServerComponents parameter_server_components(const Trace& trace) {
 nlohmann::json to_json(const ParameterServerComponents& c) {
   return {{"workers", c.workers},
           {"sync_wait_s", c.sync_wait_s},
+          {"run_s", c.run_s},
+          {"epoch_s", c.epoch_s},
           {"workload_balance", c.workload_balance},
           {"volume_bytes", c.volume_bytes},
           {"merges", c.merges},
@@ -361,7 +372,7 @@ std::vector<std::string> component_keys(const std::vector<const nlohmann::json*>
   static const std::vector<std::string> kPaperOrder = {
       "conv_workers", "conv_iteration_s", "fc_pass_s", "fc_activation_wait_s", "fc1_merge_s", "fc1_error_reduce_s",
       "comm_s",       "conv_s",           "comp_s",    "conv_spread",          "workers_conv_spread",
-      "upload_elements", "element_bytes", "upload_bytes", "workers", "sync_wait_s", "workload_balance",
+      "upload_elements", "element_bytes", "upload_bytes", "workers", "epoch_s", "run_s", "sync_wait_s", "workload_balance",
       "volume_bytes", "merges", "staleness_mean", "staleness_max"};
   std::vector<std::string> seen;
   for (const nlohmann::json* object : objects)

@@ -71,6 +71,10 @@ struct ConvSplitComponents {
 /** param_server (BPT-CNN, Sec. 3.3 and 5.4), over the workers (every rank but the server):
  *  * sync_wait_s        Eq. 8, T_SGWU: over the measured rounds i and workers j, the sum of
  *                       max_j' t_j'^(i) - t_j^(i), t the worker's compute seconds in round i;
+ *  * run_s              the execution time: the last worker's last mark (s from the start);
+ *  * epoch_s            run_s / K, K the nominal iterations (options.iterations): IDPA's
+ *                       K' = K + ceil(A/2) - 1 rounds carry K epochs of samples (Eq. 6), so
+ *                       time per round would flatter it;
  *  * workload_balance   Fig. 15(b)'s measure, defined here: per round the mean over the workers
  *                       of their compute seconds divided by the largest, the median over the
  *                       measured rounds (1 = every worker as busy as the busiest);
@@ -83,6 +87,8 @@ struct ConvSplitComponents {
 struct ParameterServerComponents {
   int workers = 0;
   double sync_wait_s = 0;
+  double run_s = 0;
+  double epoch_s = 0;
   double workload_balance = 1;
   double volume_bytes = 0;
   int merges = 0;

@@ -31,6 +31,7 @@ set(CNNPAR_SCENARIO_FILES
   platforms/marques-lab.json
   platforms/marques-sim.json
   platforms/veeriah-node.json
+  studies/bpt-cnn-fig14.json
   studies/hybrid-cori.json
   studies/hybrid-xeon-10gbe.json
   studies/hybrid-xeon-fdr.json

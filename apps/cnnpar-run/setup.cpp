@@ -225,7 +225,12 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
   for (const auto& [key, value] : flag_values.items()) s.strategy.values[key] = value;
   const StrategySpec& spec = strategy_spec(s.strategy.name, s.strategy.origin);
   if (spec.probes_ranks != nullptr && spec.probes_ranks(s.strategy)) probe_ranks(s, o, rank, size, spec);
-  s.schedule = build_schedule(s.network, s.platform, s.strategy);
+  // The schedule is built for the nodes as they run: a slowed node is nominally slower too
+  // (IDPA's first split, Eq. 2), as in the prediction. Sleep compute pads the unslowed times.
+  Platform as_run = s.platform;
+  for (const auto& [slowed_rank, factor] : o.slowdown)
+    if (slowed_rank < as_run.nodes.count) as_run.slow_down(slowed_rank, factor);
+  s.schedule = build_schedule(s.network, as_run, s.strategy);
   verify_or_throw(s.schedule, "<schedule " + s.strategy.name + ">", &s.network);
   if (s.schedule.ranks() != size)
     throw InputError("command line", "/ranks", std::to_string(size),
