@@ -110,6 +110,33 @@ TEST_CASE("parameter_server_components: the metrics are the workers', and a trac
   CHECK(server_ranks(server_trace()) == std::vector<int>{0});
 }
 
+TEST_CASE("server_ranks that name every rank, or one rank twice, are bad input", "[metrics][serve]") {
+  // Every rank a server: no worker is left to measure (this read past an empty list of ranks).
+  Trace all = server_trace();
+  all.metadata["server_ranks"] = {0, 1, 2};
+  try {
+    compute_metrics(all);
+    FAIL("no error");
+  } catch (const InputError& error) {
+    CHECK(error.json_path() == "/metadata/server_ranks");
+  }
+  Trace lone;
+  lone.engine = "hand";
+  lone.metadata = {{"server_ranks", nlohmann::json::array({0})}};
+  lone.ranks.resize(1);
+  CHECK_THROWS_AS(compute_metrics(lone), InputError);
+  // A rank named twice would count the server's traffic twice and one worker too few.
+  Trace twice = server_trace();
+  twice.metadata["server_ranks"] = {0, 0};
+  try {
+    server_ranks(twice);
+    FAIL("no error");
+  } catch (const InputError& error) {
+    CHECK(error.json_path() == "/metadata/server_ranks");
+  }
+  CHECK_THROWS_AS(parameter_server_components(twice), InputError);
+}
+
 TEST_CASE("loss_curve: a round's loss at its last worker's mark, server ranks skipped", "[loss_curve][serve]") {
   Trace t = server_trace();
   t.metadata["loss"] = {2.3, 1.9, nullptr, 1.5, 1.2};  // round 2 unrecorded; round 4 never marked
