@@ -1,5 +1,6 @@
 // The parameter-server vocabulary of the Schedule (model/schedule.hpp Serve, docs/formats.md
-// "serves[]"): its JSON form, and what the verifier accepts and rejects about serves.
+// "serves[]"): its JSON form, what the verifier accepts and rejects about serves, and the
+// Trace's merges (ranks[].merges[]).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 
 #include "base/error.hpp"
 #include "model/schedule.hpp"
+#include "model/trace.hpp"
 #include "tests/model/serve_fixture.hpp"
 
 using namespace cnnpar;
@@ -247,4 +249,41 @@ TEST_CASE("verify's replay: a together serve needs every push first, an arrival 
     else
       CHECK(mentions(issues, "deadlock"));
   }
+}
+
+TEST_CASE("a server's merges round-trip through the Trace JSON, and a merge older than its base is refused", "[serve][trace]") {
+  Trace trace;
+  trace.engine = "analytic";
+  trace.metadata = {{"server_ranks", nlohmann::json::array({0})}};
+  trace.ranks.resize(2);
+  trace.ranks[1].rank = 1;
+  trace.ranks[0].merges = {{.worker = 1, .round = 0, .base_version = 0, .version = 1, .start_s = 0.5, .end_s = 0.75},
+                           {.worker = 1, .round = 1, .base_version = 1, .version = 3, .start_s = 1.0, .end_s = 1.25}};
+  const nlohmann::json first = to_json(trace);
+  CHECK(first.at("ranks")[0].at("merges").size() == 2);
+  CHECK_FALSE(first.at("ranks")[1].contains("merges"));  // only a server writes them
+  const Trace again = trace_from_json(first, "t.json");
+  CHECK(to_json(again) == first);
+  REQUIRE(again.ranks[0].merges.size() == 2);
+  CHECK(again.ranks[0].merges[1].base_version == 1);
+  CHECK(again.ranks[0].merges[1].end_s == 1.25);
+  CHECK(again.ranks[0].merges[1].staleness() == 1);  // 3 - 1 - 1: one other merge in between
+
+  const auto path_of = [](const nlohmann::json& document) -> std::string {
+    try {
+      trace_from_json(document, "t.json");
+    } catch (const InputError& error) {
+      return error.json_path();
+    }
+    return "(accepted)";
+  };
+  nlohmann::json broken = first;
+  broken["ranks"][0]["merges"][1]["base_version"] = 3;  // a merge makes a version newer than its base
+  CHECK(path_of(broken) == "/ranks/0/merges/1/base_version");
+  broken = first;
+  broken["ranks"][0]["merges"][0]["end"] = 0.25;  // before its start
+  CHECK(path_of(broken) == "/ranks/0/merges/0/end");
+  broken = first;
+  broken["ranks"][0]["merges"][0]["gamma"] = 0.5;  // not a merge field
+  CHECK(path_of(broken) != "(accepted)");
 }
