@@ -206,3 +206,34 @@ TEST_CASE("param_server refuses one rank, a server out of range and a per-sample
   times.set("per_sample", "0.002,0.001");  // 2 times for 3 workers
   CHECK(path_of_error(times) == "/per_sample");
 }
+
+TEST_CASE("param_server refuses an IDPA plan that leaves a worker no sample", "[param_server]") {
+  // 4 ranks: server 0, workers 1..3 at speed factors 0.01, 1, 1; N = 32, A = 1 (Eq. 2 only):
+  // n_1 = floor(32 · 0.01 / 2.01) = floor(0.16) = 0. An empty data partition tiles no layer, so
+  // the schedule would fail verify_partitions (cnnpar run, cnnpar-run): bad input instead.
+  StrategyOptions options;
+  options.name = "param_server";
+  options.ranks = 4;
+  options.global_batch = 32;
+  options.iterations = 2;
+  options.set("partition", "idpa").set("increments", 1).set("per_sample", "0.1,0.1,0.1");
+  const Platform platform = four_nodes({1.0, 0.01, 1.0, 1.0});
+  try {
+    build_schedule(lenet(), platform, options);
+    FAIL("no error");
+  } catch (const InputError& error) {
+    CHECK(error.json_path() == "/batch");
+    CHECK(error.value() == "32");
+    CHECK(std::string(error.what()).find("worker rank 1 no sample") != std::string::npos);
+  }
+  // With A = 2 the same worker starts with none (floor(16 · 0.01 / 2.01) = 0) but Eq. 3-5 give
+  // it some later (T_2 = 16·2·0.1/3 s, n'_1 = floor(10.67) = 10): its rounds from the second on.
+  options.iterations = 3;
+  options.set("increments", 2);
+  const strategies::ServerPlan plan = strategies::param_server_plan(lenet(), platform, options);
+  CHECK(plan.samples.front()[0] == 0);
+  CHECK(plan.samples.back()[0] == 10);
+  const Schedule schedule = build_schedule(lenet(), platform, options);
+  CHECK(messages(verify(schedule)).empty());
+  CHECK(messages(verify_partitions(schedule, lenet())).empty());
+}
