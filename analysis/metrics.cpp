@@ -45,6 +45,8 @@ std::vector<int> server_ranks(const Trace& trace) {
   for (const nlohmann::json& rank : *found) {
     if (!rank.is_number_integer() || rank.get<std::int64_t>() < 0 || rank.get<std::int64_t>() >= std::int64_t(trace.ranks.size()))
       throw InputError("<trace>", "/metadata/server_ranks", found->dump(), "expected ranks of the trace");
+    if (std::find(servers.begin(), servers.end(), rank.get<int>()) != servers.end())
+      throw InputError("<trace>", "/metadata/server_ranks", found->dump(), "expected each rank once");
     servers.push_back(rank.get<int>());
   }
   return servers;
@@ -66,6 +68,9 @@ TraceMetrics compute_metrics(const Trace& full_trace, const MetricsDetail& detai
       if (std::find(servers.begin(), servers.end(), rank.rank) == servers.end()) workers.ranks.push_back(rank);
   }
   const Trace& trace = servers.empty() ? full_trace : workers;
+  if (trace.ranks.empty())
+    throw InputError("<trace>", "/metadata/server_ranks", nlohmann::json(servers).dump(),
+                     "every rank is a parameter server: the trace has no worker to measure");
 
   std::vector<std::map<int, double>> marks;
   marks.reserve(trace.ranks.size());

@@ -95,10 +95,11 @@ struct MetricsDetail {
 
 /** The ranks the trace's metadata names as parameter servers ("server_ranks"): their merges
  *  are no iterations, so every per-iteration metric is over the other ranks.
- *  @throws InputError for a list that is not of the trace's ranks. */
+ *  @throws InputError for a list that is not of the trace's ranks, each at most once. */
 std::vector<int> server_ranks(const Trace& trace);
 
-/** @throws InputError (file "<trace>") if the trace has no measured iteration on every rank. */
+/** @throws InputError (file "<trace>") if the trace has no measured iteration on every rank,
+ *  or no rank that is not a server. */
 TraceMetrics compute_metrics(const Trace& trace, const MetricsDetail& detail = {});
 
 /** T_b of one record (see above). */

@@ -37,7 +37,7 @@ class ServeLedger {
   /** The merge taken last ended: the global version advances (each push's merge makes one
    *  version; a together merge makes one for them all), a MergeRecord per entry is appended to
    *  `records`, the merged workers train from the new version, and the replies to post now
-   *  are returned (their workers' entry order). */
+   *  are returned (in the order their pushes arrived, as begin_merge gave the entries). */
   std::vector<int> end_merge(int serve, double start_s, double end_s, std::vector<MergeRecord>& records);
   /** The global version the server's reply `collective` carries (set when its merge ended). */
   int reply_version(int collective) const;

@@ -41,5 +41,19 @@ int main(int argc, char** argv) {
     spec.trace = "trace.json";
     write_file_atomic((folder / "run_spec" / ("lenet-5-" + options.name + ".json")).string(), to_json(spec).dump(1) + "\n");
   }
+  // A parameter server and 2 workers (local widened to 3 nodes), UDPA, AGWU with a fixed gamma:
+  // one round of pushes, merges and replies (one arrival serve), small enough for the corpus.
+  Platform three_nodes = platform;
+  three_nodes.nodes.count = 3;
+  three_nodes.resolve_speed_factors();
+  StrategyOptions server;
+  server.name = "param_server";
+  server.global_batch = 4;
+  server.ranks = 3;
+  server.iterations = 1;
+  server.warmup_iterations = 0;
+  server.set("partition", "udpa").set("gamma", "0.5");
+  write_file_atomic((folder / "schedule" / "lenet-5-param_server-3ranks.json").string(),
+                    to_json(build_schedule(network, three_nodes, server)).dump() + "\n");
   return 0;
 }

@@ -154,6 +154,14 @@ ServerPlan param_server_plan(const Network& network, const Platform& platform, c
   } else {
     plan.samples = {bpt::udpa_allocation(N, m)};
   }
+  // Eq. 2 and 5 can leave a slow worker nothing when N is small: its data partition would be
+  // empty, which no layer partition can hold.
+  for (int j = 0; j < m; ++j)
+    if (plan.samples.back()[std::size_t(j)] == 0)
+      throw InputError(options.origin, "/batch", std::to_string(N),
+                       fmt::format("IDPA (Algorithm 3.1) leaves worker rank {} no sample of the {}: every worker "
+                                   "needs one (a larger batch, fewer increments or --partition udpa)",
+                                   plan.workers[std::size_t(j)], N));
   plan.offsets.assign(std::size_t(m), 0);
   for (int j = 1; j < m; ++j) plan.offsets[std::size_t(j)] = plan.offsets[std::size_t(j - 1)] + plan.samples.back()[std::size_t(j - 1)];
   return plan;

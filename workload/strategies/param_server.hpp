@@ -27,7 +27,8 @@ struct ServerPlan {
   std::int64_t samples_in_round(int worker, int round) const;
 };
 
-/** @throws InputError as the strategy's validate (origin options.origin). */
+/** @throws InputError as the strategy's validate (origin options.origin), and ("/batch", N) when
+ *  IDPA leaves a worker no sample. */
 ServerPlan param_server_plan(const Network& network, const Platform& platform, const StrategyOptions& options);
 
 /** Eq. 2's nominal speed mu_j of `rank`: its node's peak FLOP/s times its speed factor. */
