@@ -136,8 +136,9 @@ struct Runtime::Impl {
   // stages its weight replies.
   std::vector<float> base_weights;
   bool serves = false;
-  // A worker's images per schedule-local iteration (its round; 0: every image it holds): IDPA's
-  // rounds grow (Algorithm 3.1). Its tensors keep their layouts over the round's images only.
+  // A worker's images per schedule-local iteration (its round; 0: every image it holds, -1: it
+  // computes nothing, an IDPA worker's first rounds may be empty): IDPA's rounds grow
+  // (Algorithm 3.1). Its tensors keep their layouts over the round's images only.
   std::vector<std::int64_t> round_batches;
   std::int64_t loss_batch = 0;   // the loss and gradients are means over this many images
   int loss_holders = 1;          // ranks that compute the loss over the whole batch (1 if sliced)

@@ -336,6 +336,7 @@ void Runtime::load_batch(int iteration, const Dataset& data) {
   data.check_matches(s.net);
   if (!s.base_weights.empty() && iteration < int(s.round_batches.size())) {
     const std::int64_t images = s.round_batches[std::size_t(iteration)];
+    if (images < 0) return;  // an empty round: nothing reads the batch
     s.set_active_batch(images > 0 ? images : s.layers.back().held.batch.count);
   }
   for (auto& x : s.layers) x.gradient_pending = false;  // gradients accumulate within one iteration only

@@ -165,14 +165,14 @@ void Runtime::Impl::bind_layers() {
 void Runtime::Impl::find_layer_ops(const Program& program) {
   const int L = int(net.layers.size());
   round_batches.clear();
-  bool round_seen = false;
+  std::int64_t round_images = -1;  // none until the iteration's first forward op
   for (const Op& op : program.ops) {
-    if (op.kind == OpKind::mark) round_seen = false;
-    if (op.kind != OpKind::compute || op.layer < 0) continue;
-    if (!round_seen && op.phase == Phase::forward) {
-      round_batches.push_back(op.images.count);
-      round_seen = true;
+    if (op.kind == OpKind::mark) {
+      round_batches.push_back(round_images);
+      round_images = -1;
     }
+    if (op.kind != OpKind::compute || op.layer < 0) continue;
+    if (round_images < 0 && op.phase == Phase::forward) round_images = op.images.count;
     CNNPAR_ASSERT(op.layer < L, "compute op names a layer outside the network: " + op.label);
     auto& x = layers[std::size_t(op.layer)];
     const LayerKind kind = net.layers[std::size_t(op.layer)].spec.kind;

@@ -201,6 +201,13 @@ foreach(np 3 4)
   endforeach()
 endforeach()
 
+# A worker whose first IDPA round is empty (100 times slower: Eq. 2 gives it no sample of the
+# first increment) pushes an empty increment, then trains the samples Eq. 3-5 give it.
+cnnpar_mpi_run(real_run_ps_empty_round 4 real_ps_empty_round_runs --network lenet-5 --batch 32 --iterations 6
+               --strategy param_server --slowdown 1:100 --trace ${run_out}/ps_empty_round.json)
+cnnpar_mpi_check(real_trace_ps_empty_round real_ps_empty_round_runs $<TARGET_FILE:cnnpar_trace_check>
+                 ${run_out}/ps_empty_round.json 4 --weights-identical --compute real)
+
 # Checkpoint + resume: 2 iterations, then --resume up to 4 in total, equal 4 straight ones bit
 # for bit (same data order, dropout masks, momentum).
 set(ckpt_common --network ${tiny} --batch 16 --warmup 0 --seed 5 --strategy dp)
