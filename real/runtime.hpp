@@ -37,8 +37,9 @@
 //        backward_weight im2col: the columns again, into the shared buffer (--columns recomputed)
 //        backward_weight gemm: dW = E · columns^T, db = row sums of E (when the columns are
 //                          neither kept nor refilled by an im2col op, it redoes the im2col first)
-//        With set_inner_mode(dag) those forward and backward_weight gemm ops (and the im2col
-//        they include) run as BPT-CNN's inner-layer task DAG (real/inner_dag.hpp) instead.
+//        With set_inner_mode(dag) the forward and backward_weight gemm ops run as BPT-CNN's
+//        inner-layer task DAG (real/inner_dag.hpp), whose tasks extract their own areas: the
+//        im2col ops then do nothing (their work is timed in the gemm op that follows).
 //  relu and dropout work in place (on the previous layer's output and errors) when the
 //  previous layer's backward does not read its output; see Impl::in_place.
 //  fc    forward gemm: (n, K_c) = (n, K_b) · W^T + b;  backward_data gemm: E_in = E · W;

@@ -369,6 +369,51 @@ TEST_CASE("inner dag: the Runtime trains to the GEMM path's weights for kept, sh
     }
 }
 
+TEST_CASE("inner dag: the Runtime matches the GEMM path under the other strategies") {
+  // Model-parallel conv maps (per_layer conv2=model, conv_split's workers), sub-batches
+  // (veeriah c), Lee's chunks, hybrid: each rank holds a slice; the sum of the owned parts is
+  // the model.
+  const Network net = testing::small_network();
+  SyntheticDataset data(net.input, net.classes(), 64, 25);
+  const SgdConfig sgd{0.05f, 0.9f, 5e-4f};
+  struct Case {
+    const char* strategy;
+    const char* key;
+    nlohmann::json value;
+  };
+  const Case cases[] = {{"lee", "k", 3},
+                        {"per_layer", "assign", "conv2=model"},
+                        {"hybrid", nullptr, {}},
+                        {"conv_split", "shares", "uniform"},
+                        {"veeriah", "scheme", "c"}};
+  const auto train = [&](const Schedule& s, InnerMode mode) {
+    const Threads scope(2);
+    LocalExecutor run(net, s, 5, sgd);
+    for (int r = 0; r < run.ranks(); ++r) run.runtime(r).set_inner_mode(mode);
+    run.run(data);
+    std::vector<float> sum = run.runtime(0).owned_state().weights;
+    for (int r = 1; r < run.ranks(); ++r) {
+      const std::vector<float> part = run.runtime(r).owned_state().weights;
+      for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += part[i];
+    }
+    return sum;
+  };
+  for (const Case& c : cases) {
+    StrategyOptions o;
+    o.name = c.strategy;
+    o.global_batch = 8;
+    o.ranks = 2;
+    o.iterations = 3;
+    o.warmup_iterations = 0;
+    if (c.key) o.set(c.key, c.value);
+    if (std::string(c.strategy) == "lee") o.set("f", 2);
+    const Schedule s = build_schedule(net, Platform{}, o);
+    const double d = testing::relative_difference(train(s, InnerMode::gemm), train(s, InnerMode::dag));
+    std::printf("inner dag runtime: %s on 2 ranks: max |dag - gemm| / max |w| = %.3e\n", c.strategy, d);
+    CHECK(d <= kTolerance);
+  }
+}
+
 TEST_CASE("inner dag: the Runtime runs conv forward and weight-gradient ops as tasks") {
   // One thread, no GEMM tiles: the GEMM path never polls, the DAG polls after each task on the
   // calling thread. small_network's conv layers at batch 8 with the default grain (4 tasks per
