@@ -75,13 +75,15 @@ struct InnerStep {
   bool bias = true;           ///< forward adds the bias / weight gradient computes db
 };
 
-/** How finely a step is split. More tasks than threads let a thread that finishes early take
- *  another (the thread-level load balance of Sec. 4.2); too small a task spends its time
- *  packing the filters instead of multiplying. */
+/** How finely a step is split: per_thread = clamp(extent / (threads · smallest), 1,
+ *  tasks_per_thread) tasks per thread, min(extent, threads · per_thread) in all. More tasks
+ *  than threads let a thread that finishes early take another (the thread-level load balance of
+ *  Sec. 4.2, which matters when other work shares the cores); but each task's GEMM packs the
+ *  operand all tasks share (the filters W forward, δ for dW) again, so small tasks cost time. */
 struct TaskGrain {
-  int tasks_per_thread = 4;
-  std::int64_t min_positions = 128;    ///< output positions per convolve / extract_areas task
-  std::int64_t min_weight_block = 32;  ///< rows or columns of dW per weight_gradient task
+  int tasks_per_thread = 2;
+  std::int64_t min_positions = 256;    ///< output positions per convolve / extract_areas task
+  std::int64_t min_weight_block = 64;  ///< rows or columns of dW per weight_gradient task
   std::int64_t min_bias_maps = 64;     ///< maps per bias_gradient task
 };
 

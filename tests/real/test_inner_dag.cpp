@@ -77,17 +77,18 @@ TEST_CASE("inner dag: Algorithm 4.2 levels and priorities of a two-layer network
   // conv1: C=1, N=1, 5x5 input, 3x3 kernel, stride 1, no pad -> A is 3x3 (Eq. 12), K_C = 9
   //        (Eq. 13); O = 2 maps; columns C·KH·KW = 9.
   // conv2: C=2, N=1, 3x3 input, 2x2 kernel -> 2x2, K_C = 4; O = 3; columns 2·2·2 = 8.
-  // T = 2 threads, 2 tasks per thread: an extent is cut into min(4, extent / smallest) tasks.
+  // T = 2 threads, at most 2 tasks per thread, smallest task 2 positions, 3 weight columns,
+  // 2 maps: an extent E is cut into min(E, 2 · clamp(E / (2 · smallest), 1, 2)) tasks.
   // Steps in program order: forward conv1, forward conv2, weight gradient conv2, weight gradient
   // conv1, the areas extracted again for both (the shared-columns mode).
-  //  s0 forward conv1: 9 positions / 2 -> min(4, 4) = 4 tasks {3,2,2,2}: tasks 0-3, level 0.
-  //  s1 forward conv2: 4 positions / 2 -> 2 tasks {2,2}: tasks 4-5 after 0-3, level 1.
+  //  s0 forward conv1: 9 positions, 9 / 4 = 2 per thread -> 4 tasks {3,2,2,2}: 0-3, level 0.
+  //  s1 forward conv2: 4 positions, 4 / 4 = 1 -> 2 tasks {2,2}: 4-5 after 0-3, level 1.
   //  s2 weight gradient conv2: extract 4 positions -> 2 tasks (6, 7) after 4-5, level 2;
-  //     dW is 3 x 8, columns larger: 8 / 3 -> 2 tasks of 4 columns (8, 9) after 6-7, level 3;
-  //     db: 3 maps / 2 -> 1 task (10) after 4-5, level 2.
-  //  s3 weight gradient conv1: extract 9 positions -> 4 tasks (11-14) after 8, 9, 10, level 4;
-  //     dW is 2 x 9: 9 / 3 -> 3 tasks of 3 columns (15-17) after 11-14, level 5;
-  //     db: 2 maps / 2 -> 1 task (18) after 8, 9, 10, level 4.
+  //     dW is 3 x 8, columns larger: 8 / 6 = 1 -> 2 tasks of 4 columns (8, 9) after 6-7, level 3;
+  //     db: 3 maps, 3 / 4 = 0 -> 1 per thread -> 2 tasks {2,1} (10, 11) after 4-5, level 2.
+  //  s3 weight gradient conv1: extract 9 positions -> 4 tasks (12-15) after 8-11, level 4;
+  //     dW is 2 x 9: 9 / 6 = 1 -> 2 tasks {5,4} columns (16, 17) after 12-15, level 5;
+  //     db: 2 maps -> 2 tasks of 1 (18, 19) after 8-11, level 4.
   // Levels 0..5, so 6 levels: priority = 6 - level (the entrance tasks 6, the last ones 1).
   const InnerStep conv1_fwd{geometry(1, 1, 5, 5, 3, 1, 0), 2, StepKind::forward, false, true};
   const InnerStep conv2_fwd{geometry(2, 1, 3, 3, 2, 1, 0), 3, StepKind::forward, false, true};
@@ -96,22 +97,23 @@ TEST_CASE("inner dag: Algorithm 4.2 levels and priorities of a two-layer network
   const TaskGrain grain{2, 2, 3, 2};
   const InnerDag dag = plan_inner_dag({conv1_fwd, conv2_fwd, conv2_wg, conv1_wg}, 2, grain);
 
-  REQUIRE(dag.tasks.size() == 19);
+  REQUIRE(dag.tasks.size() == 20);
   CHECK(dag.levels == 6);
   using K = TaskKind;
-  const std::vector<K> kinds = {K::convolve, K::convolve, K::convolve, K::convolve, K::convolve,
-                                K::convolve, K::extract_areas, K::extract_areas, K::weight_gradient,
-                                K::weight_gradient, K::bias_gradient, K::extract_areas, K::extract_areas,
-                                K::extract_areas, K::extract_areas, K::weight_gradient, K::weight_gradient,
-                                K::weight_gradient, K::bias_gradient};
-  const std::vector<int> steps = {0, 0, 0, 0, 1, 1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3};
-  const std::vector<int> levels = {0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 2, 4, 4, 4, 4, 5, 5, 5, 4};
-  const std::vector<unsigned> priorities = {6, 6, 6, 6, 5, 5, 4, 4, 3, 3, 4, 2, 2, 2, 2, 1, 1, 1, 2};
-  const std::vector<std::vector<int>> after = {{},           {},           {},           {},
-                                               {0, 1, 2, 3}, {0, 1, 2, 3}, {4, 5},       {4, 5},
-                                               {6, 7},       {6, 7},       {4, 5},       {8, 9, 10},
-                                               {8, 9, 10},   {8, 9, 10},   {8, 9, 10},   {11, 12, 13, 14},
-                                               {11, 12, 13, 14}, {11, 12, 13, 14}, {8, 9, 10}};
+  const std::vector<K> kinds = {K::convolve,        K::convolve,        K::convolve,        K::convolve,
+                                K::convolve,        K::convolve,        K::extract_areas,   K::extract_areas,
+                                K::weight_gradient, K::weight_gradient, K::bias_gradient,   K::bias_gradient,
+                                K::extract_areas,   K::extract_areas,   K::extract_areas,   K::extract_areas,
+                                K::weight_gradient, K::weight_gradient, K::bias_gradient,   K::bias_gradient};
+  const std::vector<int> steps = {0, 0, 0, 0, 1, 1, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3};
+  const std::vector<int> levels = {0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 2, 2, 4, 4, 4, 4, 5, 5, 4, 4};
+  const std::vector<unsigned> priorities = {6, 6, 6, 6, 5, 5, 4, 4, 3, 3, 4, 4, 2, 2, 2, 2, 1, 1, 2, 2};
+  const std::vector<int> s0 = {0, 1, 2, 3}, s1 = {4, 5}, s2_extract = {6, 7}, s2_last = {8, 9, 10, 11},
+                         s3_extract = {12, 13, 14, 15};
+  const std::vector<std::vector<int>> after = {{},         {},         {},         {},         s0,
+                                               s0,         s1,         s1,         s2_extract, s2_extract,
+                                               s1,         s1,         s2_last,    s2_last,    s2_last,
+                                               s2_last,    s3_extract, s3_extract, s2_last,    s2_last};
   for (std::size_t t = 0; t < dag.tasks.size(); ++t) {
     INFO("task " << t << " (" << to_string(dag.tasks[t].kind) << ")");
     CHECK(dag.tasks[t].kind == kinds[t]);
@@ -124,12 +126,14 @@ TEST_CASE("inner dag: Algorithm 4.2 levels and priorities of a two-layer network
   CHECK(dag.tasks[3].positions == Span{7, 9});
   CHECK(dag.tasks[9].maps == Span{0, 3});
   CHECK(dag.tasks[9].weight_columns == Span{4, 8});
-  CHECK(dag.tasks[17].weight_columns == Span{6, 9});
+  CHECK(dag.tasks[11].maps == Span{2, 3});
+  CHECK(dag.tasks[16].weight_columns == Span{0, 5});
+  CHECK(dag.tasks[17].weight_columns == Span{5, 9});
 
   // One step alone (what the Runtime runs per op) orders its tasks as inside the network: its
   // priorities are the network's less a constant.
   const InnerDag alone = plan_inner_dag({conv2_wg}, 2, grain);
-  REQUIRE(alone.tasks.size() == 5);
+  REQUIRE(alone.tasks.size() == 6);
   for (std::size_t t = 0; t < alone.tasks.size(); ++t)
     CHECK(alone.tasks[t].priority + 2 == dag.tasks[6 + t].priority);
 
@@ -137,7 +141,7 @@ TEST_CASE("inner dag: Algorithm 4.2 levels and priorities of a two-layer network
   InnerStep kept = conv2_wg;
   kept.areas_ready = true;
   const InnerDag ready = plan_inner_dag({kept}, 2, grain);
-  REQUIRE(ready.tasks.size() == 3);
+  REQUIRE(ready.tasks.size() == 4);
   CHECK(ready.levels == 1);
   for (const InnerTask& t : ready.tasks) CHECK((t.after.empty() && t.priority == 1 && t.kind != K::extract_areas));
 }
@@ -416,12 +420,12 @@ TEST_CASE("inner dag: the Runtime matches the GEMM path under the other strategi
 
 TEST_CASE("inner dag: the Runtime runs conv forward and weight-gradient ops as tasks") {
   // One thread, no GEMM tiles: the GEMM path never polls, the DAG polls after each task on the
-  // calling thread. small_network's conv layers at batch 8 with the default grain (4 tasks per
-  // thread, 128 positions, 32 weight columns, 64 maps per task at least):
-  //  conv1 forward: 8·12·10 = 960 positions -> min(4, 960 / 128 = 7) = 4 tasks;
-  //  conv1 weight gradient: dW 6 x 27 -> min(4, 27 / 32 = 0) -> 1 task; db 6 maps -> 1 task;
+  // calling thread. small_network's conv layers at batch 8 with the default grain (at most 2
+  // tasks per thread; 256 positions, 64 weight columns, 64 maps per task at least):
+  //  conv1 forward: 8·12·10 = 960 positions, 960 / 256 = 3 -> clamped to 2 tasks;
+  //  conv1 weight gradient: dW 6 x 27, 27 / 64 = 0 -> 1 task; db 6 maps -> 1 task;
   //  conv2 (6 maps of 6x5 in, kernel 3x2, stride 2, pad 1 -> 3x3 out) forward: 8·9 = 72
-  //  positions -> 1 task; weight gradient: dW 8 x 36 -> 1 task; db -> 1 task. In all 9.
+  //  positions -> 1 task; weight gradient: dW 8 x 36 -> 1 task; db -> 1 task. In all 7.
   const Network net = testing::small_network();
   SyntheticDataset data(net.input, net.classes(), 64, 23);
   const Schedule s = testing::make_schedule(net, "dp", 1, 8, 1);
@@ -438,7 +442,7 @@ TEST_CASE("inner dag: the Runtime runs conv forward and weight-gradient ops as t
     dag.run_compute(op, 0, count_dag);
   }
   CHECK(gemm_polls == 0);
-  CHECK(dag_polls == 9);
+  CHECK(dag_polls == 7);
   CHECK(testing::relative_difference(gemm_path.flat_weights(), dag.flat_weights()) <= kTolerance);
 }
 
