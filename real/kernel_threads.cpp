@@ -6,6 +6,7 @@
 // The OpenMP API function (libgomp, linked by real/CMakeLists.txt); omp.h would need -fopenmp
 // with some compilers.
 extern "C" void omp_set_num_threads(int threads);
+extern "C" int omp_get_max_threads();
 #endif
 #include <tbb/global_control.h>
 #include <tbb/task_arena.h>
@@ -57,5 +58,26 @@ void set_compute_threads(int blas_threads, int loop_threads) {
 void set_compute_threads(int threads) { set_compute_threads(threads, threads); }
 
 int compute_threads() { return g_threads; }
+
+SerialGemmScope::SerialGemmScope() : openblas_threads_(openblas_get_num_threads()) {
+#ifdef CNNPAR_HAVE_ONEDNN
+  openmp_threads_ = omp_get_max_threads();
+#endif
+  openblas_set_num_threads(1);
+  serial_gemm_on_this_thread();
+}
+
+SerialGemmScope::~SerialGemmScope() {
+  openblas_set_num_threads(openblas_threads_);
+#ifdef CNNPAR_HAVE_ONEDNN
+  omp_set_num_threads(openmp_threads_);
+#endif
+}
+
+void serial_gemm_on_this_thread() {
+#ifdef CNNPAR_HAVE_ONEDNN
+  if (gemm_backend() == GemmBackend::onednn) omp_set_num_threads(1);
+#endif
+}
 
 }  // namespace cnnpar::real

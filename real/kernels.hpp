@@ -164,4 +164,21 @@ void set_compute_threads(int threads);
 void set_compute_threads(int blas_threads, int loop_threads);
 int compute_threads();  ///< threads of the own loops
 
+/** For its lifetime GEMMs run on the thread that calls them, with no helper threads, so that
+ *  several threads may run GEMMs at once (the inner DAG's tasks, inner_dag_run.cpp).
+ *  OpenBLAS's count is process-wide and is restored at the end. oneDNN's (OpenMP's) count
+ *  belongs to each thread: a thread calls serial_gemm_on_this_thread() before its GEMMs, and
+ *  the creating thread's count is restored at the end. */
+class SerialGemmScope {
+ public:
+  SerialGemmScope();
+  ~SerialGemmScope();
+  SerialGemmScope(const SerialGemmScope&) = delete;
+  SerialGemmScope& operator=(const SerialGemmScope&) = delete;
+
+ private:
+  int openblas_threads_ = 1, openmp_threads_ = 1;
+};
+void serial_gemm_on_this_thread();
+
 }  // namespace cnnpar::real

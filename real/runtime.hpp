@@ -37,6 +37,9 @@
 //        backward_weight im2col: the columns again, into the shared buffer (--columns recomputed)
 //        backward_weight gemm: dW = E · columns^T, db = row sums of E (when the columns are
 //                          neither kept nor refilled by an im2col op, it redoes the im2col first)
+//        With set_inner_mode(dag) the forward and backward_weight gemm ops run as BPT-CNN's
+//        inner-layer task DAG (real/inner_dag.hpp), whose tasks extract their own areas: the
+//        im2col ops then do nothing (their work is timed in the gemm op that follows).
 //  relu and dropout work in place (on the previous layer's output and errors) when the
 //  previous layer's backward does not read its output; see Impl::in_place.
 //  fc    forward gemm: (n, K_c) = (n, K_b) · W^T + b;  backward_data gemm: E_in = E · W;
@@ -87,6 +90,7 @@
 
 #include "model/network.hpp"
 #include "model/schedule.hpp"
+#include "real/inner_dag.hpp"
 
 namespace cnnpar::real {
 
@@ -162,6 +166,10 @@ class Runtime {
    *  them, inside the backward_weight gemm op). Call between iterations. */
   void set_keep_columns(bool keep);
   bool keep_columns() const;
+
+  /** How conv forward and weight-gradient GEMM ops run (real/inner_dag.hpp); default gemm. */
+  void set_inner_mode(InnerMode mode);
+  InnerMode inner_mode() const;
 
   /** Loads this rank's slice of the global batch of schedule-local `iteration` into the
    *  input buffer (and labels). @throws InputError when the dataset's shape or class

@@ -110,6 +110,7 @@ struct Runtime::Impl {
   std::uint64_t seed = 0;
   SgdConfig sgd;
   std::int64_t tile_columns = 0;
+  InnerMode inner = InnerMode::gemm;
   std::int64_t iteration_base = 0;
 
   std::vector<LayerState> layers;

@@ -7,6 +7,7 @@
 
 #include "base/error.hpp"
 #include "real/dataset.hpp"
+#include "real/inner_dag.hpp"
 #include "real/kernels.hpp"
 #include "real/runtime_impl.hpp"
 
@@ -96,8 +97,13 @@ void Runtime::Impl::forward(LayerState& x, const Op& op, int it, const Tiling& t
       float* w = x.w(weights);
       float* b = x.b(weights);
       if (op.kernel == KernelClass::im2col) {
-        im2col(x.geo, in, columns(x));
+        // The DAG's tasks extract their own areas in the gemm op (Algorithm 4.1).
+        if (inner != InnerMode::dag) im2col(x.geo, in, columns(x));
       } else if (op.kernel == KernelClass::gemm) {
+        if (inner == InnerMode::dag) {
+          conv_forward_dag(x.geo, units, w, x.bias_op ? nullptr : b, in, columns(x), x.out.data(), t);
+          return;
+        }
         if (!x.im2col_op) im2col(x.geo, in, columns(x));
         conv_forward_gemm(x.geo, units, w, x.bias_op ? nullptr : b, columns(x), x.out.data(), t);
       } else if (op.kernel == KernelClass::eltwise) {
@@ -270,14 +276,20 @@ void Runtime::Impl::backward_weight(LayerState& x, const Op& op, const Tiling& t
   const std::int64_t units = x.held.units.count;
   if (ly.spec.kind == LayerKind::conv) {
     if (op.kernel == KernelClass::im2col) {  // recomputation instead of keeping the columns
-      im2col(x.geo, in_of(x.index), columns(x));
+      if (inner != InnerMode::dag) im2col(x.geo, in_of(x.index), columns(x));  // dag: in the gemm op's tasks
       return;
     }
     CNNPAR_ASSERT(op.kernel == KernelClass::gemm, "unexpected conv backward_weight op: " + op.label);
     // The shared buffer holds another layer's columns unless an im2col_w op just refilled it.
-    if (!keep_columns && !x.im2col_w_op) im2col(x.geo, in_of(x.index), columns(x));
+    const bool refill = !keep_columns && !x.im2col_w_op;
     const bool add = begin_gradient(x);
-    conv_backward_weight_gemm(x.geo, units, x.err.data(), columns(x), gw, gb, t);
+    if (inner == InnerMode::dag) {  // kept columns were filled by the forward tasks
+      conv_backward_weight_dag(x.geo, units, x.err.data(), keep_columns ? nullptr : in_of(x.index), columns(x), gw,
+                               gb, t);
+    } else {
+      if (refill) im2col(x.geo, in_of(x.index), columns(x));
+      conv_backward_weight_gemm(x.geo, units, x.err.data(), columns(x), gw, gb, t);
+    }
     if (add) end_gradient(x);
     return;
   }

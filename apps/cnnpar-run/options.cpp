@@ -41,6 +41,10 @@ void add_options(CLI::App& app, Options& o) {
                  "GEMM column tile between polls (0 = no split; default 4096 when polling)");
   cli::flags::threads(app, o.threads);
   cli::flags::gemm(app, o.gemm);
+  app.add_option("--inner", o.inner,
+                 "conv forward and weight gradient: gemm (im2col + one GEMM on the --threads threads) | dag (BPT-CNN's "
+                 "inner-layer tasks over output areas, a oneTBB task graph on --threads threads)")
+      ->capture_default_str();
   cli::flags::concurrency(app, o.collective_concurrency);
   cli::flags::trace_out(app, o.trace);
   cli::flags::weights_out(app, o.weights_out);
@@ -115,6 +119,16 @@ void check_numbers(const CLI::App& app, Options& o) {
     for (const std::string& text : o.slowdown_texts) add_slowdown(o.slowdown, text, file, "/slowdown");
   }
   if (o.batch < 1) throw InputError(file, "/batch", std::to_string(o.batch), "must be an integer >= 1");
+  inner_mode(app, o);
+}
+
+InnerMode inner_mode(const CLI::App& app, const Options& o) {
+  const InnerMode mode = parse_inner_mode(o.inner, "command line", "/inner");
+  // 0 means "OPENBLAS_NUM_THREADS, else 1" for the GEMMs; the task graph wants a count.
+  if (mode == InnerMode::dag && app.count("--threads") > 0 && o.threads < 1)
+    throw InputError("command line", "/threads", std::to_string(o.threads),
+                     "--inner dag runs its tasks on --threads threads: give 1 or more");
+  return mode;
 }
 
 }  // namespace cnnpar::executor

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/common/strategy_flags.hpp"
+#include "real/inner_dag.hpp"
 #include "workload/run_spec.hpp"
 
 namespace CLI {
@@ -15,6 +16,8 @@ class App;
 }
 
 namespace cnnpar::executor {
+
+using real::InnerMode;
 
 struct Options {
   std::string spec;  // a run-spec JSON (from `cnnpar run`); flags given as well win
@@ -40,6 +43,7 @@ struct Options {
   std::int64_t gemm_tile_columns = -1;  // -1: 4096 when polling, else no split
   int threads = 0;                      // 0: OPENBLAS_NUM_THREADS, else 1
   std::string gemm = kDefaultGemmBackend;
+  std::string inner = "gemm";           // conv forward and weight gradient: gemm | dag (BPT-CNN Sec. 4)
   int collective_concurrency = 0;       // 0: the platform's value
   std::string trace;
   std::string weights_out;
@@ -69,8 +73,13 @@ void add_options(CLI::App& app, Options& o);
 void apply_run_spec(const CLI::App& app, Options& o);
 
 /** The numbers with a range (workload/run_spec.hpp), checked before any MPI call uses them
- *  (a --timeout-s of 0 would otherwise end the first collective as a "stall").
+ *  (a --timeout-s of 0 would otherwise end the first collective as a "stall"), and --inner
+ *  with its thread count (inner_mode).
  *  @throws InputError("command line", "/flag", value, reason). */
 void check_numbers(const CLI::App& app, Options& o);
+
+/** --inner as a mode. @throws InputError naming /inner for an unknown mode, and /threads for
+ *  --inner dag with --threads below 1. */
+InnerMode inner_mode(const CLI::App& app, const Options& o);
 
 }  // namespace cnnpar::executor

@@ -278,6 +278,7 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
     sgd.weight_decay = float(o.weight_decay);
     s.runtime = std::make_unique<Runtime>(s.network, s.schedule, rank, o.seed, sgd);
     s.runtime->set_gemm_tile_columns(s.tile_columns);
+    s.runtime->set_inner_mode(parse_inner_mode(o.inner, "command line", "/inner"));  // checked by check_numbers
     if (saved) s.runtime->restore(saved->state);
   }
   if (o.checkpoint_every > 0) {

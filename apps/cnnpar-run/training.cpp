@@ -240,6 +240,7 @@ int run_training(const Options& o, int rank, int size) {
     m["threads"] = {{"compute", compute_threads()},
                     {"openblas_num_threads", blas_threads ? blas_threads : "default"},
                     {"communication_thread", s.progress == ProgressMode::thread}};
+    m["inner"] = o.inner;  // conv forward and weight gradient: gemm, or BPT-CNN's task DAG
     m["gemm_backend"] = to_string(gemm_backend());
     m["im2col_columns"] = !s.runtime                 ? "none (sleep compute)"
                           : s.runtime->keep_columns() ? "kept"
@@ -272,8 +273,9 @@ int run_training(const Options& o, int rank, int size) {
       fmt::print("cnnpar-run: {} on {}, {} ranks, batch {}, {} iterations ({} warm-up), {} compute, {} comm progress\n",
                  s.schedule.strategy, s.network.name, size, s.schedule.global_batch, s.schedule.iterations,
                  s.schedule.warmup_iterations, backend->mode(), to_string(s.progress));
-      fmt::print("cnnpar-run: {} compute threads per rank, GEMMs on {}, im2col columns {}\n", compute_threads(),
-                 to_string(gemm_backend()), s.runtime ? (s.runtime->keep_columns() ? "kept" : "shared") : "none");
+      fmt::print("cnnpar-run: {} compute threads per rank, GEMMs on {}, im2col columns {}, conv inner mode {}\n",
+                 compute_threads(), to_string(gemm_backend()),
+                 s.runtime ? (s.runtime->keep_columns() ? "kept" : "shared") : "none", o.inner);
       fmt::print("cnnpar-run: peak resident memory {:.1f} MB (largest rank)\n", largest_rss_bytes / 1e6);
       const TraceMetrics metrics = compute_metrics(trace);
       if (!metrics.iteration_times_s.empty()) {

@@ -208,6 +208,25 @@ cnnpar_mpi_run(real_run_ps_empty_round 4 real_ps_empty_round_runs --network lene
 cnnpar_mpi_check(real_trace_ps_empty_round real_ps_empty_round_runs $<TARGET_FILE:cnnpar_trace_check>
                  ${run_out}/ps_empty_round.json 4 --weights-identical --compute real)
 
+# BPT-CNN's inner-layer task DAG (--inner dag) trains to the weights of the im2col + GEMM path
+# (1e-5 at the weights' scale): 1 rank on 1, 2 and 3 threads (the last divides no extent of
+# tiny's conv layers evenly), and 2 ranks on 1 thread each. The trace records the mode.
+set(inner_common --network ${tiny} --batch 32 --iterations 6 --warmup 1 --seed 3 --strategy dp)
+cnnpar_mpi_run(real_run_inner_gemm 1 real_inner_runs ${inner_common} --inner gemm --threads 2
+               --weights-out ${run_out}/inner_gemm.bin)
+set(inner_files)
+foreach(case np1_t1 np1_t2 np1_t3 np2_t1)
+  string(REGEX MATCH "np([0-9]+)_t([0-9]+)" _ ${case})
+  cnnpar_mpi_run(real_run_inner_dag_${case} ${CMAKE_MATCH_1} real_inner_runs ${inner_common} --inner dag
+                 --threads ${CMAKE_MATCH_2} --trace ${run_out}/inner_dag_${case}.json
+                 --weights-out ${run_out}/inner_dag_${case}.bin)
+  list(APPEND inner_files ${run_out}/inner_dag_${case}.bin)
+endforeach()
+cnnpar_mpi_check(real_weights_inner_dag real_inner_runs $<TARGET_FILE:cnnpar_weights_compare> 1e-5
+                 ${run_out}/inner_gemm.bin ${inner_files})
+cnnpar_mpi_check(real_trace_inner_dag real_inner_runs sh -c "grep -q '\"inner\": \"dag\"' $0"
+                 ${run_out}/inner_dag_np1_t3.json)
+
 # Checkpoint + resume: 2 iterations, then --resume up to 4 in total, equal 4 straight ones bit
 # for bit (same data order, dropout masks, momentum).
 set(ckpt_common --network ${tiny} --batch 16 --warmup 0 --seed 5 --strategy dp)
@@ -373,7 +392,8 @@ file(WRITE ${run_out}/huge_fc.json
      "            {\"name\": \"fc2\", \"type\": \"fc\", \"outputs\": 10}, {\"name\": \"loss\", \"type\": \"softmax\"}]}\n")
 file(MAKE_DIRECTORY ${run_out}/ckpt_bin_is_dir/checkpoint.bin)
 file(WRITE ${run_out}/ckpt_is_file "not a directory\n")
-set(bad_input_cases no_fc huge_fc ckpt_is_file ckpt_bin_is_dir resume_missing resume_dir every_lee)
+set(bad_input_cases no_fc huge_fc ckpt_is_file ckpt_bin_is_dir resume_missing resume_dir every_lee inner_unknown
+    inner_dag_threads)
 set(bad_input_no_fc --network ${run_out}/no_fc.json --batch 16
     "no_fc.json: /layers/1: .*needs logits from an fc layer.*\\(value: loss\\)")
 set(bad_input_huge_fc --network ${run_out}/huge_fc.json --batch 2
@@ -389,6 +409,11 @@ set(bad_input_resume_dir --network ${tiny} --batch 16 --checkpoint ${run_out}/ck
 # Lee's replicated fc layers carry gathered data into the next iteration: no periodic checkpoint.
 set(bad_input_every_lee --network ${tiny} --batch 16 --strategy lee --k 3 --f 2 --checkpoint ${run_out}/lee_every
     --checkpoint-every 2 "command line: /checkpoint-every: strategy lee carries work .*\\(value: 2\\)")
+# --inner: a mode that does not exist, and the task graph without a thread to run on.
+set(bad_input_inner_unknown --network ${tiny} --batch 16 --inner fast
+    "command line: /inner: expected gemm or dag \\(value: fast\\)")
+set(bad_input_inner_dag_threads --network ${tiny} --batch 16 --inner dag --threads 0
+    "command line: /threads: --inner dag runs its tasks on --threads threads: give 1 or more \\(value: 0\\)")
 # A checkpoint.bin larger than the machine's memory (a sparse 8 TB file): refused unread.
 add_test(NAME real_fail_input_resume_huge
          COMMAND sh -c "mkdir -p $0/huge_ckpt && truncate -s 8T $0/huge_ckpt/checkpoint.bin && exec \"$@\""
