@@ -31,7 +31,9 @@ Trace server_trace() {
   Trace t;
   t.engine = "hand";
   t.warmup_iterations = 1;
-  t.metadata = {{"strategy", "param_server"}, {"server_ranks", nlohmann::json::array({0})}};
+  t.metadata = {{"strategy", "param_server"},
+                {"server_ranks", nlohmann::json::array({0})},
+                {"options", {{"iterations", 4}}}};
   t.ranks.resize(3);
   for (int r = 0; r < 3; ++r) t.ranks[std::size_t(r)].rank = r;
   RankTrace& w1 = t.ranks[1];
@@ -75,6 +77,10 @@ TEST_CASE("parameter_server_components: Eq. 8, workload balance, volume and stal
   //   round 2: (3.0, 2.4), max 3.0: 0 + 0.6 = 0.6
   //   round 3: (1.0, 4.0), max 4.0: 3.0 + 0 = 3.0          T_SGWU = 4.6 s (round 0's 4.0 s is warm-up)
   CHECK(c.sync_wait_s == Approx(4.6).epsilon(kTol));
+  // The run ends at the last worker's last mark, 14.5 s; over the nominal K = 4 rounds an epoch
+  // takes 14.5 / 4 = 3.625 s.
+  CHECK(c.run_s == Approx(14.5).epsilon(kTol));
+  CHECK(c.epoch_s == Approx(3.625).epsilon(kTol));
   // Workload balance: per round mean / max = 1.5/2 = 0.75, 2.7/3 = 0.9, 2.5/4 = 0.625; median 0.75.
   CHECK(c.workload_balance == Approx(0.75).epsilon(kTol));
   // The server moved 4 rounds x 2 workers x (push + reply) of 4,000 B: 2·c_w·m·K = 64,000 B
@@ -92,6 +98,11 @@ TEST_CASE("parameter_server_components: Eq. 8, workload balance, volume and stal
   REQUIRE(by_strategy);
   CHECK(by_strategy->at("strategy") == "param_server");
   CHECK(by_strategy->at("sync_wait_s").get<double>() == Approx(4.6).epsilon(kTol));
+
+  // Without the nominal K there is no time per epoch: refused, naming the path.
+  Trace without_k = server_trace();
+  without_k.metadata.erase("options");
+  CHECK_THROWS_WITH(parameter_server_components(without_k), Catch::Contains("/metadata/options/iterations"));
 }
 
 TEST_CASE("parameter_server_components: the metrics are the workers', and a trace without a server is refused",
