@@ -84,7 +84,6 @@ double training_probe_s(const Network& network, std::int64_t batch, bool real_co
   if (!real_compute) return strategies::engine_per_sample_s(network, platform, images, rank) * slowdown;
   // One rank's training step over `images`: the steps a worker takes, without its exchanges.
   StrategyOptions one_rank;
-  one_rank.name = "dp";
   one_rank.global_batch = images;
   one_rank.ranks = 1;
   one_rank.iterations = 1;
