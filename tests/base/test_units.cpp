@@ -42,7 +42,7 @@ TEST_CASE("quantities that do not parse are rejected with the reason") {
   CHECK_THROWS_WITH(parse_quantity("3furlongs", Unit::time_s), Catch::Contains("unknown unit \"furlongs\""));
 }
 
-TEST_CASE("a quantity is checked after its unit is applied (issue 8, item 4)") {
+TEST_CASE("a quantity is checked after its unit is applied") {
   // 1e308 * 1e18 B/s overflows to +inf: refused, not turned into NaN rows.
   CHECK_THROWS_WITH(parse_quantity("1e308EBps", Unit::bandwidth_Bps), Catch::Contains("outside the plausible range"));
   // 1e-300 flop/s is finite but makes every time overflow (SimGrid aborted on it).

@@ -276,7 +276,7 @@ TEST_CASE("kind and mode names match the JSON spelling", "[network]") {
   CHECK(std::string(to_string(PoolMode::avg)) == "avg");
 }
 
-TEST_CASE("sizes whose products overflow are refused before any arithmetic (issue 8, item 3)", "[network]") {
+TEST_CASE("sizes whose products overflow are refused before any arithmetic", "[network]") {
   // 2^23 * 2^23 * 2^23 = 2^69 elements overflows int64: refused at /input, not wrapped.
   auto error = parse_error(R"({"name": "big", "input": {"channels": 8388608, "height": 8388608, "width": 8388608},
                                "layers": [{"name": "fc", "type": "fc", "outputs": 10}]})");
