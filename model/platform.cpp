@@ -295,10 +295,35 @@ double speed_bound(const JsonNode& value) {
   return bound;
 }
 
+// nodes.inner: {"mode": "dag", "threads": T, "conv_efficiency": {"gemm": [...], "dag": [...]}}.
+void parse_inner(const JsonNode& node, NodeSpec& nodes) {
+  node.check_keys({"mode", "threads", "conv_efficiency"});
+  InnerThreads& inner = nodes.inner;
+  const JsonNode mode = node.at("mode");
+  inner.mode = parse_inner_mode(mode.as_string(), mode.file(), mode.path());
+  const JsonNode threads = node.at("threads");
+  inner.threads = int(threads.as_int_in(1, limits::kMaxDimension));
+  if (inner.threads > nodes.cores)
+    threads.fail(fmt::format("a rank's threads are at most the node's cores ({})", nodes.cores));
+  const JsonNode table = node.at("conv_efficiency");
+  for (const std::string& name : table.keys()) {
+    const JsonNode list = table.at(name);
+    std::vector<double>& efficiency = inner.conv_efficiency[parse_inner_mode(name, list.file(), list.path())];
+    for (const JsonNode& value : list.items()) {
+      const double fraction = value.as_number();
+      if (!(fraction > 0 && fraction <= 1)) value.fail("an efficiency is a fraction of the threads' peak, in (0, 1]");
+      efficiency.push_back(fraction);
+    }
+  }
+  const auto found = inner.conv_efficiency.find(inner.mode);
+  if (found == inner.conv_efficiency.end() || int(found->second.size()) < inner.threads)
+    table.fail(fmt::format("needs an efficiency of mode {} for 1..{} threads", to_string(inner.mode), inner.threads));
+}
+
 void parse_nodes(const JsonNode& node, NodeSpec& nodes) {
   node.check_keys({"count", "cores", "peak", "memory_bandwidth", "kernel_memory_bandwidth", "efficiency", "default_efficiency",
                    "speed_factors", "speed_stddev", "speed_seed", "speed_min", "speed_max", "kinds", "call_overhead",
-                   "image_parallel_kernels", "core_bandwidth"});
+                   "image_parallel_kernels", "core_bandwidth", "inner"});
   nodes.count = int(node.at("count").as_int_in(1, limits::kMaxPlatformNodes));
   nodes.cores = int(node.has("cores") ? node.at("cores").as_int_in(1, limits::kMaxDimension) : 1);
   parse_processor(node, nodes, true);
@@ -326,6 +351,7 @@ void parse_nodes(const JsonNode& node, NodeSpec& nodes) {
   if (node.has("call_overhead")) nodes.call_overhead_s = node.at("call_overhead").as_quantity(Unit::time_s, true);
   if (node.has("image_parallel_kernels")) nodes.image_parallel_kernels = node.at("image_parallel_kernels").as_bool();
   if (node.has("core_bandwidth")) nodes.core_bandwidth_Bps = node.at("core_bandwidth").as_quantity(Unit::bandwidth_Bps, true);
+  if (node.has("inner")) parse_inner(node.at("inner"), nodes);
 }
 
 double message_factor_value(const JsonNode& value) {
@@ -569,6 +595,11 @@ nlohmann::json to_json(const Platform& platform) {
   if (platform.nodes.call_overhead_s > 0) nodes["call_overhead"] = fmt::format("{}s", platform.nodes.call_overhead_s);
   if (platform.nodes.image_parallel_kernels) nodes["image_parallel_kernels"] = true;
   if (platform.nodes.core_bandwidth_Bps > 0) nodes["core_bandwidth"] = fmt::format("{}Bps", platform.nodes.core_bandwidth_Bps);
+  if (const InnerThreads& inner = platform.nodes.inner; inner.threads > 0) {
+    nlohmann::json efficiency = nlohmann::json::object();
+    for (const auto& [mode, fractions] : inner.conv_efficiency) efficiency[to_string(mode)] = fractions;
+    nodes["inner"] = {{"mode", to_string(inner.mode)}, {"threads", inner.threads}, {"conv_efficiency", efficiency}};
+  }
   nlohmann::json document = {{"name", platform.name},
                              {"source", platform.source},
                              {"nodes", nodes},

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/inner_mode.hpp"
+
 namespace cnnpar {
 
 class GemmGrid;  // model/gemm_grid.hpp
@@ -67,6 +69,20 @@ struct NodeKind {
   std::optional<DeviceSpec> device;
 };
 
+/** How the nodes run a conv layer's forward and weight-gradient GEMM ops (cnnpar-run --inner,
+ *  --threads) and what calibration measured of each mode. With threads > 0 those ops take
+ *  flops / (peak · threads / cores · conv_efficiency[mode][threads - 1] · speed) + call
+ *  overhead, and with dag the conv layers' im2col ops take 0 s (the tasks extract their own
+ *  areas, inside the GEMM ops); threads 0 = priced as every other GEMM. JSON `inner`. */
+struct InnerThreads {
+  InnerMode mode = InnerMode::gemm;
+  int threads = 0;  ///< T, the threads of one rank (1..cores); 0 = not priced this way
+  /** Per mode, entry T - 1: the fraction of T cores' peak (peak · T / cores) a conv layer's
+   *  forward and weight-gradient work reaches on T threads (with dag, its area extraction
+   *  included), in (0, 1]. */
+  std::map<InnerMode, std::vector<double>> conv_efficiency;
+};
+
 /** The nodes; the Processor part is the nominal node (peak, memory bandwidth, efficiencies). */
 struct NodeSpec : Processor {
   int count = 1;                      ///< nodes available
@@ -95,6 +111,7 @@ struct NodeSpec : Processor {
    *  min(memory_bandwidth, k · core_bandwidth): a few busy cores are held back by their own
    *  concurrency, all of them by the node's DRAM. JSON `core_bandwidth`. */
   double core_bandwidth_Bps = 0;
+  InnerThreads inner;
 };
 
 /** One piece of a size-dependent message model, like SMPI's calibrated `lat-factor` and

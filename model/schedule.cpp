@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -422,16 +423,27 @@ Schedule schedule_from_json(const nlohmann::json& document, const std::string& f
   if (root.has("serves"))
     for (const JsonNode& serve : root.at("serves").items())
       schedule.serves.push_back(serve_from_json(serve, int(collectives.size()), ranks));
+  std::vector<std::vector<Op>> ops(programs.size());
+  std::set<int> conv_layers;  // layers with an im2col op: emit's conv layers (Op::conv_layer is not written)
   for (std::size_t r = 0; r < programs.size(); ++r) {
     const JsonNode& node = programs[r];
     node.check_keys({"rank", "ops", "partitions"});
     if (node.has("rank") && node.at("rank").as_int() != std::int64_t(r)) node.at("rank").fail(fmt::format("expected rank {}", r));
+    for (const JsonNode& op : node.at("ops").items()) {
+      ops[r].push_back(op_from_json(op, int(collectives.size()), int(schedule.serves.size())));
+      if (ops[r].back().kind == OpKind::compute && ops[r].back().kernel == KernelClass::im2col)
+        conv_layers.insert(ops[r].back().layer);
+    }
+  }
+  for (std::size_t r = 0; r < programs.size(); ++r) {
     Program program;
     program.rank = int(r);
-    for (const JsonNode& op : node.at("ops").items())
-      program.ops.push_back(op_from_json(op, int(collectives.size()), int(schedule.serves.size())));
-    if (node.has("partitions"))
-      for (const JsonNode& p : node.at("partitions").items()) program.partitions.push_back(partition_from_json(p));
+    for (Op& op : ops[r]) {
+      op.conv_layer = op.kind == OpKind::compute && conv_layers.count(op.layer) > 0;
+      program.ops.push_back(std::move(op));
+    }
+    if (programs[r].has("partitions"))
+      for (const JsonNode& p : programs[r].at("partitions").items()) program.partitions.push_back(partition_from_json(p));
     schedule.programs.push_back(std::move(program));
   }
   return schedule;

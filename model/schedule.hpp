@@ -99,6 +99,10 @@ struct Op {
    *  (Veeriah & Modi's schemes b and c); count 0 = the whole partition. An update op with
    *  units = 0 on a model-parallel layer updates every row (a master that owns the weights). */
   Range images;
+  /** An op of a conv layer: emit sets it, and a schedule read from JSON, where it is not
+   *  written, gives it to the ops of every layer that has an im2col op. nodes.inner prices the
+   *  conv layers' forward and weight-gradient ops (system/op_time.hpp). */
+  bool conv_layer = false;
   // post / wait
   int collective = -1;            ///< index into Schedule::collectives
   // mark

@@ -23,6 +23,7 @@ namespace cnnpar::real {
 
 using calibration::calibrate_burst;
 using calibration::calibrate_compute;
+using calibration::calibrate_inner;
 using calibration::calibrate_network;
 using calibration::calibrate_progress;
 using calibration::Exchange;
@@ -107,6 +108,16 @@ std::string describe_source(const Network& network, const Platform& base, const 
         100 * p.slowdown.median, p.slowdown.outliers, p.fraction.median, p.collective_alone_s, p.collective_busy_s,
         p.fraction.outliers, p.start_wait.median, p.start_wait.outliers);
   }
+  if (result.measured.inner) {
+    const InnerSummary& i = result.inner;
+    const auto& efficiency = result.platform.nodes.inner.conv_efficiency;
+    text += fmt::format(
+        "; inner (every rank at once): conv forward and weight gradient at per-rank batch {}, fraction of T cores' "
+        "peak on T = 1..{} threads: gemm {:.3f}, dag {:.3f} (median of {} repeats x {} ranks); runs use {} on {} threads",
+        i.batch, efficiency.at(InnerMode::gemm).size(), fmt::join(efficiency.at(InnerMode::gemm), " "),
+        fmt::join(efficiency.at(InnerMode::dag), " "), o.repeats, size, to_string(result.platform.nodes.inner.mode),
+        result.platform.nodes.inner.threads);
+  }
   const CalibrationParts& m = result.measured;
   const CalibrationParts kept{!m.compute, !m.network, !m.progress};
   if (!to_string(kept).empty())
@@ -159,6 +170,7 @@ CalibrationResult calibrate(const Network& network, const Platform& base, const 
       }
     }
   }
+  if (o.parts.inner) calibrate_inner(network, base, o, comm, rank, result.platform, result.inner);
   // The ranks measured are nodes of the platform (a 4-rank calibration predicts 4 nodes); a
   // platform of node kinds or per-node speeds states its count by them and stays as it is.
   if (result.platform.nodes.kinds.empty() && result.platform.nodes.speed_factors.empty() &&

@@ -62,7 +62,12 @@ struct CalibrateOptions {
   double poll_interval_s = kDefaultPollIntervalUs * 1e-6;
   std::int64_t gemm_tile_columns = 4096;  ///< GEMM column tile between polls (0 = none), as the run
   double timeout_s = 60;
+  /** inner part: the mode and threads the runs to be predicted use (nodes.inner.mode and
+   *  .threads); every mode is measured on 1..min(cores, hardware threads) threads */
+  InnerMode inner_mode = InnerMode::gemm;
+  int inner_threads = 1;
   std::string origin = "command line";  ///< for InputError
+  std::string platform_file = "platform";  ///< the base platform's name or path, for InputError
   /** progress lines (rank 0); may be empty */
   std::function<void(const std::string&)> progress;
 };
@@ -115,6 +120,14 @@ struct ProgressSummary {
   RobustSummary start_wait;        ///< seconds from the fraction probe's post to its start, per rank and repeat
 };
 
+/** What the inner part measured: a rank's conv forward and weight-gradient work per mode and
+ *  thread count. */
+struct InnerSummary {
+  std::int64_t batch = 0;  ///< per-rank batch
+  double flops = 0;        ///< the conv GEMMs' FLOPs of one iteration
+  std::map<std::string, std::vector<double>> seconds;  ///< by mode, [T - 1]: median seconds per iteration
+};
+
 struct CalibrationResult {
   /** the base platform with the measured parts replaced, and at least as many nodes as ranks */
   Platform platform;
@@ -124,6 +137,7 @@ struct CalibrationResult {
   std::string network_note;  ///< why the network was not fitted (the base platform's kept); "" = fitted
   ProgressSummary progress;
   std::string progress_note;  ///< why the progress mechanisms were not fitted (the base's kept); "" = fitted
+  InnerSummary inner;
 };
 
 /** Per-rank batches the compute calibration runs for global batch `batch`: 1, 2, 4, ... and

@@ -75,6 +75,17 @@ void calibrate_compute(const Network& network, const Platform& base, const Calib
                        int rank, Platform& platform, ComputeSummary& summary);
 
 // ---------------------------------------------------------------------------------------------
+// Inner (calibrate_inner.cpp)
+
+/** Threads the inner part measures up to: the node's cores, at most this machine's. */
+int inner_thread_limit(const Platform& platform);
+/** Every rank times each inner mode on 1..inner_thread_limit threads at once; rank 0 writes
+ *  platform.nodes.inner. @throws InputError for a network without conv layers, or a measured
+ *  rate above its share of the base platform's peak. */
+void calibrate_inner(const Network& network, const Platform& base, const CalibrateOptions& o, MPI_Comm comm, int rank,
+                     Platform& platform, InnerSummary& summary);
+
+// ---------------------------------------------------------------------------------------------
 // Network (calibrate_network.cpp)
 
 /** Where a measured collective runs: the executor's communicators, in the calibration's

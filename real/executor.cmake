@@ -12,6 +12,7 @@ add_library(cnnpar_real_mpi STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/serve_loop.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/calibrate.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/calibrate_compute.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/calibrate_inner.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/calibrate_network.cpp
   ${CMAKE_CURRENT_SOURCE_DIR}/calibrate_progress.cpp)
 cnnpar_layer(cnnpar_real_mpi)

@@ -12,14 +12,6 @@
 
 namespace cnnpar::real {
 
-const char* to_string(InnerMode mode) { return mode == InnerMode::dag ? "dag" : "gemm"; }
-
-InnerMode parse_inner_mode(const std::string& text, const std::string& file, const std::string& path) {
-  if (text == "gemm") return InnerMode::gemm;
-  if (text == "dag") return InnerMode::dag;
-  throw InputError(file, path, text, "expected gemm or dag");
-}
-
 const char* to_string(TaskKind kind) {
   switch (kind) {
     case TaskKind::convolve: return "convolve";

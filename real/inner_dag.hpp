@@ -30,16 +30,10 @@
 #include <string>
 #include <vector>
 
+#include "model/inner_mode.hpp"
 #include "real/kernels.hpp"
 
 namespace cnnpar::real {
-
-/** How cnnpar-run runs a conv layer's forward GEMM op and weight-gradient GEMM op:
- *  gemm = im2col + one GEMM on the compute threads; dag = the inner-layer task DAG. */
-enum class InnerMode { gemm, dag };
-const char* to_string(InnerMode mode);
-/** "gemm" | "dag". @throws InputError(file, path, text, reason) for another name. */
-InnerMode parse_inner_mode(const std::string& text, const std::string& file, const std::string& path);
 
 /** A half-open span [begin, end) of indices. */
 struct Span {

@@ -43,6 +43,22 @@ double host_roofline_s(const Platform& platform, const Op& op, int rank) {
   return std::max(compute_s, op.bytes / (memory_Bps * platform.speed_factor(rank)));
 }
 
+/** A conv layer's forward or weight-gradient op on the run's T threads (nodes.inner), or
+ *  nullopt for any other op or without nodes.inner: its GEMM at T/cores of the peak times the
+ *  measured efficiency of the mode; with dag its im2col ops are inside the GEMM op's tasks. */
+std::optional<double> inner_conv_s(const Platform& platform, const Op& op, int rank) {
+  const InnerThreads& inner = platform.nodes.inner;
+  if (inner.threads == 0 || !op.conv_layer || (op.phase != Phase::forward && op.phase != Phase::backward_weight))
+    return std::nullopt;
+  if (op.kernel == KernelClass::im2col) return inner.mode == InnerMode::dag ? std::optional<double>(0.0) : std::nullopt;
+  if (op.kernel != KernelClass::gemm) return std::nullopt;
+  const int kind = platform.kind_of(rank);
+  const Processor& host = kind < 0 ? static_cast<const Processor&>(platform.nodes) : platform.nodes.kinds[std::size_t(kind)].host;
+  const double efficiency = inner.conv_efficiency.at(inner.mode).at(std::size_t(inner.threads - 1));
+  const double threads_peak_flops = host.peak_flops * double(inner.threads) / double(platform.nodes.cores);
+  return (op.flops / (threads_peak_flops * efficiency) + platform.nodes.call_overhead_s) / platform.speed_factor(rank);
+}
+
 }  // namespace
 
 double op_time_s(const Platform& platform, const Op& op, int rank) {
@@ -52,6 +68,8 @@ double op_time_s(const Platform& platform, const Op& op, int rank) {
     const auto found = platform.measured_op_s.find(op.label);
     if (found != platform.measured_op_s.end()) return found->second / platform.speed_factor(rank);
   }
+  if (!on_device)
+    if (const auto seconds = inner_conv_s(platform, op, rank)) return *seconds;
   if (op.kernel == KernelClass::gemm && !on_device)
     if (const auto rate = calibrated_gemm_rate(platform, op))
       return op.flops / (rate->rate_flops * platform.speed_factor(rank));

@@ -12,7 +12,9 @@
 namespace cnnpar {
 
 /** Seconds `op` (a compute op) takes on `rank`'s node at full speed (no communication
- *  slow-down). Order: measured_op_s[op.label] (an explicit override), then for GEMMs the
+ *  slow-down). Order: measured_op_s[op.label] (an explicit override), then a conv layer's
+ *  forward and weight-gradient ops on nodes.inner's threads (the GEMM at peak · threads /
+ *  cores · the mode's efficiency; with dag the im2col ops take 0 s), then for GEMMs the
  *  calibrated rate of its shape (measured_gemm_flops: the exact "gemm MxNxK phase" or
  *  "gemm MxNxK" key, else interpolated on the platform's GEMM grid, system/gemm_rate.hpp),
  *  then the roofline on the cores the op keeps busy (nodes.image_parallel_kernels,

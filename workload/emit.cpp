@@ -61,6 +61,7 @@ LayerOps::LayerOps(const Network& network, const std::vector<LayerSlice>& slices
     const bool needs_errors_below = index > first_parameter_layer;
     const auto add_op = [&](Step step, Op op) {
       op.units = units;
+      op.conv_layer = layer.spec.kind == LayerKind::conv;
       add(step, index, std::move(op));
     };
 

@@ -76,8 +76,9 @@ CalibrationParts parse_calibration_parts(const std::string& text, const std::str
   CalibrationParts parts{false, false, false};
   for (const std::string& part : split(text, ',')) {
     bool* flag = part == "compute" ? &parts.compute : part == "network" ? &parts.network
-                                                    : part == "progress" ? &parts.progress : nullptr;
-    if (!flag) throw InputError(file, path, text, "expected a comma list of compute, network and progress");
+                                                    : part == "progress" ? &parts.progress
+                                                    : part == "inner"    ? &parts.inner : nullptr;
+    if (!flag) throw InputError(file, path, text, "expected a comma list of compute, network, progress and inner");
     if (*flag) throw InputError(file, path, text, "'" + part + "' is listed twice");
     *flag = true;
   }
@@ -87,7 +88,7 @@ CalibrationParts parse_calibration_parts(const std::string& text, const std::str
 std::string to_string(const CalibrationParts& parts) {
   std::vector<std::string> names;
   for (const auto& [set, name] : {std::pair{parts.compute, "compute"}, std::pair{parts.network, "network"},
-                                  std::pair{parts.progress, "progress"}})
+                                  std::pair{parts.progress, "progress"}, std::pair{parts.inner, "inner"}})
     if (set) names.push_back(name);
   return fmt::format("{}", fmt::join(names, ","));
 }

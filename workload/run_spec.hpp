@@ -104,13 +104,16 @@ struct CalibrationParts {
   bool compute = true;
   bool network = true;
   bool progress = true;
+  /** a conv layer's forward and weight-gradient work per inner mode and thread count
+   *  (nodes.inner); not in the default list */
+  bool inner = false;
 };
 /** The default of --calibrate-parts: every part. */
 inline constexpr const char* kAllCalibrationParts = "compute,network,progress";
-/** A comma list of compute, network and progress, each at most once, at least one.
+/** A comma list of compute, network, progress and inner, each at most once, at least one.
  *  @throws InputError(file, path, text, reason). */
 CalibrationParts parse_calibration_parts(const std::string& text, const std::string& file, const std::string& path);
-/** The comma list of the parts that are set ("" for none), in the order compute, network, progress. */
+/** The comma list of the parts that are set ("" for none), in the order compute, network, progress, inner. */
 std::string to_string(const CalibrationParts& parts);
 
 /** A seed given as text: decimal digits only, at most 2^64 - 1 (a "-1" would otherwise wrap

@@ -39,6 +39,16 @@ void print_calibration(const CalibrationResult& result) {
   if (m.compute) print_compute_calibration(c, p);
   if (m.network) print_network_calibration(result);
   if (m.progress) print_progress_calibration(result);
+  if (m.inner) {
+    const InnerThreads& inner = p.nodes.inner;
+    for (const auto& [mode, fractions] : inner.conv_efficiency) {
+      const std::vector<double>& seconds = result.inner.seconds.at(to_string(mode));
+      for (std::size_t t = 0; t < fractions.size(); ++t)
+        fmt::print("cnnpar-run: inner {} on {} threads: conv forward + weight gradient {:.4f} s per iteration at per-rank "
+                   "batch {}, {:.3f} of {} cores' peak\n",
+                   to_string(mode), t + 1, seconds[t], result.inner.batch, fractions[t], t + 1);
+    }
+  }
 }
 
 void print_compute_calibration(const ComputeSummary& c, const Platform& p) {
@@ -137,6 +147,13 @@ int run_calibration(const Options& o, int rank, int size, bool max_message_given
     options.progress_mode = modes.progress;
     options.collectives = modes.collectives;
     options.sleep_compute = modes.sleep_compute;
+    options.inner_mode = parse_inner_mode(o.inner, "command line", "/inner");
+    options.platform_file = o.platform;
+    const bool has_conv = std::any_of(network.layers.begin(), network.layers.end(),
+                                      [](const Layer& layer) { return layer.spec.kind == LayerKind::conv; });
+    if (options.parts.inner && !has_conv)
+      throw InputError("command line", "/network", network.name,
+                       "the inner calibration times conv layers; this network has none");
   } catch (...) {
     error = std::current_exception();
   }
@@ -150,6 +167,7 @@ int run_calibration(const Options& o, int rank, int size, bool max_message_given
   options.op_seconds = o.op_seconds;
   options.poll_interval_s = o.poll_interval_us * 1e-6;
   options.gemm_tile_columns = executor_tile_columns(o, options.progress_mode);
+  options.inner_threads = compute_threads();  // set by configure_compute from --threads
   if (rank == 0 && !o.quiet)
     options.progress = [](const std::string& line) {
       fmt::print("cnnpar-run: calibrate: {}\n", line);

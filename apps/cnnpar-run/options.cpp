@@ -41,10 +41,7 @@ void add_options(CLI::App& app, Options& o) {
                  "GEMM column tile between polls (0 = no split; default 4096 when polling)");
   cli::flags::threads(app, o.threads);
   cli::flags::gemm(app, o.gemm);
-  app.add_option("--inner", o.inner,
-                 "conv forward and weight gradient: gemm (im2col + one GEMM on the --threads threads) | dag (BPT-CNN's "
-                 "inner-layer tasks over output areas, a oneTBB task graph on --threads threads)")
-      ->capture_default_str();
+  cli::flags::inner(app, o.inner);
   cli::flags::concurrency(app, o.collective_concurrency);
   cli::flags::trace_out(app, o.trace);
   cli::flags::weights_out(app, o.weights_out);

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/common/strategy_flags.hpp"
-#include "real/inner_dag.hpp"
+#include "model/inner_mode.hpp"
 #include "workload/run_spec.hpp"
 
 namespace CLI {
@@ -17,7 +17,6 @@ class App;
 
 namespace cnnpar::executor {
 
-using real::InnerMode;
 
 struct Options {
   std::string spec;  // a run-spec JSON (from `cnnpar run`); flags given as well win

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "apps/cnnpar/commands.hpp"
@@ -44,6 +45,7 @@ struct CalibrateOptions {
   bool max_message_given = false;
   bool op_seconds = false;
   std::string parts = kAllCalibrationParts;
+  std::string inner = "gemm";  // the runs' inner mode, which nodes.inner prices
   // How the runs to be predicted execute: the network and progress parts measure that mode.
   std::string comm_progress = "poll";
   std::string collectives = "mpi";
@@ -68,6 +70,7 @@ int calibrate(const CalibrateOptions& o) {
   check_run_number(RunNumber::threads, o.threads, "command line", "/threads");
   check_run_number(RunNumber::poll_interval_us, o.poll_interval_us, "command line", "/poll-interval-us");
   const CalibrationParts parts = parse_calibration_parts(o.parts, "command line", "--calibrate-parts");
+  parse_inner_mode(o.inner, "command line", "--inner");
   if (o.comm_progress != "poll" && o.comm_progress != "thread")
     throw InputError("command line", "--comm-progress", o.comm_progress, "expected poll or thread");
   if (o.collectives != "mpi" && o.collectives != "p2p")
@@ -86,7 +89,7 @@ int calibrate(const CalibrateOptions& o) {
                                          "--timeout-s",  fmt::format("{}", o.timeout_s), "--out", o.out,
                                          "--calibrate-parts", to_string(parts), "--comm-progress", o.comm_progress,
                                          "--collectives", o.collectives, "--compute", o.compute,
-                                         "--poll-interval-us", fmt::format("{}", o.poll_interval_us)};
+                                         "--poll-interval-us", fmt::format("{}", o.poll_interval_us), "--inner", o.inner};
   // Only a size the user asked for is measured however long it takes (else a 2 s bound).
   if (o.max_message_given) {
     args.push_back("--max-message");
@@ -121,6 +124,13 @@ int calibrate(const CalibrateOptions& o) {
              "comm_start_wait_max {:.3f} ms{}\n",
              platform.comm_compute_slowdown, platform.network.busy_bandwidth_fraction,
              platform.comm_start_wait_max_s * 1e3, nodes >= 2 && parts.progress ? " (measured)" : " (from the base platform)");
+  if (const InnerThreads& inner = platform.nodes.inner; inner.threads > 0) {
+    std::string table;
+    for (const auto& [mode, fractions] : inner.conv_efficiency)
+      table += fmt::format(", {} {:.3f}", to_string(mode), fmt::join(fractions, " "));
+    fmt::print("inner: runs use {} on {} threads; conv efficiency on 1, 2, ... threads{}{}\n", to_string(inner.mode),
+               inner.threads, table, parts.inner ? " (measured)" : " (from the base platform)");
+  }
   fmt::print("wrote {}\n", o.out);
   return 0;
 }
@@ -146,6 +156,7 @@ Runner add_calibrate_command(CLI::App& app) {
   CLI::Option* max_message = flags::max_message(*sub, o.max_message_bytes);
   flags::op_seconds(*sub, o.op_seconds);
   flags::calibrate_parts(*sub, o.parts);
+  flags::inner(*sub, o.inner);
   flags::comm_progress(*sub, o.comm_progress);
   flags::collectives(*sub, o.collectives);
   flags::compute(*sub, o.compute);

@@ -234,8 +234,17 @@ CLI::Option* calibrate_parts(CLI::App& app, std::string& parts) {
   return app
       .add_option("--calibrate-parts", parts,
                   "calibration: what to measure, a comma list of compute (GEMM grid, memory, overheads), network "
-                  "(collective curves) and progress (comm_compute_slowdown, busy_bandwidth_fraction in the "
-                  "--comm-progress mode); the rest keeps the --platform's values")
+                  "(collective curves), progress (comm_compute_slowdown, busy_bandwidth_fraction in the "
+                  "--comm-progress mode) and inner (not by default: the conv layers in each --inner mode on 1..cores "
+                  "threads, nodes.inner); the rest keeps the --platform's values")
+      ->capture_default_str();
+}
+
+CLI::Option* inner(CLI::App& app, std::string& mode) {
+  return app
+      .add_option("--inner", mode,
+                  "conv forward and weight gradient: gemm (im2col + one GEMM on the --threads threads) | dag (BPT-CNN's "
+                  "inner-layer tasks over output areas, a oneTBB task graph on --threads threads)")
       ->capture_default_str();
 }
 

@@ -66,6 +66,8 @@ CLI::Option* max_message(CLI::App& app, double& bytes);
 CLI::Option* op_seconds(CLI::App& app, bool& op_seconds);
 /** --calibrate-parts compute,network,progress (workload/run_spec.hpp parse_calibration_parts). */
 CLI::Option* calibrate_parts(CLI::App& app, std::string& parts);
+/** --inner gemm|dag (model/inner_mode.hpp): how a rank runs its conv layers. */
+CLI::Option* inner(CLI::App& app, std::string& mode);
 /** --slowdown RANK:FACTOR, repeatable (workload/run_spec.hpp add_slowdown parses each). */
 CLI::Option* slowdown(CLI::App& app, std::vector<std::string>& texts);
 

@@ -322,6 +322,21 @@ foreach(part network compute progress)
                    ${run_out}/calibrated_${part}.json ${kept})
 endforeach()
 
+# The inner part alone writes nodes.inner (the run's --inner dag, on 1..min(cores, hardware)
+# threads; the platform's parser checks each efficiency is in (0, 1] and the threads within the
+# cores) and keeps everything else; a prediction on it prices the conv layers through it.
+cnnpar_mpi_run(real_run_calibrate_inner_np2 2 real_calibrate_inner_runs --calibrate --calibrate-parts inner
+               --inner dag --platform ${run_out}/calibrated.json --network ${tiny} --batch 8 --repeats 1
+               --out ${run_out}/calibrated_inner.json)
+set_tests_properties(real_run_calibrate_inner_np2 PROPERTIES FIXTURES_REQUIRED real_calibrate_runs
+                     PASS_REGULAR_EXPRESSION "inner dag on 1 threads: conv forward \\+ weight gradient")
+cnnpar_mpi_check(real_platform_calibrated_inner "real_calibrate_runs;real_calibrate_inner_runs"
+                 $<TARGET_FILE:cnnpar_platform_parts_check> ${run_out}/calibrated.json
+                 ${run_out}/calibrated_inner.json compute,network,progress)
+cnnpar_mpi_check(real_predict_calibrated_inner "real_calibrate_runs;real_calibrate_inner_runs" sh -c
+                 "grep -q conv_efficiency $1 && $0 predict --network $2 --platform $1 --nodes 1-2 --json /dev/null"
+                 $<TARGET_FILE:cnnpar> ${run_out}/calibrated_inner.json ${tiny})
+
 # Failures end the job, non-zero, naming the rank: a stalled rank within --timeout-s + 5 s,
 # a killed rank within 5 s (mpiexec sees it die; measured 0.5 s, and 2.8 s for a stall with
 # --timeout-s 2). The timeout of 30 s shows that the dead rank is not found by the timeout.

@@ -1,11 +1,12 @@
 // platform_parts_check BASE.json CALIBRATED.json KEPT: a calibration in parts (--calibrate-parts)
-// left the parts listed in KEPT (a comma list of compute, network, progress) exactly as the
+// left the parts listed in KEPT (a comma list of compute, network, progress, inner) exactly as the
 // base platform has them, bit for bit (the written JSON of both, parsed and written again,
 // compared value by value: doubles compare exactly), and its `source` says so.
 //   compute:  "calibration", "iteration_overhead", "nodes" except "count" (a calibration on
-//             more ranks than the base has nodes raises it);
+//             more ranks than the base has nodes raises it) and "inner";
 //   network:  "network" except "busy_bandwidth_fraction";
-//   progress: "comm_compute_slowdown", "comm_start_wait_max" and "network"."busy_bandwidth_fraction".
+//   progress: "comm_compute_slowdown", "comm_start_wait_max" and "network"."busy_bandwidth_fraction";
+//   inner:    "nodes"."inner".
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -49,10 +50,13 @@ int main(int argc, char** argv) {
       same(field(base, "calibration"), field(calibrated, "calibration"), "calibration");
       same(field(base, "iteration_overhead"), field(calibrated, "iteration_overhead"), "iteration_overhead");
       nlohmann::json a = base.at("nodes"), b = calibrated.at("nodes");
-      a.erase("count");
-      b.erase("count");
+      for (const char* key : {"count", "inner"}) {
+        a.erase(key);
+        b.erase(key);
+      }
       same(a, b, "nodes");
     }
+    if (kept.inner) same(field(base.at("nodes"), "inner"), field(calibrated.at("nodes"), "inner"), "nodes.inner");
     if (kept.network) {
       nlohmann::json a = base.at("network"), b = calibrated.at("network");
       a.erase("busy_bandwidth_fraction");
