@@ -31,9 +31,10 @@ struct InnerSample {
 };
 
 InnerSample time_mode(const Network& network, const Schedule& schedule, const Dataset& data, InnerMode mode,
-                      std::uint64_t seed) {
-  Runtime runtime(network, schedule, 0, seed);
+                      const CalibrateOptions& o) {
+  Runtime runtime(network, schedule, 0, o.seed);
   runtime.set_inner_mode(mode);
+  runtime.set_gemm_tile_columns(o.gemm_tile_columns);  // as the runs split their GEMMs between polls
   const BatchTimings t = run_timed(runtime, schedule, data);
   InnerSample sample;
   for (const auto& [label, entry] : t.ops) {
@@ -83,7 +84,7 @@ void calibrate_inner(const Network& network, const Platform& base, const Calibra
       const auto [mode, threads] = cases[pass % 2 == 0 ? step : cases.size() - 1 - step];
       set_compute_threads(threads);
       tight_barrier(comm, std::max(o.timeout_s, 3600.0));  // the ranks time each case together
-      const InnerSample sample = time_mode(network, schedule, data, mode, o.seed);
+      const InnerSample sample = time_mode(network, schedule, data, mode, o);
       flops = sample.flops;
       seconds[mode][std::size_t(threads - 1)].push_back(sample.seconds);
     }
