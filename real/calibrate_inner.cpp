@@ -2,11 +2,14 @@
 // inner mode (im2col + one GEMM, or BPT-CNN's task DAG) on 1..T threads, as the fraction of T
 // cores' peak it reaches (Platform nodes.inner).
 #include <algorithm>
+#include <map>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
 #include "real/calibrate_parts.hpp"

@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "base/error.hpp"
+#include "model/inner_mode.hpp"
 #include "base/json_node.hpp"
 #include "base/text.hpp"
 #include "workload/registry.hpp"
@@ -128,6 +129,7 @@ nlohmann::json to_json(const RunSpec& spec) {
                       {"resume", spec.resume},
                       {"threads", spec.threads},
                       {"gemm", spec.gemm},
+                      {"inner", spec.inner},
                       {"columns", columns_name(spec.strategy.recompute_columns)}};
   if (!spec.slowdown.empty()) j["slowdown"] = slowdowns_to_json(spec.slowdown);
   if (spec.learning_rate) j["lr"] = *spec.learning_rate;
@@ -177,7 +179,7 @@ RunSpec run_spec_from_json(const nlohmann::json& document, const std::string& fi
   root.check_keys({"format", "network", "platform", "strategy", "options", "batch", "iterations", "warmup", "seed",
                    "lr", "momentum", "weight_decay", "dataset", "compute", "comm_progress", "progress", "collectives", "poll_interval_us",
                    "timeout_s", "concurrency", "trace", "weights_out", "checkpoint", "checkpoint_every",
-                   "resume", "threads", "gemm", "columns", "slowdown"});
+                   "resume", "threads", "gemm", "inner", "columns", "slowdown"});
   if (root.string_or("format", "cnnpar-run-spec") != "cnnpar-run-spec")
     root.at("format").fail("expected \"cnnpar-run-spec\"");
   RunSpec spec;
@@ -241,6 +243,11 @@ RunSpec run_spec_from_json(const nlohmann::json& document, const std::string& fi
     const JsonNode node = root.at("gemm");
     spec.gemm = node.as_string();
     check_gemm_backend_name(spec.gemm, file, node.path());
+  }
+  if (root.has("inner")) {
+    const JsonNode node = root.at("inner");
+    spec.inner = node.as_string();
+    parse_inner_mode(spec.inner, file, node.path());
   }
   if (root.has("slowdown")) {
     const JsonNode slowdown = root.at("slowdown");

@@ -60,6 +60,7 @@ struct RunSpec {
   bool resume = false;                 ///< start from <checkpoint>/checkpoint.bin
   std::int64_t threads = 0;            ///< compute threads per rank; 0 = OPENBLAS_NUM_THREADS, else 1
   std::string gemm = kDefaultGemmBackend;  ///< GEMM back-end: openblas | onednn (real/kernels.hpp)
+  std::string inner = "gemm";  ///< conv forward and weight gradient: gemm | dag (model/inner_mode.hpp)
   Slowdowns slowdown;                  ///< JSON "slowdown": {"RANK": FACTOR}
   // strategy.recompute_columns is the "columns" field: "kept" | "recomputed"
 };

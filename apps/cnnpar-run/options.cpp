@@ -94,6 +94,7 @@ void apply_run_spec(const CLI::App& app, Options& o) {
   if (unset("--checkpoint-every")) o.checkpoint_every = int(spec.checkpoint_every);
   if (unset("--resume")) o.resume = spec.resume;
   if (unset("--threads")) o.threads = int(spec.threads);
+  if (unset("--inner")) o.inner = spec.inner;
   if (unset("--slowdown")) o.slowdown = spec.slowdown;
   if (unset("--gemm")) {
     o.gemm = spec.gemm;

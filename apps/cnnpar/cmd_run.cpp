@@ -67,6 +67,7 @@ struct RunOptions {
   std::string testbed;
   bool no_predict = false;
   int threads = 0;  // 0 = OPENBLAS_NUM_THREADS, else the cores per rank
+  std::string inner = "gemm";
   std::string gemm = kDefaultGemmBackend;
   std::vector<std::string> slowdown;  // --slowdown RANK:FACTOR
   double target_loss = 0;             // 0: none
@@ -133,6 +134,7 @@ int run(const RunOptions& o) {
                      double(o.checkpoint_every), double(o.threads)},
                     file);
   check_gemm_backend_name(o.gemm, file, "/gemm");
+  parse_inner_mode(o.inner, file, "/inner");
   if (!(o.target_loss >= 0) || !std::isfinite(o.target_loss))
     throw InputError(file, "/target-loss", fmt::format("{}", o.target_loss), "must be a finite loss in nats (0: none)");
   // Outputs are checked before mpiexec starts, not found unwritable after the run.
@@ -153,6 +155,22 @@ int run(const RunOptions& o) {
   const Network network = load_network(o.network);
   Platform platform = load_platform(o.platform);
   platform.network.element_bytes = kExecutorElementBytes;  // the prediction of the executor's FP32 run
+  // The prediction prices the conv layers as this run runs them, from nodes.inner's table.
+  const InnerMode inner_mode = parse_inner_mode(o.inner, file, "/inner");
+  if (InnerThreads& inner = platform.nodes.inner; inner.threads > 0) {
+    const int threads = o.threads > 0 ? o.threads : inner.threads;
+    const auto measured = inner.conv_efficiency.find(inner_mode);
+    if (measured != inner.conv_efficiency.end() && int(measured->second.size()) >= threads) {
+      inner.mode = inner_mode;
+      inner.threads = threads;
+    } else if (!o.quiet) {
+      fmt::print(stderr, "cnnpar run: warning: {} has no nodes.inner efficiency of {} on {} threads; the prediction "
+                 "prices {} on {}\n", o.platform, o.inner, threads, to_string(inner.mode), inner.threads);
+    }
+  } else if (inner_mode == InnerMode::dag && !o.quiet) {
+    fmt::print(stderr, "cnnpar run: warning: {} has no nodes.inner (cnnpar calibrate --calibrate-parts inner); the "
+               "prediction prices the conv layers as im2col + GEMM\n", o.platform);
+  }
   // The prediction runs the slowed nodes slower alike (nodes the platform lacks fail below).
   for (const auto& [rank, factor] : spec.slowdown)
     if (rank < platform.nodes.count) platform.slow_down(rank, factor);
@@ -191,6 +209,7 @@ int run(const RunOptions& o) {
   spec.resume = o.resume;
   spec.threads = o.threads;
   spec.gemm = o.gemm;
+  spec.inner = o.inner;
   const std::string trace_path = spec.trace;
   write_file_atomic(spec_file.path(), to_json(spec).dump(2) + "\n");
   const int status =
@@ -284,6 +303,7 @@ Runner add_run_command(CLI::App& app) {
   flags::poll_interval_us(*sub, o.poll_interval_us);
   flags::timeout_s(*sub, o.timeout_s);
   flags::threads(*sub, o.threads);
+  flags::inner(*sub, o.inner);
   flags::slowdown(*sub, o.slowdown);
   flags::gemm(*sub, o.gemm);
   flags::concurrency(*sub, o.concurrency);

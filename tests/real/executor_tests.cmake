@@ -592,4 +592,15 @@ if(TARGET cnnpar)
                        ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>")
   cnnpar_mpi_check(real_cli_calibrated real_cli_cal $<TARGET_FILE:cnnpar_platform_check>
                    ${run_out}/cli_calibrated.json 2)
+  # `cnnpar run --inner dag` on a platform whose nodes.inner was calibrated: the spec carries
+  # the mode to cnnpar-run (its trace records it) and the prediction beside it prices it.
+  add_test(NAME real_cli_run_inner_dag
+           COMMAND $<TARGET_FILE:cnnpar> run --network ${tiny} --nodes 2 --batch 16 --iterations 3 --inner dag
+                   --threads 1 --platform ${run_out}/calibrated_inner.json --trace ${run_out}/cli_inner_dag.json)
+  set_tests_properties(real_cli_run_inner_dag PROPERTIES LABELS "real;mpi" TIMEOUT 120
+                       ENVIRONMENT "${cnnpar_mpi_env};CNNPAR_RUN=$<TARGET_FILE:cnnpar-run>"
+                       FIXTURES_REQUIRED "real_calibrate_runs;real_calibrate_inner_runs"
+                       FIXTURES_SETUP real_cli_inner_runs)
+  cnnpar_mpi_check(real_cli_trace_inner_dag real_cli_inner_runs sh -c "grep -q '\"inner\": \"dag\"' $0"
+                   ${run_out}/cli_inner_dag.json)
 endif()
