@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "base/error.hpp"
 #include "base/output_files.hpp"
 #include "model/schedule.hpp"
 #include "real/calibrate_parts.hpp"
@@ -130,7 +131,15 @@ std::string describe_source(const Network& network, const Platform& base, const 
 
 }  // namespace
 
+void check_calibration_network(const Network& network, const CalibrateOptions& o) {
+  const bool has_conv = std::any_of(network.layers.begin(), network.layers.end(),
+                                    [](const Layer& layer) { return layer.spec.kind == LayerKind::conv; });
+  if (o.parts.inner && !has_conv)
+    throw InputError(o.origin, "/network", network.name, "the inner calibration times conv layers; this network has none");
+}
+
 CalibrationResult calibrate(const Network& network, const Platform& base, const CalibrateOptions& o, MPI_Comm comm) {
+  check_calibration_network(network, o);
   int rank = 0, size = 1;
   CNNPAR_MPI(MPI_Comm_rank(comm, &rank));
   CNNPAR_MPI(MPI_Comm_size(comm, &size));

@@ -147,6 +147,10 @@ std::vector<std::int64_t> calibration_batches(std::int64_t batch);
 /** busy_bandwidth_fraction is kept in [kMinBusyFraction, 1] (the platform's range is (0, 1]). */
 inline constexpr double kMinBusyFraction = 0.01;
 
+/** @throws InputError(options.origin, "/network", name) when `options` asks for the inner part
+ *  and `network` has no conv layer to time. */
+void check_calibration_network(const Network& network, const CalibrateOptions& options);
+
 /** Collective over `comm` (MPI_COMM_WORLD: the probes use the executor's Communicators):
  *  every rank takes part in every part. The result is complete on rank 0 only. */
 CalibrationResult calibrate(const Network& network, const Platform& base, const CalibrateOptions& options,

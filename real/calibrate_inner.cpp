@@ -63,11 +63,6 @@ void calibrate_inner(const Network& network, const Platform& base, const Calibra
   // A rank's share of the global batch, as in a run on the calibrating ranks.
   const std::int64_t batch = std::max<std::int64_t>(1, o.batch / size);
   const Schedule schedule = one_rank_schedule(network, base, batch, o);
-  const bool has_conv = std::any_of(schedule.programs[0].ops.begin(), schedule.programs[0].ops.end(),
-                                    [](const Op& op) { return priced_by_inner(op, InnerMode::gemm); });
-  if (!has_conv)
-    throw InputError(o.origin, "/network", network.name,
-                     "the inner calibration times conv layers; this network has none");
   const SyntheticDataset data(network.input, network.classes(), 50000, o.seed);
   const int max_threads = inner_thread_limit(platform);
   const int run_threads = compute_threads();

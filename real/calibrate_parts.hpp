@@ -80,8 +80,8 @@ void calibrate_compute(const Network& network, const Platform& base, const Calib
 /** Threads the inner part measures up to: the node's cores, at most this machine's. */
 int inner_thread_limit(const Platform& platform);
 /** Every rank times each inner mode on 1..inner_thread_limit threads at once; rank 0 writes
- *  platform.nodes.inner. @throws InputError for a network without conv layers, or a measured
- *  rate above its share of the base platform's peak. */
+ *  platform.nodes.inner (the network has conv layers: check_calibration_network). @throws
+ *  InputError for a measured rate above its share of the base platform's peak. */
 void calibrate_inner(const Network& network, const Platform& base, const CalibrateOptions& o, MPI_Comm comm, int rank,
                      Platform& platform, InnerSummary& summary);
 

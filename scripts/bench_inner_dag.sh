@@ -17,7 +17,7 @@
 # for comparison, backward data (.bwd_d and .col2im, the same in both modes); in dag mode the
 # im2col ops do nothing and their work is inside .fwd and .bwd_w. First the
 # machine: CPU model, avx2 / avx512f, OpenBLAS's core (openblas_get_corename),
-# OPENBLAS_CORETYPE and OPENBLAS_THREAD_TIMEOUT (how long OpenBLAS's idle threads spin, 2^N
+# OPENBLAS_THREAD_TIMEOUT (how long OpenBLAS's idle threads spin, 2^N
 # cycles, default 28: they compete with the DAG's threads after a threaded GEMM); each case
 # prints the load average before and after it. The machine is
 # shared: before each pair of runs the script waits (at most MAX_WAIT s, default 60) for the
@@ -67,7 +67,7 @@ quiet() {
 echo "bench_inner_dag.sh: $network, batch $batch, $repeats repeats of $iterations iterations (+$warmup warm-up), GEMMs on $gemm"
 echo "  cpu: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; flags: $(grep -o -w 'avx2\|avx512f' /proc/cpuinfo | sort -u | tr '\n' ' ')"
 corename=$(python3 -c "import ctypes; l = ctypes.CDLL('libopenblas.so.0'); l.openblas_get_corename.restype = ctypes.c_char_p; print(l.openblas_get_corename().decode())" 2>/dev/null || echo unknown)
-echo "  OpenBLAS core: $corename; OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}," \
+echo "  OpenBLAS core: $corename;" \
   "OPENBLAS_THREAD_TIMEOUT=${OPENBLAS_THREAD_TIMEOUT:-unset}; load average $(loadavg)"
 
 one_run() {  # threads mode tag
@@ -146,7 +146,6 @@ for r in rows:
           f"{ratio:>8.3f}  "
           f"{r['load_before']} -> {r['load_after']}   " + " ".join(f"{x:.4f}" for x in r["iteration_s_runs"]))
 doc = {"network": sys.argv[3], "batch": int(sys.argv[4]), "openblas_core": sys.argv[5],
-       "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", "unset"),
        "openblas_thread_timeout": os.environ.get("OPENBLAS_THREAD_TIMEOUT", "unset"), "rows": rows}
 tmp = sys.argv[2] + ".tmp"
 with open(tmp, "w") as f:

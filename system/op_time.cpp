@@ -22,6 +22,12 @@ std::optional<GemmRate> calibrated_gemm_rate(const Platform& platform, const Op&
   return std::nullopt;
 }
 
+/** The processor of `rank`'s node: its kind's host, else the nominal node. */
+const Processor& host_processor(const Platform& platform, int rank) {
+  const int kind = platform.kind_of(rank);
+  return kind < 0 ? static_cast<const Processor&>(platform.nodes) : platform.nodes.kinds[std::size_t(kind)].host;
+}
+
 /** Roofline seconds of `op` on the cores of its node it keeps busy (docs/formats.md "Compute
  *  time of an op"): k = min(images, cores) for an image-parallel kernel, else every core; k/cores
  *  of the peak and min(memory_bandwidth, k · core_bandwidth) bytes/s, divided by the speed. */
@@ -35,8 +41,7 @@ double host_roofline_s(const Platform& platform, const Op& op, int rank) {
   // scales with the busy cores.
   if (!(nodes.core_bandwidth_Bps > 0))
     return platform.kernel_time_s(op.kernel, op.flops, op.bytes, rank) * idle_factor;
-  const int kind = platform.kind_of(rank);
-  const Processor& host = kind < 0 ? static_cast<const Processor&>(nodes) : nodes.kinds[std::size_t(kind)].host;
+  const Processor& host = host_processor(platform, rank);
   const double busy_cores = image_loop ? double(op.batch) : double(nodes.cores);
   const double compute_s = platform.kernel_time_s(op.kernel, op.flops, 0, rank) * idle_factor;
   const double memory_Bps = std::min(host.memory_bandwidth_for(op.kernel), busy_cores * nodes.core_bandwidth_Bps);
@@ -52,8 +57,7 @@ std::optional<double> inner_conv_s(const Platform& platform, const Op& op, int r
     return std::nullopt;
   if (op.kernel == KernelClass::im2col) return inner.mode == InnerMode::dag ? std::optional<double>(0.0) : std::nullopt;
   if (op.kernel != KernelClass::gemm) return std::nullopt;
-  const int kind = platform.kind_of(rank);
-  const Processor& host = kind < 0 ? static_cast<const Processor&>(platform.nodes) : platform.nodes.kinds[std::size_t(kind)].host;
+  const Processor& host = host_processor(platform, rank);
   const double efficiency = inner.conv_efficiency.at(inner.mode).at(std::size_t(inner.threads - 1));
   const double threads_peak_flops = host.peak_flops * double(inner.threads) / double(platform.nodes.cores);
   return (op.flops / (threads_peak_flops * efficiency) + platform.nodes.call_overhead_s) / platform.speed_factor(rank);

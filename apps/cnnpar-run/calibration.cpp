@@ -149,11 +149,7 @@ int run_calibration(const Options& o, int rank, int size, bool max_message_given
     options.sleep_compute = modes.sleep_compute;
     options.inner_mode = parse_inner_mode(o.inner, "command line", "/inner");
     options.platform_file = o.platform;
-    const bool has_conv = std::any_of(network.layers.begin(), network.layers.end(),
-                                      [](const Layer& layer) { return layer.spec.kind == LayerKind::conv; });
-    if (options.parts.inner && !has_conv)
-      throw InputError("command line", "/network", network.name,
-                       "the inner calibration times conv layers; this network has none");
+    check_calibration_network(network, options);  // before any rank measures
   } catch (...) {
     error = std::current_exception();
   }
