@@ -51,33 +51,6 @@ class IterationWindows {
   std::vector<Window> windows_;
 };
 
-// What each collective id carries (metadata.collective_layers); input, so checked.
-struct Carried {
-  Payload payload = Payload::none;
-  std::vector<int> layers;
-};
-std::vector<Carried> carried(const Trace& trace) {
-  std::vector<Carried> out;
-  const auto found = trace.metadata.is_object() ? trace.metadata.find("collective_layers") : trace.metadata.end();
-  if (!trace.metadata.is_object() || found == trace.metadata.end()) return out;
-  const auto fail = [](const std::string& path, const nlohmann::json& value, const std::string& reason) {
-    throw InputError("<trace>", "/metadata/collective_layers" + path, value.dump(), reason);
-  };
-  if (!found->is_array()) fail("", *found, "expected an array, one entry per collective id");
-  for (std::size_t id = 0; id < found->size(); ++id) {
-    const nlohmann::json& entry = (*found)[id];
-    const std::string at = "/" + std::to_string(id);
-    Carried c;
-    try {
-      c.payload = payload_from_string(entry.at("payload").get<std::string>());
-      for (const nlohmann::json& layer : entry.at("layers")) c.layers.push_back(layer.get<int>());
-    } catch (const std::exception&) {
-      fail(at, entry, "expected {\"payload\": none|gradients|activations|errors|weights, \"layers\": [indices]}");
-    }
-    out.push_back(std::move(c));
-  }
-  return out;
-}
 
 // Per (slot, rank) sums, then the max over `ranks` per slot, then the median over slots.
 struct Grid {
@@ -108,11 +81,11 @@ const nlohmann::json& options_of(const Trace& trace) {
   return found != trace.metadata.end() && found->is_object() ? *found : kNone;
 }
 
-bool carries(const std::vector<Carried>& table, int id, Payload payload) {
+bool carries(const std::vector<CollectiveLayers>& table, int id, Payload payload) {
   return id >= 0 && std::size_t(id) < table.size() && table[std::size_t(id)].payload == payload &&
          !table[std::size_t(id)].layers.empty();
 }
-int first_layer(const std::vector<Carried>& table, int id) { return table[std::size_t(id)].layers.front(); }
+int first_layer(const std::vector<CollectiveLayers>& table, int id) { return table[std::size_t(id)].layers.front(); }
 
 bool is_conv_phase(Phase phase) { return phase != Phase::update; }
 
@@ -146,7 +119,7 @@ VeeriahComponents veeriah_components(const Trace& trace) {
                      given == options.end() ? std::string("(missing)") : given->dump(),
                      fmt::format("veeriah runs K conv and K fc workers; the trace has {} ranks", P));
   const int K = out.conv_workers;
-  const std::vector<Carried> table = carried(trace);
+  const std::vector<CollectiveLayers> table = read_collective_layers(trace);
 
   // The first fc layer: what the conv→fc activation sends carry. Then the layer whose gathered
   // input is fc1's output (the first allgather above it) and the errors below it.

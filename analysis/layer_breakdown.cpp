@@ -40,38 +40,19 @@ struct Carried {
   std::vector<Share> shares;
 };
 
-// metadata.collective_layers, by collective id; input from a file, so checked.
+// What each collective id carries, its layers weighted by parameter bytes.
 std::vector<Carried> carried_layers(const Trace& trace, const Network* network) {
+  const std::optional<std::int64_t> layer_count =
+      network ? std::optional<std::int64_t>(network->layers.size()) : std::nullopt;
   std::vector<Carried> carried;
-  const auto found = trace.metadata.find("collective_layers");
-  if (found == trace.metadata.end()) return carried;
-  const nlohmann::json& entries = *found;
-  const auto fail = [](const std::string& path, const nlohmann::json& value, const std::string& reason) {
-    throw InputError("<trace>", "/metadata/collective_layers" + path, value.dump(), reason);
-  };
-  if (!entries.is_array()) fail("", entries, "expected an array, one entry per collective id");
-  for (std::size_t id = 0; id < entries.size(); ++id) {
-    const nlohmann::json& entry = entries[id];
-    const std::string at = "/" + std::to_string(id);
-    if (!entry.is_object() || !entry.contains("payload") || !entry.contains("layers"))
-      fail(at, entry, "expected {\"payload\": ..., \"layers\": [...]}");
+  for (const CollectiveLayers& entry : read_collective_layers(trace, layer_count)) {
     Carried c;
-    try {
-      c.phase = collective_phase(payload_from_string(entry.at("payload").is_string() ? entry.at("payload").get<std::string>() : ""));
-    } catch (const std::invalid_argument&) {
-      fail(at + "/payload", entry.at("payload"), "expected none, gradients, activations, errors or weights");
-    }
-    const nlohmann::json& layers = entry.at("layers");
-    if (!layers.is_array()) fail(at + "/layers", layers, "expected an array of layer indices");
+    c.phase = collective_phase(entry.payload);
     double total_bytes = 0;
-    for (std::size_t i = 0; i < layers.size(); ++i) {
-      const nlohmann::json& layer = layers[i];
-      const std::int64_t limit = network ? std::int64_t(network->layers.size()) : std::int64_t(1) << 30;
-      if (!layer.is_number_integer() || layer.get<std::int64_t>() < 0 || layer.get<std::int64_t>() >= limit)
-        fail(at + "/layers/" + std::to_string(i), layer, fmt::format("expected a layer index from 0 to {}", limit - 1));
+    for (int layer : entry.layers) {
       Share share;
-      share.layer = int(layer.get<std::int64_t>());
-      share.fraction = network ? layer_cost(network->layers[std::size_t(share.layer)]).parameter_bytes() : 1.0;
+      share.layer = layer;
+      share.fraction = network ? layer_cost(network->layers[std::size_t(layer)]).parameter_bytes() : 1.0;
       total_bytes += share.fraction;
       c.shares.push_back(share);
     }

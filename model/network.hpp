@@ -17,6 +17,10 @@ enum class PoolMode { max, avg };
 const char* to_string(LayerKind kind);
 const char* to_string(PoolMode mode);
 
+/** True for kinds whose every output unit reads every input unit at its position (lrn across
+ *  channels, softmax across classes): a unit-sliced input must be gathered first. */
+inline bool needs_all_units(LayerKind kind) { return kind == LayerKind::lrn || kind == LayerKind::softmax; }
+
 /** Per-image tensor shape (C, H, W); an fc output is (outputs, 1, 1). */
 struct Shape {
   std::int64_t c = 0;  ///< channels (feature maps)

@@ -45,6 +45,10 @@ nlohmann::json to_json(const Trace& trace) {
 }
 
 namespace {
+
+// Bounds a layer index read without its network, so it fits an int.
+constexpr std::int64_t kMaxLayerIndex = std::int64_t(1) << 30;
+
 template <typename Parser>
 auto parse_enum(const JsonNode& node, Parser parser) {
   try {
@@ -150,6 +154,43 @@ std::optional<double> run_load_average(const Trace& trace) {
   const nlohmann::json& load = m.at("load_average");
   if (!load.is_array() || load.empty() || !load.at(0).is_number()) return std::nullopt;
   return load.at(0).get<double>();
+}
+
+std::vector<CollectiveLayers> read_collective_layers(const Trace& trace, std::optional<std::int64_t> layer_count) {
+  std::vector<CollectiveLayers> carried;
+  if (!trace.metadata.is_object()) return carried;
+  const auto found = trace.metadata.find("collective_layers");
+  if (found == trace.metadata.end()) return carried;
+  const auto fail = [](const std::string& path, const nlohmann::json& value, const std::string& reason) {
+    throw InputError("<trace>", "/metadata/collective_layers" + path, value.dump(), reason);
+  };
+  const nlohmann::json& entries = *found;
+  if (!entries.is_array()) fail("", entries, "expected an array, one entry per collective id");
+  for (std::size_t id = 0; id < entries.size(); ++id) {
+    const nlohmann::json& entry = entries[id];
+    const std::string at = "/" + std::to_string(id);
+    if (!entry.is_object() || !entry.contains("payload") || !entry.contains("layers"))
+      fail(at, entry, "expected {\"payload\": ..., \"layers\": [...]}");
+    CollectiveLayers c;
+    try {
+      c.payload = payload_from_string(entry.at("payload").is_string() ? entry.at("payload").get<std::string>() : "");
+    } catch (const std::invalid_argument&) {
+      fail(at + "/payload", entry.at("payload"), "expected none, gradients, activations, errors or weights");
+    }
+    const nlohmann::json& layers = entry.at("layers");
+    if (!layers.is_array()) fail(at + "/layers", layers, "expected an array of layer indices");
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      const nlohmann::json& layer = layers[i];
+      if (!layer.is_number_integer() || layer.get<std::int64_t>() < 0 ||
+          (layer_count && layer.get<std::int64_t>() >= *layer_count) || layer.get<std::int64_t>() > kMaxLayerIndex)
+        fail(at + "/layers/" + std::to_string(i), layer,
+             layer_count ? fmt::format("expected a layer index from 0 to {}", *layer_count - 1)
+                         : std::string("expected a layer index from 0 on"));
+      c.layers.push_back(int(layer.get<std::int64_t>()));
+    }
+    carried.push_back(std::move(c));
+  }
+  return carried;
 }
 
 Trace make_empty_trace(const Schedule& schedule, const std::string& engine) {

@@ -85,6 +85,18 @@ CollectiveRecord describe_collective(const Collective& collective);
  *  (cnnpar-run's "load_average": [1, 5, 15 min]); none when it records none. */
 std::optional<double> run_load_average(const Trace& trace);
 
+/** What one collective id carries: its payload and the network layers it moves. */
+struct CollectiveLayers {
+  Payload payload = Payload::none;
+  std::vector<int> layers;
+};
+/** metadata.collective_layers, by collective id; empty when the trace records none (traces
+ *  written before it). Input from a file, so checked.
+ *  @throws InputError naming /metadata/collective_layers/... and the value for a malformed entry,
+ *  an unknown payload or a negative layer index (or one from layer_count on, when given). */
+std::vector<CollectiveLayers> read_collective_layers(const Trace& trace,
+                                                     std::optional<std::int64_t> layer_count = std::nullopt);
+
 /** Helper for back-ends: a Trace with one RankTrace per rank and the schedule's metadata. */
 Trace make_empty_trace(const Schedule& schedule, const std::string& engine);
 

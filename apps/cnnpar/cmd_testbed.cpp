@@ -164,7 +164,7 @@ int show_status(const StatusOptions& o) {
   return 0;
 }
 
-struct RunOptions {
+struct ProgramRunOptions {
   SpecFlags spec;
   int ranks = 0;  // 0 = one per node
   bool keep = false;
@@ -172,7 +172,7 @@ struct RunOptions {
   std::vector<std::string> program;
 };
 
-int run(const RunOptions& o) {
+int run_program(const ProgramRunOptions& o) {
   const testbed::Spec wanted = o.spec.spec();
   // An existing testbed is used as it is, and kept; create options must then agree with it.
   const std::optional<testbed::Testbed> existing = testbed::Testbed::attach(wanted.name);
@@ -221,7 +221,7 @@ Runner add_testbed_command(CLI::App& app) {
   SpecFlags::name_flag(*status_sub, status_options->name);
   flags::json_out(*status_sub, status_options->json_out, "the status");
 
-  auto run_options = std::make_shared<RunOptions>();
+  auto run_options = std::make_shared<ProgramRunOptions>();
   CLI::App* run_sub = sub->add_subcommand(
       "run", "run PROGRAM under the testbed's mpiexec, one rank per node (creates the testbed if absent, and removes it "
              "afterwards unless --keep or it existed); exit status = PROGRAM's");
@@ -240,7 +240,7 @@ Runner add_testbed_command(CLI::App& app) {
       return destroy(*destroy_options);
     }
     if (status_sub->parsed()) return show_status(*status_options);
-    return run(*run_options);
+    return run_program(*run_options);
   };
 }
 

@@ -134,8 +134,6 @@ struct LayerPlan {
   bool lee = false;  // replicated with batch-sliced activations: gathers, delayed gradient
 };
 
-bool needs_all_units(LayerKind kind) { return kind == LayerKind::lrn || kind == LayerKind::softmax; }
-
 std::vector<LayerPlan> make_plan(const Network& network, const LayerAssignment& assignment, int ranks) {
   const int L = int(network.layers.size());
   std::vector<LayerPlan> plan(static_cast<std::size_t>(L));

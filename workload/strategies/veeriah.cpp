@@ -41,8 +41,6 @@ int first_fc_layer(const Network& network) {
   return fcs.empty() ? -1 : fcs.front();
 }
 
-bool needs_all_units(LayerKind kind) { return kind == LayerKind::lrn || kind == LayerKind::softmax; }
-
 std::vector<FcLayerPlan> plan_fc_part(const Network& network, int first_fc, int K) {
   const int L = int(network.layers.size());
   std::vector<FcLayerPlan> plan(static_cast<std::size_t>(L));
