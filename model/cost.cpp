@@ -16,7 +16,16 @@
 //           (window sum of top_diff·top/scale, plus the power and four multiply/adds)
 //   softmax forward 5 per class (max, subtract, exp, sum, divide; the log-loss is one
 //           value per image and ignored); backward 1 per class (p − y)
+//   batchnorm forward 4 per element (Σx and Σx² for the batch statistics, then x·scale + shift
+//           with scale = γ/σ and shift = β − μ·scale); weight gradient 3 per element (x̂ = (x − μ)/σ,
+//           Σ dy·x̂, Σ dy); backward 3 per element (dx = scale · (dy − mean(dy) − x̂·mean(dy·x̂))
+//           with the means from the weight gradient's sums). Parameters: γ as weights, β as
+//           biases, C each; the running mean and variance are state, not parameters.
+//   add     forward (inputs − 1) per element; backward none (each input receives the errors)
+//   concat  forward and backward none (copies)
 #include "model/cost.hpp"
+
+#include <algorithm>
 
 #include <fmt/format.h>
 
@@ -35,7 +44,7 @@ LayerCost layer_cost(const Layer& layer) {
   switch (spec.kind) {
     case LayerKind::conv: {
       cost.weights = spec.out_maps * layer.in.c * spec.kernel_h * spec.kernel_w;
-      cost.biases = spec.out_maps;
+      cost.biases = spec.bias ? spec.out_maps : 0;
       // 2·ifm·ofm·kw·kh·ow·oh (Intel)
       const double flops = 2.0 * double(layer.in.c) * double(spec.out_maps) * double(spec.kernel_w) *
                            double(spec.kernel_h) * double(layer.out.w) * double(layer.out.h);
@@ -68,6 +77,18 @@ LayerCost layer_cost(const Layer& layer) {
     case LayerKind::softmax:
       cost.forward_flops = 5.0 * out;
       cost.backward_data_flops = out;
+      break;
+    case LayerKind::batchnorm:
+      cost.weights = cost.biases = layer.out.c;
+      cost.forward_flops = 4.0 * out;
+      cost.backward_weight_flops = 3.0 * out;
+      cost.backward_data_flops = 3.0 * out;
+      break;
+    case LayerKind::add:
+      cost.input_elements = std::int64_t(layer.inputs.size()) * cost.output_elements;
+      cost.forward_flops = double(std::max<std::size_t>(layer.inputs.size(), 2) - 1) * out;
+      break;
+    case LayerKind::concat:
       break;
   }
   return cost;
@@ -119,7 +140,7 @@ GradientCounts gradient_counts(const Network& network) {
     if (layer.spec.kind == LayerKind::conv) {
       // Eq. 9: D_o·D_i·R_f·C_f; Eq. 10: D_o
       counts.weights += layer.spec.out_maps * layer.in.c * layer.spec.kernel_h * layer.spec.kernel_w;
-      counts.biases += layer.spec.out_maps;
+      counts.biases += layer.spec.bias ? layer.spec.out_maps : 0;
     } else if (layer.spec.kind == LayerKind::fc) {
       // Eq. 9: K_b·K_c; Eq. 10: K_c
       counts.weights += layer.in.elements() * layer.spec.outputs;

@@ -1,10 +1,12 @@
 // Network JSON parsing, shape inference and serialisation (docs/formats.md).
 #include "model/network.hpp"
 
-#include <set>
+#include <algorithm>
+#include <map>
 #include <string>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "base/error.hpp"
 #include "base/json_node.hpp"
@@ -21,6 +23,9 @@ const char* to_string(LayerKind kind) {
     case LayerKind::dropout: return "dropout";
     case LayerKind::fc: return "fc";
     case LayerKind::softmax: return "softmax";
+    case LayerKind::batchnorm: return "batchnorm";
+    case LayerKind::add: return "add";
+    case LayerKind::concat: return "concat";
   }
   assertion_failed("valid LayerKind", __FILE__, __LINE__, "unknown LayerKind value");
 }
@@ -63,6 +68,42 @@ std::int64_t Network::classes() const {
   return layers[std::size_t(fcs.back())].spec.outputs;
 }
 
+std::vector<std::vector<int>> Network::readers() const {
+  std::vector<std::vector<int>> out(layers.size());
+  for (int i = 0; i < int(layers.size()); ++i)
+    for (int input : layers[std::size_t(i)].inputs)
+      if (input >= 0) out[std::size_t(input)].push_back(i);
+  return out;
+}
+
+namespace {
+// What makes layer `index` (read by `readers` layers) more than a chain link, or "".
+std::string chain_break(const Network& network, int index, int readers) {
+  const Layer& layer = network.layers[std::size_t(index)];
+  const LayerSpec& spec = layer.spec;
+  if (spec.kind == LayerKind::batchnorm || spec.kind == LayerKind::add || spec.kind == LayerKind::concat)
+    return fmt::format("a {} layer", to_string(spec.kind));
+  if (!spec.bias) return "a conv layer without bias";
+  if (spec.global) return "a global pool";
+  if (spec.ceil) return "a ceil-mode pool";
+  if (!layer.inputs.empty() && (layer.inputs.size() != 1 || layer.inputs.front() != index - 1))
+    return "a layer that reads other than the layer before it";
+  if (readers > 1) return fmt::format("a layer read by {} layers", readers);
+  return "";
+}
+}  // namespace
+
+std::string Network::graph_feature(int index) const {
+  return chain_break(*this, index, int(readers()[std::size_t(index)].size()));
+}
+
+int Network::first_graph_layer() const {
+  const std::vector<std::vector<int>> read_by = readers();
+  for (int i = 0; i < int(layers.size()); ++i)
+    if (!chain_break(*this, i, int(read_by[std::size_t(i)].size())).empty()) return i;
+  return -1;
+}
+
 namespace {
 
 LayerKind kind_from_node(const JsonNode& node) {
@@ -74,7 +115,10 @@ LayerKind kind_from_node(const JsonNode& node) {
   if (text == "dropout") return LayerKind::dropout;
   if (text == "fc") return LayerKind::fc;
   if (text == "softmax") return LayerKind::softmax;
-  node.fail("unknown layer type; expected conv, pool, relu, lrn, dropout, fc or softmax");
+  if (text == "batchnorm") return LayerKind::batchnorm;
+  if (text == "add") return LayerKind::add;
+  if (text == "concat") return LayerKind::concat;
+  node.fail("unknown layer type; expected conv, pool, relu, lrn, dropout, fc, softmax, batchnorm, add or concat");
 }
 
 /** "kernel": 3 or [rows, cols]. */
@@ -94,6 +138,25 @@ std::int64_t positive_or(const JsonNode& layer, std::string_view key, std::int64
   return layer.has(key) ? layer.at(key).as_int_in(1, limits::kMaxDimension) : fallback;
 }
 
+// "inputs": ["name", ...]: names only here; parse_network resolves them once every layer is known.
+void read_inputs(const JsonNode& node, LayerSpec& spec) {
+  const bool joins = spec.kind == LayerKind::add || spec.kind == LayerKind::concat;
+  if (!node.has("inputs")) {
+    if (joins) node.fail(fmt::format("{} needs \"inputs\": the names of the two or more layers it joins", to_string(spec.kind)));
+    return;
+  }
+  const JsonNode inputs = node.at("inputs");
+  if (!inputs.raw().is_array()) inputs.fail("inputs must be an array of layer names");
+  for (const JsonNode& input : inputs.items()) {
+    spec.inputs.push_back(input.as_string());
+    if (spec.inputs.back().empty()) input.fail("an input must name a layer");
+  }
+  if (joins && spec.inputs.size() < 2)
+    inputs.fail(fmt::format("{} joins two or more inputs", to_string(spec.kind)));
+  if (!joins && spec.inputs.size() != 1)
+    inputs.fail(fmt::format("a {} layer reads exactly one input", to_string(spec.kind)));
+}
+
 LayerSpec parse_layer(const JsonNode& node) {
   LayerSpec spec;
   spec.name = node.at("name").as_string();
@@ -101,18 +164,28 @@ LayerSpec parse_layer(const JsonNode& node) {
   spec.kind = kind_from_node(node.at("type"));
   switch (spec.kind) {
     case LayerKind::conv:
-      node.check_keys({"name", "type", "maps", "kernel", "stride", "pad"});
+      node.check_keys({"name", "type", "inputs", "maps", "kernel", "stride", "pad", "bias"});
       spec.out_maps = node.at("maps").as_int_in(1, limits::kMaxDimension);
       read_kernel(node, spec);
       spec.stride = positive_or(node, "stride", 1);
       spec.pad = node.has("pad") ? node.at("pad").as_int_in(0, limits::kMaxDimension) : 0;
+      spec.bias = node.bool_or("bias", true);
       break;
     case LayerKind::pool: {
-      node.check_keys({"name", "type", "mode", "kernel", "stride", "pad"});
+      node.check_keys({"name", "type", "inputs", "mode", "kernel", "stride", "pad", "global", "ceil"});
       const std::string mode = node.string_or("mode", "max");
       if (mode == "max") spec.pool_mode = PoolMode::max;
       else if (mode == "avg") spec.pool_mode = PoolMode::avg;
       else node.at("mode").fail("pool mode must be \"max\" or \"avg\"");
+      spec.global = node.bool_or("global", false);
+      spec.ceil = node.bool_or("ceil", false);
+      if (spec.global) {
+        // The window is the input, known only once shapes are inferred.
+        for (const char* key : {"kernel", "stride", "pad", "ceil"})
+          if (node.has(key))
+            node.at(key).fail(fmt::format("a global pool's window is its whole input; drop \"{}\"", key));
+        break;
+      }
       read_kernel(node, spec);
       if (!node.has("stride") && spec.kernel_h != spec.kernel_w)
         node.at("kernel").fail("a non-square pool kernel needs an explicit \"stride\"");
@@ -122,10 +195,17 @@ LayerSpec parse_layer(const JsonNode& node) {
     }
     case LayerKind::relu:
     case LayerKind::softmax:
-      node.check_keys({"name", "type"});
+    case LayerKind::add:
+    case LayerKind::concat:
+      node.check_keys({"name", "type", "inputs"});
+      break;
+    case LayerKind::batchnorm:
+      node.check_keys({"name", "type", "inputs", "epsilon", "momentum"});
+      if (node.has("epsilon")) spec.bn_epsilon = node.at("epsilon").as_positive_number();
+      if (node.has("momentum")) spec.bn_momentum = node.at("momentum").as_number_in(0.0, 1.0);
       break;
     case LayerKind::lrn:
-      node.check_keys({"name", "type", "size", "alpha", "beta", "k"});
+      node.check_keys({"name", "type", "inputs", "size", "alpha", "beta", "k"});
       spec.lrn_size = positive_or(node, "size", spec.lrn_size);
       if (spec.lrn_size % 2 == 0) node.at("size").fail("lrn size must be odd (window centred on the channel)");
       if (node.has("alpha")) spec.lrn_alpha = node.at("alpha").as_nonnegative_number();
@@ -133,137 +213,96 @@ LayerSpec parse_layer(const JsonNode& node) {
       if (node.has("k")) spec.lrn_k = node.at("k").as_positive_number();
       break;
     case LayerKind::dropout:
-      node.check_keys({"name", "type", "ratio"});
+      node.check_keys({"name", "type", "inputs", "ratio"});
       if (node.has("ratio")) {
         spec.dropout_ratio = node.at("ratio").as_nonnegative_number();
         if (spec.dropout_ratio >= 1.0) node.at("ratio").fail("dropout ratio must be in [0, 1)");
       }
       break;
     case LayerKind::fc:
-      node.check_keys({"name", "type", "outputs"});
+      node.check_keys({"name", "type", "inputs", "outputs"});
       spec.outputs = node.at("outputs").as_int_in(1, limits::kMaxDimension);
       break;
   }
+  read_inputs(node, spec);
   return spec;
 }
 
-[[noreturn]] void shape_error(const std::string& file, int index, const std::string& field,
-                              const std::string& value, const std::string& reason) {
-  throw InputError(file, fmt::format("/layers/{}/{}", index, field), value, reason);
+// The edge i → j means layer i reads layer j. Returns a cycle as layer indices
+// [a, b, ..., a] when there is one (iterative depth-first search: a network may have
+// limits::kMaxLayers layers), else empty.
+std::vector<int> find_cycle(const std::vector<std::vector<int>>& reads) {
+  enum : char { unvisited, on_path, done };
+  std::vector<char> state(reads.size(), unvisited);
+  std::vector<std::pair<int, std::size_t>> path;  // (layer, next edge to follow)
+  for (int start = 0; start < int(reads.size()); ++start) {
+    if (state[std::size_t(start)] != unvisited) continue;
+    path.push_back({start, 0});
+    state[std::size_t(start)] = on_path;
+    while (!path.empty()) {
+      auto& [layer, edge] = path.back();
+      if (edge == reads[std::size_t(layer)].size()) {
+        state[std::size_t(layer)] = done;
+        path.pop_back();
+        continue;
+      }
+      const int next = reads[std::size_t(layer)][edge++];
+      if (state[std::size_t(next)] == on_path) {
+        std::vector<int> cycle;
+        auto from = std::find_if(path.begin(), path.end(), [next](const auto& entry) { return entry.first == next; });
+        for (; from != path.end(); ++from) cycle.push_back(from->first);
+        cycle.push_back(next);
+        return cycle;
+      }
+      if (state[std::size_t(next)] == unvisited) {
+        state[std::size_t(next)] = on_path;
+        path.push_back({next, 0});
+      }
+    }
+  }
+  return {};
 }
 
-/** floor((in + 2·pad − kernel) / stride) + 1, with the impossible cases rejected. */
-std::int64_t window_output(const std::string& file, int index, const char* axis, std::int64_t in,
-                           std::int64_t kernel, std::int64_t stride, std::int64_t pad) {
-  const std::int64_t padded = in + 2 * pad;
-  if (kernel > padded)
-    shape_error(file, index, "kernel", std::to_string(kernel),
-                fmt::format("kernel {} {} is larger than the padded input {} ({} + 2·{})", axis, kernel,
-                            padded, in, pad));
-  const std::int64_t out = (padded - kernel) / stride + 1;
-  if (out < 1)
-    shape_error(file, index, "stride", std::to_string(stride),
-                fmt::format("output {} would be {} (< 1)", axis, out));
-  return out;
-}
-
-// a * b * c, or -1 when the product exceeds limits::kMaxTensorElements (or int64).
-std::int64_t bounded_product(std::int64_t a, std::int64_t b, std::int64_t c) {
-  std::int64_t ab = 0, abc = 0;
-  if (__builtin_mul_overflow(a, b, &ab) || __builtin_mul_overflow(ab, c, &abc) || abc > limits::kMaxTensorElements)
-    return -1;
-  return abc;
-}
-
-// Every later product (batch x tensor, GEMM operands) relies on these bounds.
-void check_tensor_size(const std::string& file, int index, const Layer& layer) {
-  const Shape& out = layer.out;
-  if (bounded_product(out.c, out.h, out.w) < 0)
-    shape_error(file, index, "type", to_string(layer.spec.kind),
-                fmt::format("output ({}, {}, {}) has more than {} elements per image", out.c, out.h, out.w,
-                            limits::kMaxTensorElements));
-  std::int64_t weights = 0;
-  if (layer.spec.kind == LayerKind::conv)
-    weights = bounded_product(layer.spec.out_maps, layer.in.c, bounded_product(layer.spec.kernel_h, layer.spec.kernel_w, 1));
-  else if (layer.spec.kind == LayerKind::fc)
-    weights = bounded_product(layer.spec.outputs, layer.in.c, bounded_product(layer.in.h, layer.in.w, 1));
-  if (weights < 0)
-    shape_error(file, index, "type", to_string(layer.spec.kind),
-                fmt::format("the layer has more than {} weights", limits::kMaxTensorElements));
+// Names in "inputs" to indices: unknown names, cycles and layers listed before what they read
+// are refused at the offending /layers/I/inputs/K.
+void resolve_inputs(Network& network, const std::vector<JsonNode>& layer_nodes, const std::map<std::string, int>& index_of) {
+  const int count = int(network.layers.size());
+  std::vector<std::vector<int>> reads(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    Layer& layer = network.layers[std::size_t(i)];
+    if (layer.spec.inputs.empty()) {
+      layer.inputs = {i - 1};  // the layer before, or the network input (-1)
+      if (i > 0) reads[std::size_t(i)].push_back(i - 1);
+      continue;
+    }
+    const JsonNode inputs = layer_nodes[std::size_t(i)].at("inputs");
+    for (std::size_t k = 0; k < layer.spec.inputs.size(); ++k) {
+      const auto found = index_of.find(layer.spec.inputs[k]);
+      if (found == index_of.end()) inputs.at(k).fail("no layer has this name");
+      layer.inputs.push_back(found->second);
+      reads[std::size_t(i)].push_back(found->second);
+    }
+  }
+  const std::vector<int> cycle = find_cycle(reads);
+  if (!cycle.empty()) {
+    std::vector<std::string> names;
+    for (int l : cycle) names.push_back(network.layers[std::size_t(l)].spec.name);
+    const Layer& reader = network.layers[std::size_t(cycle[0])];
+    const auto k = std::find(reader.inputs.begin(), reader.inputs.end(), cycle[1]) - reader.inputs.begin();
+    layer_nodes[std::size_t(cycle[0])].at("inputs").at(std::size_t(k))
+        .fail(fmt::format("the inputs form a cycle: {} (each reads the next)", fmt::join(names, " → ")));
+  }
+  for (int i = 0; i < count; ++i) {
+    const Layer& layer = network.layers[std::size_t(i)];
+    for (std::size_t k = 0; k < layer.spec.inputs.size(); ++k)
+      if (layer.inputs[k] >= i)
+        layer_nodes[std::size_t(i)].at("inputs").at(k).fail(
+            fmt::format("'{}' is listed after '{}', which reads it; list every layer after the layers it reads",
+                        layer.spec.inputs[k], layer.spec.name));
+  }
 }
 
 }  // namespace
-
-void infer_shapes(Network& network, const std::string& file) {
-  if (network.input.c < 1 || network.input.h < 1 || network.input.w < 1)
-    throw InputError(file, "/input",
-                     fmt::format("{}x{}x{}", network.input.c, network.input.h, network.input.w),
-                     "input channels, height and width must be positive");
-  if (network.layers.empty()) throw InputError(file, "/layers", "[]", "a network needs at least one layer");
-  if (bounded_product(network.input.c, network.input.h, network.input.w) < 0)
-    throw InputError(file, "/input", fmt::format("{}x{}x{}", network.input.c, network.input.h, network.input.w),
-                     fmt::format("the input has more than {} elements per image", limits::kMaxTensorElements));
-  Shape current = network.input;
-  bool after_fc = false;
-  const int count = int(network.layers.size());
-  for (int i = 0; i < count; ++i) {
-    Layer& layer = network.layers[std::size_t(i)];
-    const LayerSpec& spec = layer.spec;
-    layer.in = current;
-    switch (spec.kind) {
-      case LayerKind::conv:
-      case LayerKind::pool: {
-        if (after_fc)
-          shape_error(file, i, "type", to_string(spec.kind),
-                      fmt::format("a {} layer cannot follow an fc layer (its input is flattened)",
-                                  to_string(spec.kind)));
-        if (spec.kind == LayerKind::conv && spec.out_maps < 1)
-          shape_error(file, i, "maps", std::to_string(spec.out_maps), "maps must be positive");
-        if (spec.kernel_h < 1 || spec.kernel_w < 1)
-          shape_error(file, i, "kernel", fmt::format("[{}, {}]", spec.kernel_h, spec.kernel_w),
-                      "kernel must be positive");
-        if (spec.stride < 1) shape_error(file, i, "stride", std::to_string(spec.stride), "stride must be positive");
-        if (spec.pad < 0) shape_error(file, i, "pad", std::to_string(spec.pad), "pad must not be negative");
-        if (spec.kind == LayerKind::pool && (spec.pad >= spec.kernel_h || spec.pad >= spec.kernel_w))
-          shape_error(file, i, "pad", std::to_string(spec.pad),
-                      "pool padding must be smaller than the kernel (a window would see only padding)");
-        layer.out.c = spec.kind == LayerKind::conv ? spec.out_maps : current.c;
-        layer.out.h = window_output(file, i, "rows", current.h, spec.kernel_h, spec.stride, spec.pad);
-        layer.out.w = window_output(file, i, "columns", current.w, spec.kernel_w, spec.stride, spec.pad);
-        break;
-      }
-      case LayerKind::fc:
-        if (spec.outputs < 1) shape_error(file, i, "outputs", std::to_string(spec.outputs), "outputs must be positive");
-        layer.out = Shape{spec.outputs, 1, 1};
-        after_fc = true;
-        break;
-      case LayerKind::softmax:
-        if (i != count - 1)
-          shape_error(file, i, "type", "softmax", "softmax (with the loss) must be the last layer");
-        if (current.h != 1 || current.w != 1)
-          shape_error(file, i, "type", "softmax",
-                      fmt::format("softmax needs a (classes, 1, 1) input, got ({}, {}, {})", current.c,
-                                  current.h, current.w));
-        layer.out = current;
-        break;
-      case LayerKind::lrn:
-        if (spec.lrn_size < 1 || spec.lrn_size % 2 == 0)
-          shape_error(file, i, "size", std::to_string(spec.lrn_size), "lrn size must be a positive odd number");
-        layer.out = current;
-        break;
-      case LayerKind::dropout:
-        if (!(spec.dropout_ratio >= 0.0 && spec.dropout_ratio < 1.0))
-          shape_error(file, i, "ratio", fmt::format("{}", spec.dropout_ratio), "dropout ratio must be in [0, 1)");
-        layer.out = current;
-        break;
-      case LayerKind::relu:
-        layer.out = current;
-        break;
-    }
-    check_tensor_size(file, i, layer);
-    current = layer.out;
-  }
-}
 
 Network parse_network(const nlohmann::json& document, const std::string& file) {
   const JsonNode root(document, file);
@@ -283,14 +322,16 @@ Network parse_network(const nlohmann::json& document, const std::string& file) {
   if (layer_nodes.empty()) root.at("layers").fail("a network needs at least one layer");
   if (std::int64_t(layer_nodes.size()) > limits::kMaxLayers)
     root.at("layers").fail(fmt::format("a network may have at most {} layers", limits::kMaxLayers));
-  std::set<std::string> names;
+  std::map<std::string, int> index_of;
   for (const JsonNode& node : layer_nodes) {
     if (!node.raw().is_object()) node.fail("a layer must be a JSON object");
     Layer layer;
     layer.spec = parse_layer(node);
-    if (!names.insert(layer.spec.name).second) node.at("name").fail("duplicate layer name");
+    if (!index_of.emplace(layer.spec.name, int(network.layers.size())).second)
+      node.at("name").fail("duplicate layer name");
     network.layers.push_back(std::move(layer));
   }
+  resolve_inputs(network, layer_nodes, index_of);
   infer_shapes(network, file);
   return network;
 }
@@ -300,6 +341,7 @@ nlohmann::json to_json(const Network& network) {
   for (const Layer& layer : network.layers) {
     const LayerSpec& spec = layer.spec;
     nlohmann::json out = {{"name", spec.name}, {"type", to_string(spec.kind)}};
+    if (!spec.inputs.empty()) out["inputs"] = spec.inputs;
     auto kernel = [&spec]() -> nlohmann::json {
       if (spec.kernel_h == spec.kernel_w) return spec.kernel_h;
       return nlohmann::json::array({spec.kernel_h, spec.kernel_w});
@@ -310,12 +352,22 @@ nlohmann::json to_json(const Network& network) {
         out["kernel"] = kernel();
         out["stride"] = spec.stride;
         out["pad"] = spec.pad;
+        if (!spec.bias) out["bias"] = false;
         break;
       case LayerKind::pool:
         out["mode"] = to_string(spec.pool_mode);
+        if (spec.global) {
+          out["global"] = true;
+          break;
+        }
         out["kernel"] = kernel();
         out["stride"] = spec.stride;
         out["pad"] = spec.pad;
+        if (spec.ceil) out["ceil"] = true;
+        break;
+      case LayerKind::batchnorm:
+        out["epsilon"] = spec.bn_epsilon;
+        out["momentum"] = spec.bn_momentum;
         break;
       case LayerKind::lrn:
         out["size"] = spec.lrn_size;
@@ -331,6 +383,8 @@ nlohmann::json to_json(const Network& network) {
         break;
       case LayerKind::relu:
       case LayerKind::softmax:
+      case LayerKind::add:
+      case LayerKind::concat:
         break;
     }
     layers.push_back(std::move(out));

@@ -185,6 +185,11 @@ void Runtime::Impl::forward(LayerState& x, const Op& op, int it, const Tiling& t
       }
       return;
     }
+    case LayerKind::batchnorm:
+    case LayerKind::add:
+    case LayerKind::concat:
+      CNNPAR_ASSERT(false, "check_trainable refuses graph layers: " + ly.spec.name);
+      return;
   }
 }
 
@@ -265,6 +270,11 @@ void Runtime::Impl::backward_data(LayerState& x, const Op& op, const Tiling& t) 
                                      double(loss_batch), din + rows.begin * k);
       break;
     }
+    case LayerKind::batchnorm:
+    case LayerKind::add:
+    case LayerKind::concat:
+      CNNPAR_ASSERT(false, "check_trainable refuses graph layers: " + ly.spec.name);
+      break;
   }
   finish_errors(x);
 }

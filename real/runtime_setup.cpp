@@ -52,6 +52,13 @@ std::int64_t checked_sum(std::int64_t a, std::int64_t b, const Network& net, int
 void check_trainable(const Network& network, const std::string& file) {
   const int L = int(network.layers.size());
   if (L == 0) throw InputError(file, "/layers", "[]", "the real executor needs at least an fc and a softmax layer");
+  if (const int g = network.first_graph_layer(); g >= 0) {
+    const LayerSpec& spec = network.layers[std::size_t(g)].spec;
+    throw InputError(file, fmt::format("/layers/{}", g), spec.name,
+                     fmt::format("the real executor runs chains of conv (with biases), pool, relu, lrn, dropout, fc "
+                                 "and softmax layers; network {} has {} here (the engines predict it: cnnpar "
+                                 "predict, cnnpar simulate)", network.name, network.graph_feature(g)));
+  }
   // Channel-major (C, n, H, W) tensors up to the first fc layer, rows (n, K) after it.
   bool channel_major = network.layers.front().spec.kind != LayerKind::fc;
   for (int l = 0; l < L; ++l) {
@@ -309,6 +316,11 @@ std::int64_t Runtime::Impl::shape_layer(LayerState& x) {
       x.out_cm = x.in_cm;
       if (ly.spec.kind != LayerKind::relu) x.aux.assign(std::size_t(n_l * units * ly.out.h * ly.out.w), 0.0f);
       break;
+    case LayerKind::batchnorm:
+    case LayerKind::add:
+    case LayerKind::concat:
+      CNNPAR_ASSERT(false, "check_trainable refuses graph layers: " + ly.spec.name);
+      break;
   }
   return columns;
 }
@@ -459,6 +471,9 @@ bool Runtime::Impl::in_place(int l) const {
       return true;
     case LayerKind::lrn:      // its backward reads its output
     case LayerKind::softmax:  // last layer
+    case LayerKind::batchnorm:
+    case LayerKind::add:
+    case LayerKind::concat:  // refused by check_trainable
       return false;
   }
   return false;

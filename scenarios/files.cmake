@@ -8,11 +8,18 @@ set(CNNPAR_SCENARIO_FILES
   networks/bpt-cnn-case5.json
   networks/bpt-cnn-case6.json
   networks/bpt-cnn-case7.json
+  networks/googlenet.json
   networks/lenet-5.json
   networks/marques-150-800.json
   networks/marques-300-1000.json
   networks/marques-50-500.json
   networks/marques-500-1500.json
+  networks/resnet-18-32.json
+  networks/resnet-18.json
+  networks/resnet-20.json
+  networks/resnet-34.json
+  networks/resnet-50.json
+  networks/resnet-56.json
   networks/veeriah-cifar10.json
   networks/veeriah-mnist.json
   networks/vgg-128.json
@@ -32,6 +39,8 @@ set(CNNPAR_SCENARIO_FILES
   platforms/marques-sim.json
   platforms/veeriah-node.json
   studies/bpt-cnn-fig14.json
+  studies/graph-networks-cori.json
+  studies/graph-networks-xeon-10gbe.json
   studies/hybrid-cori.json
   studies/hybrid-xeon-10gbe.json
   studies/hybrid-xeon-fdr.json

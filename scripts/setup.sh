@@ -9,8 +9,8 @@ packages=(build-essential cmake pkg-config libsimgrid-dev mpich libmpich-dev lib
 # it, so --no-install-recommends on a fresh machine leaves find_package(dnnl) failing.
 # libgsl-dev: GSL's nonlinear least squares behind `cnnpar fit`.
 # The tests also fuzz the parsers (tests/fuzz): clang and its libFuzzer runtime.
-# The HTML reports are checked in headless Chromium.
-[ "${1:-}" = "--test" ] && packages+=(clang libclang-rt-14-dev chromium)
+# The HTML reports are checked in headless Chromium; the graph zoo against torchvision's models.
+[ "${1:-}" = "--test" ] && packages+=(clang libclang-rt-14-dev chromium python3-torchvision)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -56,7 +56,7 @@ LayerOps::LayerOps(const Network& network, const std::vector<LayerSlice>& slices
     // Share of the output units: element-wise work, output bytes and parameters scale with it;
     // a model-parallel layer still reads its whole input.
     const double unit_share = units > 0 ? double(units) / double(layer.out.c) : 1.0;
-    const double in_bytes = kFloatBytes * double(cost.input_elements) * n * (layer.has_parameters() ? 1.0 : unit_share);
+    const double in_bytes = kFloatBytes * double(cost.input_elements) * n * (layer.has_gemm() ? 1.0 : unit_share);
     const double out_bytes = kFloatBytes * double(cost.output_elements) * n * unit_share;
     const bool needs_errors_below = index > first_parameter_layer;
     const auto add_op = [&](Step step, Op op) {
@@ -100,7 +100,7 @@ LayerOps::LayerOps(const Network& network, const std::vector<LayerSlice>& slices
                                                    cost.backward_data_flops * n * unit_share, 2 * out_bytes + in_bytes, batch));
     }
 
-    if (layer.has_parameters()) {
+    if (layer.has_gemm()) {
       // Lee Eq. 8: E · C^T (conv columns kept from forward), plus bias row sums.
       const GemmShape w = backward_weight_gemm(layer, batch, units);
       add_op(Step::backward_weight, Op::compute_op(name + ".bwd_w", index, Phase::backward_weight, KernelClass::gemm,
@@ -109,6 +109,18 @@ LayerOps::LayerOps(const Network& network, const std::vector<LayerSlice>& slices
       add_op(Step::backward_weight_full, Op::compute_op(name + ".bwd_wf", index, Phase::backward_weight,
                                                         KernelClass::gemm, w_full.flops(), gemm_bytes(w_full),
                                                         full_batch, w_full));
+    } else if (layer.has_parameters()) {
+      // batchnorm: per-channel sums of dy and dy·x̂, reading x and dy.
+      const auto gradient_op = [&](const char* step, std::int64_t images) {
+        const double m = double(images);
+        return Op::compute_op(name + step, index, Phase::backward_weight, KernelClass::eltwise,
+                              cost.backward_weight_flops * m * unit_share,
+                              2 * kFloatBytes * double(cost.output_elements) * m * unit_share, images);
+      };
+      add_op(Step::backward_weight, gradient_op(".bwd_w", batch));
+      add_op(Step::backward_weight_full, gradient_op(".bwd_wf", full_batch));
+    }
+    if (layer.has_parameters()) {
       const double parameters = double(cost.parameters()) * unit_share;
       add_op(Step::update, Op::compute_op(name + ".upd", index, Phase::update, KernelClass::update,
                                           kUpdateFlopsPerParameter * parameters,

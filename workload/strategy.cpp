@@ -65,6 +65,16 @@ void validate_strategy_options(const Network& network, const StrategyOptions& op
     fail("/warmup", std::to_string(options.warmup_iterations),
          fmt::format("warm-up iterations must be in [0, iterations) = [0, {})", options.iterations));
   if (network.layers.empty()) fail("/network", network.name, "the network has no layers");
+  if (const int l = network.first_graph_layer(); l >= 0 && !spec.graphs) {
+    std::vector<std::string> takers;
+    for (const StrategySpec& other : strategy_registry())
+      if (other.graphs) takers.push_back(other.name);
+    fail("/strategy", spec.name,
+         fmt::format("strategy {} schedules chains of conv, pool, relu, lrn, dropout, fc and softmax layers; network {} "
+                     "has {} ({}); strategies for graph networks: {}",
+                     spec.name, network.name, network.graph_feature(l), network.layers[std::size_t(l)].spec.name,
+                     fmt::join(takers, ", ")));
+  }
   const double estimated_ops = double(options.ranks) * double(options.iterations) * double(network.layers.size()) *
                                limits::kOpsPerLayerIteration;
   if (estimated_ops > limits::kMaxScheduleOps)

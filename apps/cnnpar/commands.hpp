@@ -18,6 +18,7 @@ Runner add_compare_command(CLI::App& app);
 Runner add_report_command(CLI::App& app);
 Runner add_sweep_command(CLI::App& app);
 Runner add_advise_command(CLI::App& app);     ///< the per-layer advisor: rule, search, SimGrid re-check      ///< axes × node counts, one CSV row each (resumable)
+Runner add_layers_command(CLI::App& app);     ///< a network's layers, shapes, parameters and MACs
 Runner add_list_command(CLI::App& app);       ///< networks, platforms, strategies, studies     ///< studies -> reports/ (CSV, Markdown, SVG)
 Runner add_fit_command(CLI::App& app);        ///< platform parameters fitted to observations (GSL)
 Runner add_run_command(CLI::App& app);        ///< launches cnnpar-run under mpiexec (real/ helper)

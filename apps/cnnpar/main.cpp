@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   add(cnnpar::cli::add_report_command(app), "report");
   add(cnnpar::cli::add_sweep_command(app), "sweep");
   add(cnnpar::cli::add_advise_command(app), "advise");
+  add(cnnpar::cli::add_layers_command(app), "layers");
   add(cnnpar::cli::add_list_command(app), "list");
 #ifdef CNNPAR_HAVE_FIT
   add(cnnpar::cli::add_fit_command(app), "fit");

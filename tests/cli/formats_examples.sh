@@ -39,9 +39,9 @@ if [ -x "$run" ] && command -v mpiexec > /dev/null; then have_mpi=1; fi
 python3 - "$doc" "$work" <<'EOF' || exit 1
 import json, re, sys
 doc, work = sys.argv[1], sys.argv[2]
-inputs = {"network", "platform", "platform-kinds", "assign", "study", "validation-grid", "run-spec", "schedule"}
+inputs = {"network", "network-graph", "platform", "platform-kinds", "assign", "study", "validation-grid", "run-spec", "schedule"}
 outputs = {"trace", "measured-trace", "chrome", "predict", "simulate", "predict-csv", "compare",
-           "balance", "list", "calibrated", "fit", "validation-report", "validation-csv"}
+           "balance", "layers", "list", "calibrated", "fit", "validation-report", "validation-csv"}
 lines = open(doc, encoding="utf-8").read().split("\n")
 found, errors = {}, []
 tag = re.compile(r"^<!-- (example|output): ([a-z0-9-]+) -->$")
@@ -91,6 +91,8 @@ cd "$work"
 
 # ---- inputs: each must be accepted --------------------------------------------------------
 must "network example" "$cnnpar" predict --network "$in/network.json" --batch 16 --nodes 1,2 -q || true
+must "network-graph example" "$cnnpar" predict --network "$in/network-graph.json" --strategy dp_buckets --batch 16 \
+     --nodes 1,2 -q || true
 must "platform example" "$cnnpar" predict --network lenet-5 --platform "$in/platform.json" --nodes 1-4 -q || true
 must "platform-kinds example" "$cnnpar" predict --network lenet-5 --platform "$in/platform-kinds.json" --nodes 1-3 -q || true
 must "assign example" "$cnnpar" predict --strategy per_layer --assign "$in/assign.json" --nodes 1,2 -q || true
@@ -155,6 +157,7 @@ else
   fail "simulate output:"; sed 's/^/    /' "$work/log" >&2
 fi
 must "balance output" "$cnnpar" balance --network lenet-5 --nodes 2 --json "$fresh/balance.json" -q || true
+must "layers output" "$cnnpar" layers --network lenet-5 --json "$fresh/layers.json" -q || true
 must "list output" "$cnnpar" list --json "$fresh/list.json" || true
 if "$cnnpar" fit --help > /dev/null 2>&1; then
   must "fit output" "$cnnpar" fit --study "$in/study.json" --free network.bandwidth --held-out lee2017-fig6-vgg-a \

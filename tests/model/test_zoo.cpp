@@ -59,8 +59,9 @@ const Layer& layer(const Network& net, const std::string& name) {
 
 TEST_CASE("every zoo network parses, is embedded, and ends in a softmax", "[zoo]") {
   const auto names = names_in("networks");
-  // 20 files: lenet-5, 2 Veeriah, 4 Marques, alexnet, vgg-a, vgg-128/256/512, vgg-a-32, 7 BPT-CNN.
-  REQUIRE(names.size() == 20);
+  // 27 files: lenet-5, 2 Veeriah, 4 Marques, alexnet, vgg-a, vgg-128/256/512, vgg-a-32, 7 BPT-CNN;
+  // the graphs resnet-18/34/50, resnet-20/56, googlenet and resnet-18-32.
+  REQUIRE(names.size() == 27);
   const auto embedded = scenario_names("networks");
   for (const std::string& name : names) {
     INFO(name);

@@ -39,7 +39,8 @@ Platform crossbar_platform(const std::string& name, int ranks) {
 }
 
 void check_agreement(const std::string& network_name, const std::string& platform_name, const std::string& strategy,
-                     std::int64_t batch, const std::vector<int>& rank_counts, const std::string& assign = "") {
+                     std::int64_t batch, const std::vector<int>& rank_counts, const std::string& assign = "",
+                     double tolerance = kAgreement) {
   const Network network = load_network(network_name);
   std::vector<Schedule> schedules;
   std::vector<Platform> platforms;
@@ -65,7 +66,7 @@ void check_agreement(const std::string& network_name, const std::string& platfor
     const TraceMetrics got = compute_metrics(simulated[k]);
     CAPTURE(network_name, strategy, rank_counts[k], expected.iteration_s, got.iteration_s, expected.comm_s,
             got.comm_s, expected.exposed_comm_s, got.exposed_comm_s);
-    CHECK(got.iteration_s == Approx(expected.iteration_s).epsilon(kAgreement));
+    CHECK(got.iteration_s == Approx(expected.iteration_s).epsilon(tolerance));
   }
 }
 
@@ -99,4 +100,19 @@ TEST_CASE("per_layer agrees with the analytic engine on a crossbar, P = 2..128",
 
 TEST_CASE("hybrid agrees on a slow network where the transitions dominate", "[simgrid][agreement]") {
   check_agreement("alexnet", "intel-xeon-10gbe", "hybrid", 256, kSlowNetworkRanks);
+}
+
+// Graph networks: residual adds, batchnorm parameters in the gradient allreduce, Inception's
+// concatenated branches. Data parallelism runs each rank's whole graph in topological order.
+// With one collective at a time and the gradients' allreduces alone on the links, the two
+// engines time the same messages: they agree to rounding.
+TEST_CASE("dp and dp_buckets on ResNet-50 agree with the analytic engine on a crossbar, P = 2..128",
+          "[simgrid][agreement][graph]") {
+  constexpr double kExact = 1e-6;
+  check_agreement("resnet-50", "cori-haswell", "dp", 256, kCrossbarRanks, "", kExact);
+  check_agreement("resnet-50", "cori-haswell", "dp_buckets", 256, kCrossbarRanks, "", kExact);
+}
+
+TEST_CASE("dp_layerwise on GoogLeNet agrees on a slow network", "[simgrid][agreement][graph]") {
+  check_agreement("googlenet", "intel-xeon-10gbe", "dp_layerwise", 256, kSlowNetworkRanks);
 }

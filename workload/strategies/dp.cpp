@@ -45,6 +45,7 @@ StrategySpec dp_strategy() {
   return {.name = "dp",
           .summary = "Lee et al. \"DP\": one allreduce per layer after the whole backward pass, then the updates",
           .build = build_dp,
+          .graphs = true,
           .advise_baseline = true,
           .advise_gain_reference = true};
 }

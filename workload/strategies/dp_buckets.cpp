@@ -61,7 +61,8 @@ StrategySpec dp_buckets_strategy() {
                        .min = 1,
                        .unit = "bytes",
                        .help = "bucket size, e.g. 25MiB"}},
-          .build = build_dp_buckets};
+          .build = build_dp_buckets,
+          .graphs = true};
 }
 
 }  // namespace cnnpar::strategies

@@ -72,7 +72,7 @@ void validate_dp_layerwise(const Network& network, const StrategyOptions& option
   const std::int64_t defer = options.integer("defer");
   if (defer > parameterised_layers(network))
     throw InputError(options.origin, "/defer", std::to_string(defer),
-                     fmt::format("defer must be in [0, {}] (the conv and fc layers of {})",
+                     fmt::format("defer must be in [0, {}] (the layers with parameters of {})",
                                  parameterised_layers(network), network.name));
   if (defer > 0 && options.iterations < 2)
     throw InputError(options.origin, "/iterations", std::to_string(options.iterations),
@@ -91,7 +91,8 @@ StrategySpec dp_layerwise_strategy() {
                        .help = "allreduces of the last N gradients of backward (nearest the input) are waited for in "
                                "the next iteration's forward pass (Das et al.)"}},
           .validate = validate_dp_layerwise,
-          .build = build_dp_layerwise};
+          .build = build_dp_layerwise,
+          .graphs = true};
 }
 
 }  // namespace cnnpar::strategies
