@@ -85,15 +85,15 @@ def imagenet_resnet(name, blocks, bottleneck, source):
     return {"name": name, "source": source, "input": {"channels": 3, "height": 224, "width": 224}, "layers": b.layers}
 
 
-def cifar_resnet(name, n, source):
-    """He et al. Sec. 4.2: 3x3 conv of 16 maps, then 3 stages of n basic blocks (16, 32, 64 maps
-    on 32, 16, 8 pixels), global average pooling, a 10-way fc; 6n + 2 layers."""
+def small_resnet(name, source, stem_maps, stages):
+    """A 32x32-input ResNet of basic blocks: a 3x3 conv stem with stride 1 and no max-pool, then
+    `stages` as (maps, blocks), each stage after the first halving the pixels, global average
+    pooling and a 10-way fc."""
     b = Builder()
-    b.conv_bn("conv1", "bn1", 16, 3, 1, 1, relu="relu")
-    channels = 16
-    for stage in range(3):
-        maps = 16 << stage
-        for i in range(n):
+    b.conv_bn("conv1", "bn1", stem_maps, 3, 1, 1, relu="relu")
+    channels = stem_maps
+    for stage, (maps, blocks) in enumerate(stages):
+        for i in range(blocks):
             stride = 2 if stage > 0 and i == 0 else 1
             basic_block(b, f"layer{stage + 1}_{i}", maps, stride, project=(stride != 1 or channels != maps))
             channels = maps
@@ -103,25 +103,18 @@ def cifar_resnet(name, n, source):
     return {"name": name, "source": source, "input": {"channels": 3, "height": 32, "width": 32}, "layers": b.layers}
 
 
+def cifar_resnet(name, n, source):
+    """He et al. Sec. 4.2: 3x3 conv of 16 maps, then 3 stages of n basic blocks (16, 32, 64 maps
+    on 32, 16, 8 pixels); 6n + 2 layers."""
+    return small_resnet(name, source, 16, [(16, n), (32, n), (64, n)])
+
+
 def resnet18_32():
-    b = Builder()
-    b.conv_bn("conv1", "bn1", 64, 3, 1, 1, relu="relu")
-    channels = 64
-    for stage in range(4):
-        width = 64 << stage
-        for i in range(2):
-            stride = 2 if stage > 0 and i == 0 else 1
-            basic_block(b, f"layer{stage + 1}_{i}", width, stride, project=(stride != 1 or channels != width))
-            channels = width
-    b.add("avgpool", "pool", mode="avg", **{"global": True})
-    b.add("fc", "fc", outputs=10)
-    b.add("prob", "softmax")
     source = ("ResNet-18 (He et al. 2016, Table 1, 18-layer column; torchvision's layout) adapted to CIFAR-10-sized "
               "3x32x32 inputs and 10 classes for real training on a small machine: the stem is one 3x3 conv of 64 "
               "maps with stride 1 and no max-pool (our choice, as in common CIFAR-10 ports), so the four stages run "
               "on 32, 16, 8 and 4 pixels; global average pooling, fc 512 -> 10.")
-    return {"name": "resnet-18-32", "source": source, "input": {"channels": 3, "height": 32, "width": 32},
-            "layers": b.layers}
+    return small_resnet("resnet-18-32", source, 64, [(64, 2), (128, 2), (256, 2), (512, 2)])
 
 
 def googlenet():
