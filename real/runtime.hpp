@@ -129,11 +129,6 @@ struct RuntimeState {
   std::vector<float> momentum;
 };
 
-/** Refuses a network the executor cannot train: conv/pool after an fc layer, softmax not last,
- *  or a softmax without an fc layer before it (the loss needs (n, classes) logits).
- *  @throws InputError(file, "/layers/I", layer name or kind, reason). */
-void check_trainable(const Network& network, const std::string& file);
-
 class Runtime {
  public:
   /** Rank `rank` of `schedule` (must be in [0, schedule.ranks())). Weights come from `seed`

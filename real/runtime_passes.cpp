@@ -188,7 +188,7 @@ void Runtime::Impl::forward(LayerState& x, const Op& op, int it, const Tiling& t
     case LayerKind::batchnorm:
     case LayerKind::add:
     case LayerKind::concat:
-      CNNPAR_ASSERT(false, "check_trainable refuses graph layers: " + ly.spec.name);
+      CNNPAR_ASSERT(false, "check_executor_network refuses graph layers: " + ly.spec.name);
       return;
   }
 }
@@ -273,7 +273,7 @@ void Runtime::Impl::backward_data(LayerState& x, const Op& op, const Tiling& t) 
     case LayerKind::batchnorm:
     case LayerKind::add:
     case LayerKind::concat:
-      CNNPAR_ASSERT(false, "check_trainable refuses graph layers: " + ly.spec.name);
+      CNNPAR_ASSERT(false, "check_executor_network refuses graph layers: " + ly.spec.name);
       break;
   }
   finish_errors(x);

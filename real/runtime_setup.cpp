@@ -13,6 +13,7 @@
 #include "base/error.hpp"
 #include "real/hash.hpp"
 #include "real/runtime_impl.hpp"
+#include "workload/executor_network.hpp"
 #include "system/op_time.hpp"
 
 namespace cnnpar::real {
@@ -49,56 +50,13 @@ std::int64_t checked_sum(std::int64_t a, std::int64_t b, const Network& net, int
 
 }  // namespace
 
-void check_trainable(const Network& network, const std::string& file) {
-  const int L = int(network.layers.size());
-  if (L == 0) throw InputError(file, "/layers", "[]", "the real executor needs at least an fc and a softmax layer");
-  if (const int g = network.first_graph_layer(); g >= 0) {
-    const LayerSpec& spec = network.layers[std::size_t(g)].spec;
-    throw InputError(file, fmt::format("/layers/{}", g), spec.name,
-                     fmt::format("the real executor runs chains of conv (with biases), pool, relu, lrn, dropout, fc "
-                                 "and softmax layers; network {} has {} here (the engines predict it: cnnpar "
-                                 "predict, cnnpar simulate)", network.name, network.graph_feature(g)));
-  }
-  // Channel-major (C, n, H, W) tensors up to the first fc layer, rows (n, K) after it.
-  bool channel_major = network.layers.front().spec.kind != LayerKind::fc;
-  for (int l = 0; l < L; ++l) {
-    const LayerSpec& spec = network.layers[std::size_t(l)].spec;
-    const std::string path = fmt::format("/layers/{}", l);
-    switch (spec.kind) {
-      case LayerKind::conv:
-      case LayerKind::pool:
-        if (!channel_major)
-          throw InputError(file, path, spec.name,
-                           fmt::format("the real executor cannot run a {} layer after an fc layer", to_string(spec.kind)));
-        break;
-      case LayerKind::fc:
-        channel_major = false;
-        break;
-      case LayerKind::softmax:
-        if (l != L - 1)
-          throw InputError(file, path, spec.name, "the real executor needs softmax as the last layer only");
-        if (channel_major)
-          throw InputError(file, path, spec.name,
-                           "the real executor's loss needs logits from an fc layer before the softmax; the network "
-                           "has no fc layer");
-        break;
-      default:
-        break;
-    }
-  }
-  const LayerSpec& last = network.layers.back().spec;
-  if (last.kind != LayerKind::softmax)
-    throw InputError(file, fmt::format("/layers/{}", L - 1), to_string(last.kind),
-                     "the real executor needs a softmax last layer");
-}
-
 void Runtime::Impl::init(const Schedule& schedule) {
   CNNPAR_ASSERT(rank >= 0 && rank < schedule.ranks(), "rank outside the schedule");
   ranks = schedule.ranks();
   N = schedule.global_batch;
   schedule_iterations = schedule.iterations;
   const int L = int(net.layers.size());
-  check_trainable(net, "<network " + net.name + ">");
+  check_executor_network(net, "<network " + net.name + ">");
   CNNPAR_ASSERT(N > 0, "empty batch");
   layers.resize(std::size_t(L));
 
@@ -286,7 +244,7 @@ std::int64_t Runtime::Impl::shape_layer(LayerState& x) {
   switch (ly.spec.kind) {
     case LayerKind::conv:
     case LayerKind::pool:
-      CNNPAR_ASSERT(x.in_cm, "check_trainable passed conv/pool after an fc layer: " + ly.spec.name);
+      CNNPAR_ASSERT(x.in_cm, "check_executor_network passed conv/pool after an fc layer: " + ly.spec.name);
       x.out_cm = true;
       // A pool layer works on the maps it holds; a conv layer reads every input map.
       x.geo = ConvGeometry{ly.spec.kind == LayerKind::pool ? units : ly.in.c, n_l, ly.in.h, ly.in.w,
@@ -307,7 +265,7 @@ std::int64_t Runtime::Impl::shape_layer(LayerState& x) {
       }
       break;
     case LayerKind::softmax:
-      CNNPAR_ASSERT(!x.in_cm && l > 0, "check_trainable passed a softmax without an fc layer before it");
+      CNNPAR_ASSERT(!x.in_cm && l > 0, "check_executor_network passed a softmax without an fc layer before it");
       x.out_cm = false;
       break;
     case LayerKind::relu:
@@ -319,7 +277,7 @@ std::int64_t Runtime::Impl::shape_layer(LayerState& x) {
     case LayerKind::batchnorm:
     case LayerKind::add:
     case LayerKind::concat:
-      CNNPAR_ASSERT(false, "check_trainable refuses graph layers: " + ly.spec.name);
+      CNNPAR_ASSERT(false, "check_executor_network refuses graph layers: " + ly.spec.name);
       break;
   }
   return columns;
@@ -473,7 +431,7 @@ bool Runtime::Impl::in_place(int l) const {
     case LayerKind::softmax:  // last layer
     case LayerKind::batchnorm:
     case LayerKind::add:
-    case LayerKind::concat:  // refused by check_trainable
+    case LayerKind::concat:  // refused by check_executor_network
       return false;
   }
   return false;

@@ -21,6 +21,7 @@
 #include "real/mpi_wrap.hpp"
 #include "real/probe.hpp"
 #include "system/op_time.hpp"
+#include "workload/executor_network.hpp"
 #include "workload/registry.hpp"
 
 namespace cnnpar::executor {
@@ -185,7 +186,7 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
   if (!o.checkpoint.empty() && o.compute != "real")
     throw InputError("command line", "/checkpoint", o.checkpoint,
                      "checkpoints hold trained weights: they need --compute real");
-  if (o.compute == "real") check_trainable(s.network, load_scenario("networks", o.network).origin);
+  if (o.compute == "real") check_executor_network(s.network, load_scenario("networks", o.network).origin);
 
   if (rank == 0) {  // only rank 0 writes; the set-up agreement tells the others
     check_output_path(o.trace, "/trace");

@@ -21,6 +21,7 @@
 #include "launch/launcher.hpp"
 #include "model/platform.hpp"
 #include "model/scenarios.hpp"
+#include "workload/executor_network.hpp"
 #include "workload/run_spec.hpp"
 
 namespace cnnpar::cli {
@@ -54,7 +55,9 @@ struct CalibrateOptions {
 };
 
 int calibrate(const CalibrateOptions& o) {
-  load_network(o.network);  // report bad input before starting MPI
+  // Report bad input before starting MPI, including what the executor cannot train.
+  const Network network = load_network(o.network);
+  if (o.compute == "real") check_executor_network(network, load_scenario("networks", o.network).origin);
   load_platform(o.platform);
   const int nodes = flags::parse_one_node_count(o.nodes);
   check_output_path(o.out, "--out");

@@ -28,6 +28,7 @@
 #include "launch/launcher.hpp"
 #include "model/scenarios.hpp"
 #include "model/trace.hpp"
+#include "workload/executor_network.hpp"
 #include "workload/registry.hpp"
 #include "workload/run_spec.hpp"
 #include "workload/strategy.hpp"
@@ -153,6 +154,7 @@ int run(const RunOptions& o) {
   for (const std::string& text : o.slowdown) add_slowdown(spec.slowdown, text, file, "/slowdown");
   check_slowdown_ranks(spec.slowdown, nodes, file, "/slowdown");
   const Network network = load_network(o.network);
+  if (o.compute == "real") check_executor_network(network, load_scenario("networks", o.network).origin);
   Platform platform = load_platform(o.platform);
   platform.network.element_bytes = kExecutorElementBytes;  // the prediction of the executor's FP32 run
   // The prediction prices the conv layers as this run runs them, from nodes.inner's table.

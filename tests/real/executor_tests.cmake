@@ -279,6 +279,12 @@ cnnpar_mpi_run(real_run_sleep_np4 4 real_sleep_runs --network vgg-a-32 --batch 6
                --strategy dp_layerwise --compute sleep --trace ${run_out}/sleep_np4.json)
 cnnpar_mpi_check(real_trace_sleep_np4 real_sleep_runs $<TARGET_FILE:cnnpar_trace_check>
                  ${run_out}/sleep_np4.json 4 --compute sleep)
+# A graph network (ResNet-20: residual adds, batchnorm) in sleep mode: its gradient buckets,
+# batchnorm's parameters included, are real MPI allreduces; real kernels refuse it (bad input).
+cnnpar_mpi_run(real_run_graph_sleep_np2 2 real_graph_sleep_runs --network resnet-20 --batch 16 --iterations 3
+               --strategy dp_buckets --compute sleep --trace ${run_out}/graph_sleep_np2.json)
+cnnpar_mpi_check(real_trace_graph_sleep_np2 real_graph_sleep_runs $<TARGET_FILE:cnnpar_trace_check>
+                 ${run_out}/graph_sleep_np2.json 2 --compute sleep)
 
 # A genuinely slower rank (--slowdown 1:2): rank 1's compute takes twice as long, the other
 # rank's is unchanged (sleep compute, so the two ranks do not fight over the cores).
