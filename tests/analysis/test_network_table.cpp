@@ -3,44 +3,29 @@
 
 #include "analysis/network_table.hpp"
 #include "model/network.hpp"
+#include "tests/model/residual_block.hpp"
 
 using namespace cnnpar;
 
 namespace {
-
-// conv1 (3→4 maps, 3x3, no bias) ─ bn1 ─┬─ conv2 (4→4, 3x3) ─ sum ─ gap ─ fc 10 ─ prob
-//                                        └──────────────────────┘
-Network block() {
-  return parse_network(nlohmann::json::parse(R"({
-    "name": "block", "input": {"channels": 3, "height": 8, "width": 8},
-    "layers": [
-      {"name": "conv1", "type": "conv", "maps": 4, "kernel": 3, "pad": 1, "bias": false},
-      {"name": "bn1", "type": "batchnorm"},
-      {"name": "conv2", "type": "conv", "maps": 4, "kernel": 3, "pad": 1},
-      {"name": "sum", "type": "add", "inputs": ["conv2", "bn1"]},
-      {"name": "gap", "type": "pool", "mode": "avg", "global": true},
-      {"name": "fc", "type": "fc", "outputs": 10},
-      {"name": "prob", "type": "softmax"}]})"),
-                       "block.json");
-}
-
+Network block() { return parse_network(residual_block(), "block.json"); }
 }  // namespace
 
 TEST_CASE("the layers table: inputs, shapes, parameters and MACs", "[network_table]") {
   const NetworkTable table = network_table(block());
-  REQUIRE(table.rows.size() == 7);
+  REQUIRE(table.rows.size() == 8);
   // conv1: 4 maps · 8·8 pixels · 3 input maps · 3·3 = 6,912 MACs; 3·4·9 = 108 weights, no bias.
   CHECK(table.rows[0].inputs == std::vector<std::string>{"(input)"});
   CHECK(table.rows[0].forward_macs == 6912);
   CHECK(table.rows[0].parameters == 108);
   // conv2: 4 · 64 · 4 · 9 = 9,216 MACs; 144 + 4 parameters. fc: 4 · 10 MACs, 50 parameters.
   CHECK(table.rows[2].forward_macs == 9216);
-  CHECK(table.rows[5].forward_macs == 40);
+  CHECK(table.rows[6].forward_macs == 40);
   // batchnorm and add: parameters 2·4 and 0, no MACs.
   CHECK(table.rows[1].parameters == 8);
   CHECK(table.rows[1].forward_macs == 0);
   CHECK(table.rows[3].inputs == std::vector<std::string>{"conv2", "bn1"});
-  CHECK(table.rows[4].out == Shape{4, 1, 1});
+  CHECK(table.rows[5].out == Shape{4, 1, 1});
   CHECK(table.parameters == 108 + 8 + 148 + 50);
   CHECK(table.forward_macs == 6912 + 9216 + 40);
 

@@ -9,26 +9,11 @@
 #include "model/cost.hpp"
 #include "model/network.hpp"
 #include "model/scenarios.hpp"
+#include "tests/model/residual_block.hpp"
 
 using namespace cnnpar;
 
 namespace {
-
-// conv1 (4 maps) → bn1 ─┬─────────────┐
-//                       └ conv2 (4) ─ add ─ relu ─ global avg pool ─ fc 10 ─ softmax
-nlohmann::json residual_block() {
-  return nlohmann::json::parse(R"({
-    "name": "block", "input": {"channels": 3, "height": 8, "width": 8},
-    "layers": [
-      {"name": "conv1", "type": "conv", "maps": 4, "kernel": 3, "pad": 1, "bias": false},
-      {"name": "bn1", "type": "batchnorm"},
-      {"name": "conv2", "type": "conv", "maps": 4, "kernel": 3, "pad": 1},
-      {"name": "sum", "type": "add", "inputs": ["conv2", "bn1"]},
-      {"name": "relu", "type": "relu"},
-      {"name": "gap", "type": "pool", "mode": "avg", "global": true},
-      {"name": "fc", "type": "fc", "outputs": 10},
-      {"name": "prob", "type": "softmax"}]})");
-}
 
 std::string error_of(const nlohmann::json& document) {
   try {
