@@ -25,8 +25,6 @@
 //   concat  forward and backward none (copies)
 #include "model/cost.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 
 #include "base/error.hpp"
@@ -86,7 +84,7 @@ LayerCost layer_cost(const Layer& layer) {
       break;
     case LayerKind::add:
       cost.input_elements = std::int64_t(layer.inputs.size()) * cost.output_elements;
-      cost.forward_flops = double(std::max<std::size_t>(layer.inputs.size(), 2) - 1) * out;
+      cost.forward_flops = double(layer.inputs.size() - 1) * out;  // infer_shapes: two or more inputs
       break;
     case LayerKind::concat:
       break;

@@ -46,9 +46,6 @@ nlohmann::json to_json(const Trace& trace) {
 
 namespace {
 
-// Bounds a layer index read without its network, so it fits an int.
-constexpr std::int64_t kMaxLayerIndex = std::int64_t(1) << 30;
-
 template <typename Parser>
 auto parse_enum(const JsonNode& node, Parser parser) {
   try {
@@ -182,7 +179,7 @@ std::vector<CollectiveLayers> read_collective_layers(const Trace& trace, std::op
     for (std::size_t i = 0; i < layers.size(); ++i) {
       const nlohmann::json& layer = layers[i];
       if (!layer.is_number_integer() || layer.get<std::int64_t>() < 0 ||
-          (layer_count && layer.get<std::int64_t>() >= *layer_count) || layer.get<std::int64_t>() > kMaxLayerIndex)
+          (layer_count && layer.get<std::int64_t>() >= *layer_count) || layer.get<std::int64_t>() >= limits::kMaxLayers)
         fail(at + "/layers/" + std::to_string(i), layer,
              layer_count ? fmt::format("expected a layer index from 0 to {}", *layer_count - 1)
                          : std::string("expected a layer index from 0 on"));
