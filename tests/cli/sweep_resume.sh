@@ -2,14 +2,17 @@
 # `cnnpar sweep` is resumable: a sweep killed half-way (SIGINT, then SIGTERM) keeps every row it
 # finished, whole and unchanged; the rerun computes exactly the missing rows and ends with the
 # CSV an uninterrupted sweep writes. A torn last line (a kill while writing) is cut and redone.
-# Usage: sweep_resume.sh CNNPAR
+# Usage: sweep_resume.sh CNNPAR [NODES]
+# NODES (default 16,32,64) are the sweep's three node counts; sanitized builds, about 4x slower,
+# pass smaller ones (8,16,32) so that one sweep still takes several seconds, not twenty.
 set -euo pipefail
 cnnpar=$1
+nodes=${2:-16,32,64}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 # 6 points × 3 node counts on the SimGrid engine, about 4 s on 2 cores: slow enough to stop.
-sweep=(sweep --engine simgrid --strategy dp --nodes 16,32,64 -j 1
+sweep=(sweep --engine simgrid --strategy dp --nodes "$nodes" -j 1
        --axis network.bandwidth=1Gbps,2Gbps,4Gbps,8Gbps,16Gbps,32Gbps)
 rows=18
 "$cnnpar" "${sweep[@]}" --csv full.csv -q
