@@ -17,8 +17,10 @@ namespace cnnpar {
 
 Phase collective_phase(Payload payload) {
   switch (payload) {
-    case Payload::activations: return Phase::forward;
-    case Payload::errors: return Phase::backward_data;
+    case Payload::activations:
+    case Payload::batch_statistics: return Phase::forward;
+    case Payload::errors:
+    case Payload::error_statistics: return Phase::backward_data;
     case Payload::weights:
     case Payload::increments: return Phase::update;  // a parameter server's pushes and pulls
     case Payload::gradients:

@@ -62,15 +62,19 @@ const char* to_string(Payload payload) {
     case Payload::errors: return "errors";
     case Payload::weights: return "weights";
     case Payload::increments: return "increments";
+    case Payload::batch_statistics: return "batch_statistics";
+    case Payload::error_statistics: return "error_statistics";
   }
   return "?";
 }
 
 Payload payload_from_string(const std::string& text) {
   for (auto p : {Payload::none, Payload::gradients, Payload::activations, Payload::errors, Payload::weights,
-                 Payload::increments})
+                 Payload::increments, Payload::batch_statistics, Payload::error_statistics})
     if (text == to_string(p)) return p;
-  throw std::invalid_argument("unknown payload (expected none, gradients, activations, errors, weights or increments)");
+  throw std::invalid_argument(
+      "unknown payload (expected none, gradients, activations, errors, weights, increments, batch_statistics or "
+      "error_statistics)");
 }
 
 const char* to_string(Split split) {

@@ -45,8 +45,12 @@ CollectiveKind collective_kind_from_string(const std::string& text);  ///< @thro
  *  activations: the input of layers[0] (the output of the layer before it);
  *  errors: the errors of layers[0]'s output;
  *  increments: the parameters of `layers` minus the global weights the rank last received (a
- *  parameter server's push), with the accuracy and version the merge needs. */
-enum class Payload { none, gradients, activations, errors, weights, increments };
+ *  parameter server's push), with the accuracy and version the merge needs;
+ *  batch_statistics: per channel of batchnorm layer layers[0], the sums of its input and of its
+ *  squares over the rank's images (2·C floats; synchronised batch normalisation's forward);
+ *  error_statistics: per channel, the sums of its output errors and of errors × normalised
+ *  input (2·C floats; its backward). */
+enum class Payload { none, gradients, activations, errors, weights, increments, batch_statistics, error_statistics };
 const char* to_string(Payload payload);
 Payload payload_from_string(const std::string& text);  ///< @throws std::invalid_argument
 

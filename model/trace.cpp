@@ -165,14 +165,14 @@ std::vector<CollectiveLayers> read_collective_layers(const Trace& trace, std::op
   if (!entries.is_array()) fail("", entries, "expected an array, one entry per collective id");
   for (std::size_t id = 0; id < entries.size(); ++id) {
     const nlohmann::json& entry = entries[id];
-    const std::string at = "/" + std::to_string(id);
+    const std::string at = fmt::format("/{}", id);
     if (!entry.is_object() || !entry.contains("payload") || !entry.contains("layers"))
       fail(at, entry, "expected {\"payload\": ..., \"layers\": [...]}");
     CollectiveLayers c;
     try {
       c.payload = payload_from_string(entry.at("payload").is_string() ? entry.at("payload").get<std::string>() : "");
-    } catch (const std::invalid_argument&) {
-      fail(at + "/payload", entry.at("payload"), "expected none, gradients, activations, errors or weights");
+    } catch (const std::invalid_argument& error) {
+      fail(at + "/payload", entry.at("payload"), error.what());
     }
     const nlohmann::json& layers = entry.at("layers");
     if (!layers.is_array()) fail(at + "/layers", layers, "expected an array of layer indices");

@@ -21,6 +21,9 @@ extern std::unique_ptr<tbb::task_arena> g_arena;
 
 }  // namespace kernel_loops
 
+// Elements of an element-wise loop below which threads do not pay.
+constexpr std::int64_t kElementGrain = 1 << 15;
+
 // f(begin, end) over [0, count), split into about compute_threads() contiguous chunks. Every
 // element is written by one chunk and computed the same way in any chunk, so the result does
 // not depend on the split. Small loops (below 2·grain elements) stay on the calling thread.

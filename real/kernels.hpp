@@ -3,7 +3,7 @@
 // back-end (OpenBLAS's cblas_sgemm or oneDNN's dnnl_sgemm): the same row-major sgemm, so the
 // Schedule's ops (im2col + GEMM + col2im) are the same whichever runs them.
 //
-// Layouts: conv/pool/lrn tensors are channel-major across the batch, (C, N, H, W);
+// Layouts: conv/pool/lrn/batchnorm tensors are channel-major across the batch, (C, N, H, W);
 // fc tensors are (N, K) row-major. Every kernel is deterministic: same inputs and thread
 // count give the same bits.
 #include <cstdint>
@@ -146,6 +146,58 @@ double softmax_forward(std::int64_t batch, std::int64_t classes, const float* lo
 void softmax_cross_entropy_backward(std::int64_t batch, std::int64_t classes,
                                     const float* probabilities, const int* labels,
                                     double normaliser, float* dlogits);
+
+/** out = inputs[0] + inputs[1] + ..., element by element, added in that order (a residual
+ *  add of equally shaped tensors, any layout). */
+void sum_forward(std::int64_t count, const std::vector<const float*>& inputs, float* out);
+/** dst += src (errors of a tensor read by several layers). */
+void accumulate(std::int64_t count, const float* src, float* dst);
+
+/** Batch normalisation in training mode (Ioffe & Szegedy 2015, Algorithm 1) over a
+ *  channel-major tensor (C, N·H·W): channel c's `positions` = N·H·W values are contiguous at
+ *  x + c·positions. Per channel the batch mean and biased variance (in double, two passes),
+ *  invstd = 1/sqrt(var + epsilon), y = gamma·(x - mean)·invstd + beta. Writes mean and invstd
+ *  (C) for backward and, when running_mean is not null, moves the running statistics towards
+ *  the batch's as PyTorch's BatchNorm2d does: r = (1 - momentum)·r + momentum·batch, with the
+ *  unbiased variance var·M/(M - 1) (M = positions) in running_var. */
+struct BatchNormRunning {
+  double momentum = 0.1;
+  float* mean = nullptr;      ///< (C)
+  float* variance = nullptr;  ///< (C)
+};
+void batchnorm_forward(std::int64_t channels, std::int64_t positions, double epsilon, const float* x,
+                       const float* gamma, const float* beta, float* y, float* mean, float* invstd,
+                       const BatchNormRunning& running = {});
+/** Backward of batchnorm_forward from its input x, mean and invstd and the output errors dy:
+ *  with xhat = (x - mean)·invstd and per channel S1 = Σ dy, S2 = Σ dy·xhat (double),
+ *  dgamma = S2 and dbeta = S1 (when not null), and
+ *  dx = gamma·invstd·(dy - S1/M - xhat·S2/M) (when not null). */
+void batchnorm_backward(std::int64_t channels, std::int64_t positions, const float* x, const float* mean,
+                        const float* invstd, const float* gamma, const float* dy, float* dx, float* dgamma,
+                        float* dbeta);
+
+// Synchronised batch normalisation (the statistics of several ranks' images): each rank's
+// sums, added up by an allreduce, then the statistics and the input errors from the totals.
+/** sums (2·C) = per channel Σ (x - shift) then Σ (x - shift)² over the `positions` values
+ *  (double, stored as FP32); a shift near the mean (the running mean, the same on every rank)
+ *  keeps the squares from cancelling. */
+void batchnorm_sums(std::int64_t channels, std::int64_t positions, const float* x, const float* shift, float* sums);
+/** mean and invstd (C) from summed batchnorm_sums over `count` values (every rank's N·H·W):
+ *  mean = shift + S/count, var = Q/count - (S/count)²; the running statistics as in
+ *  batchnorm_forward. `shift` may be running.mean: each channel reads it before moving it. */
+void batchnorm_statistics(std::int64_t channels, double count, const float* shift, const float* sums, double epsilon,
+                          float* mean, float* invstd, const BatchNormRunning& running = {});
+/** y = gamma·(x - mean)·invstd + beta, per channel. */
+void batchnorm_normalise(std::int64_t channels, std::int64_t positions, const float* x, const float* mean,
+                         const float* invstd, const float* gamma, const float* beta, float* y);
+/** sums (2·C) = per channel S1 = Σ dy then S2 = Σ dy·xhat (double, stored as FP32). */
+void batchnorm_error_sums(std::int64_t channels, std::int64_t positions, const float* x, const float* mean,
+                          const float* invstd, const float* dy, float* sums);
+/** dx = gamma·invstd·(dy - S1/count - xhat·S2/count) with S1, S2 summed over every rank's
+ *  `count` values. */
+void batchnorm_input_errors(std::int64_t channels, std::int64_t positions, double count, const float* x,
+                            const float* mean, const float* invstd, const float* gamma, const float* dy,
+                            const float* sums, float* dx);
 
 /** SGD with momentum: v = momentum·v + g + weight_decay·w; w -= lr·v. */
 void sgd_update(std::int64_t count, float learning_rate, float momentum, float weight_decay,

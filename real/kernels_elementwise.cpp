@@ -10,8 +10,6 @@
 
 namespace cnnpar::real {
 
-constexpr std::int64_t kElementGrain = 1 << 15;  // elements below which threads do not pay
-
 void relu_forward(std::int64_t count, const float* in, float* out) {
   parallel_for(count, [&](std::int64_t b, std::int64_t e) {
     for (std::int64_t i = b; i < e; ++i) out[i] = in[i] > 0.0f ? in[i] : 0.0f;

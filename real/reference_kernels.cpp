@@ -250,4 +250,52 @@ void sgd_update(std::int64_t count, float lr, float momentum, float wd, const fl
   }
 }
 
+namespace {
+struct ChannelMoments {
+  double mean = 0, variance = 0;
+};
+ChannelMoments moments(const float* x, std::int64_t m) {
+  ChannelMoments r;
+  for (std::int64_t i = 0; i < m; ++i) r.mean += x[i];
+  r.mean /= double(m);
+  for (std::int64_t i = 0; i < m; ++i) r.variance += (x[i] - r.mean) * (x[i] - r.mean);
+  r.variance /= double(m);
+  return r;
+}
+}  // namespace
+
+void batchnorm_forward(std::int64_t C, std::int64_t M, double epsilon, const float* x, const float* gamma,
+                       const float* beta, float* y) {
+  for (std::int64_t c = 0; c < C; ++c) {
+    const ChannelMoments mo = moments(x + c * M, M);
+    for (std::int64_t i = 0; i < M; ++i)
+      y[c * M + i] = float(gamma[c] * (x[c * M + i] - mo.mean) / std::sqrt(mo.variance + epsilon) + beta[c]);
+  }
+}
+
+void batchnorm_backward(std::int64_t C, std::int64_t M, double epsilon, const float* x, const float* gamma,
+                        const float* dy, float* dx, float* dgamma, float* dbeta) {
+  for (std::int64_t c = 0; c < C; ++c) {
+    const float* xc = x + c * M;
+    const float* dyc = dy + c * M;
+    const ChannelMoments mo = moments(xc, M);
+    const double sd = std::sqrt(mo.variance + epsilon);
+    double dvariance = 0, dmean = 0, centred_sum = 0, g = 0, b = 0;
+    for (std::int64_t i = 0; i < M; ++i) {
+      const double dxhat = double(dyc[i]) * gamma[c];
+      dvariance += dxhat * (xc[i] - mo.mean) * -0.5 / (sd * sd * sd);
+      dmean += -dxhat / sd;
+      centred_sum += -2.0 * (xc[i] - mo.mean);
+      g += double(dyc[i]) * (xc[i] - mo.mean) / sd;
+      b += dyc[i];
+    }
+    dmean += dvariance * centred_sum / double(M);
+    for (std::int64_t i = 0; i < M; ++i)
+      dx[c * M + i] = float(double(dyc[i]) * gamma[c] / sd + dvariance * 2.0 * (xc[i] - mo.mean) / double(M) +
+                            dmean / double(M));
+    dgamma[c] = float(g);
+    dbeta[c] = float(b);
+  }
+}
+
 }  // namespace cnnpar::real::ref

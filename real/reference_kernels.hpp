@@ -45,6 +45,14 @@ void lrn_backward(const LrnParams& p, std::int64_t channels, std::int64_t positi
 double softmax_cross_entropy(std::int64_t batch, std::int64_t classes, const float* logits,
                              const int* labels);
 
+/** Batch normalisation in training mode on (C, M) channel-major data, in double: forward
+ *  with the batch mean and biased variance; backward by Ioffe & Szegedy's chain rule through
+ *  the variance and the mean (their Sec. 3), not the folded form of the fast kernel. */
+void batchnorm_forward(std::int64_t channels, std::int64_t positions, double epsilon, const float* x,
+                       const float* gamma, const float* beta, float* y);
+void batchnorm_backward(std::int64_t channels, std::int64_t positions, double epsilon, const float* x,
+                        const float* gamma, const float* dy, float* dx, float* dgamma, float* dbeta);
+
 /** One SGD-with-momentum step, element by element in double. */
 void sgd_update(std::int64_t count, float learning_rate, float momentum, float weight_decay,
                 const float* grad, float* weights, float* velocity);

@@ -141,6 +141,13 @@ std::vector<float> Runtime::activations(int layer) const {
   return {out.begin(), out.end()};
 }
 
+std::vector<float> Runtime::running_statistics(int layer) const {
+  const auto& x = impl_->layers.at(std::size_t(layer));
+  std::vector<float> both = x.running_mean;
+  both.insert(both.end(), x.running_var.begin(), x.running_var.end());
+  return both;
+}
+
 bool Runtime::channel_major(int layer) const {
   if (layer < 0) return impl_->input_cm;
   return impl_->layers.at(std::size_t(layer)).out_cm;

@@ -45,6 +45,11 @@
 //  fc    forward gemm: (n, K_c) = (n, K_b) · W^T + b;  backward_data gemm: E_in = E · W;
 //        backward_weight gemm: dW = E^T · X, db = column sums of E
 //  pool/relu/lrn/dropout: forward / backward_data, one op each
+//  batchnorm: forward = batch statistics, normalisation, running statistics; backward_data
+//        = input errors; backward_weight = scale and shift gradients (each from the sums)
+//  add/concat: forward = sum / channel blocks of the inputs; backward_data = each input's share
+// Graph networks (data parallel only): a layer reads the outputs of the layers it names; the
+// errors of an output read by several layers are the sum of their contributions.
 //  softmax: forward = probabilities + loss; backward_data = (p - onehot) / N_global
 //        (computed in forward when the program has no softmax backward_data op)
 //  any parameterised layer, phase update, kernel update: SGD step of that layer
@@ -66,6 +71,10 @@
 // is the gradient array itself (send == recv, in place), otherwise prepare packs them into a
 // staging buffer (in that order on every rank) and complete unpacks.
 // `weights` payload collectives work the same way on the weights.
+// `batch_statistics` / `error_statistics` allreduces (synchronised batchnorm, layers = {l}) are
+// in place over the layer's 2·C sums, which prepare computes (of its input shifted by the
+// running mean; of its errors and errors × normalised input); its forward and backward-data
+// ops then use the totals over every rank's images.
 // A parameter server's worker (model/schedule.hpp Serve) keeps the global weights it last
 // received: its `increments` push carries its weights minus them, then its accuracy of the
 // last forward (one float more); receiving a `weights` reply replaces both. A server stages its
@@ -234,6 +243,9 @@ class Runtime {
    *  layer followed by an in-place relu or dropout shows that layer's output. */
   std::vector<float> activations(int layer) const;
   bool channel_major(int layer) const;  ///< true: (C, n, H, W); false: (n, C·H·W)
+  /** A batchnorm layer's running mean then running variance (C each; empty for other kinds):
+   *  the statistics an evaluation would use, moved by every training forward. */
+  std::vector<float> running_statistics(int layer) const;
 
  private:
   struct Impl;

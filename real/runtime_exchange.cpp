@@ -23,7 +23,7 @@ std::vector<std::pair<std::int64_t, std::int64_t>> Runtime::Impl::spans(const st
   if (units.count > 0) {
     CNNPAR_ASSERT(ls.size() == 1, "a row slice names one layer");
     const LayerState& x = layers.at(std::size_t(ls.front()));
-    CNNPAR_ASSERT(units.end() <= x.biases, "row slice outside the layer");
+    CNNPAR_ASSERT(units.end() <= x.units_total, "row slice outside the layer");
     s.emplace_back(x.offset + units.begin * x.row_floats, units.count * x.row_floats);
     s.emplace_back(x.offset + x.weights + units.begin, units.count);
     return s;
@@ -242,6 +242,21 @@ CollectiveBuffers Runtime::prepare(const Collective& c) {
     b.send_count = std::int64_t(st.size());
     return b;
   }
+  if (c.payload == Payload::batch_statistics || c.payload == Payload::error_statistics) {
+    CNNPAR_ASSERT(c.kind == CollectiveKind::allreduce && c.layers.size() == 1,
+                  "a statistics collective is an allreduce of one batchnorm layer: " + c.label);
+    auto& x = s.layers.at(std::size_t(c.layers.front()));
+    CNNPAR_ASSERT(x.layer->spec.kind == LayerKind::batchnorm, "statistics of a layer that is no batchnorm: " + c.label);
+    const std::int64_t units = x.held.units.count, positions = x.n * x.layer->out.h * x.layer->out.w;
+    if (c.payload == Payload::batch_statistics)
+      batchnorm_sums(units, positions, s.in_of(x.index), x.running_mean.data(), x.bn_sums.data());
+    else
+      batchnorm_error_sums(units, positions, s.in_of(x.index), x.bn_mean.data(), x.bn_invstd.data(), x.err.data(),
+                           x.bn_sums.data());
+    b.send = b.recv = x.bn_sums.data();
+    b.send_count = b.recv_count = 2 * units;
+    return b;
+  }
   if (c.payload == Payload::gradients || c.payload == Payload::weights) {
     CNNPAR_ASSERT(c.kind == CollectiveKind::allreduce || c.kind == CollectiveKind::reduce ||
                       c.kind == CollectiveKind::bcast || c.kind == CollectiveKind::send,
@@ -311,6 +326,7 @@ CollectiveBuffers Runtime::prepare(const Collective& c) {
 
 void Runtime::complete(const Collective& c) {
   Impl& s = *impl_;
+  if (c.payload == Payload::batch_statistics || c.payload == Payload::error_statistics) return;  // in place
   if (c.payload == Payload::increments || (c.payload == Payload::weights && s.serves && c.root == s.rank)) {
     s.staging.erase(c.id);
     return;

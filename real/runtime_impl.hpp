@@ -50,10 +50,17 @@ class LayerBuffer {
 struct Runtime::Impl {
   // Where a layer's input comes from and where its backward-data output goes.
   enum class Input { previous, extract, gathered };            // previous layer's output / local slice / allgather
-  enum class Errors { previous, extract, exchanged };          // into its errors / local slice / a collective
+  // into its errors / local slice / a collective / its own buffer, then added to the errors of
+  // a layer read by several (their sum)
+  enum class Errors { previous, extract, exchanged, summed };
   struct LayerState {
     const Layer* layer = nullptr;
     int index = 0;
+    int producer = -1;                   // the layer whose output it reads (the first of several;
+                                         // -1: the network input); the one before it in a chain
+    int reader_edges = 0;                // inputs of other layers naming this one: its errors
+                                         // are the sum of as many contributions
+    int errors_received = 0;             // contributions so far in this backward pass
     bool in_cm = false, out_cm = false;  // channel-major (C, n, H, W) input / output
     LayerPartition held;                 // this rank's region of the output (and its errors)
     std::int64_t n = 0;                  // images this layer computes (held.batch.count, or a
@@ -64,7 +71,8 @@ struct Runtime::Impl {
     Errors errors = Errors::previous;
     std::vector<float> xin, din;         // input and input errors over in_region (when not the previous layer's)
     ConvGeometry geo;                    // conv/pool, batch = n
-    std::int64_t weights = 0, biases = 0;
+    std::int64_t weights = 0, biases = 0;  // floats (a conv without bias has none)
+    std::int64_t units_total = 0;        // output units of a parameterised layer (rows of W)
     std::int64_t offset = 0;             // into weights_/grads_/momentum_ (internal order)
     std::int64_t row_floats = 0;         // weights per output unit (C·KH·KW or K_b)
     LayerBuffer out, err;                // activations and errors over out_region (in-place
@@ -75,6 +83,11 @@ struct Runtime::Impl {
     std::vector<float> rows_dx;          // fc with channel-major input: (n, K_b) errors
     std::vector<std::int32_t> argmax;    // max pool, like out
     std::vector<float> aux;              // lrn: scale; dropout: mask (like out)
+    std::vector<float> bn_mean, bn_invstd;  // batchnorm: the last forward's batch statistics (C)
+    std::vector<float> running_mean, running_var;  // batchnorm: kept for evaluation (C)
+    bool synchronised = false;           // batchnorm over every rank's images (sync_bn)
+    std::vector<float> bn_sums;          // synchronised batchnorm: (2·C) sums, added up over
+                                         // the ranks by a statistics allreduce
     bool im2col_op = false, bias_op = false, col2im_op = false, softmax_bwd_op = false;
     bool im2col_w_op = false;            // backward_weight im2col op (recomputed columns)
     // Replicated with batch-sliced activations (Lee): gathered (N, K_b) inputs and (N, K_c)
@@ -90,6 +103,7 @@ struct Runtime::Impl {
     // The units of the weight rows this rank owns: all, or a model-parallel slice.
     float* w(std::vector<float>& a) const { return a.data() + offset + held.units.begin * row_floats; }
     float* b(std::vector<float>& a) const { return a.data() + offset + weights + held.units.begin; }
+    float* bias_of(std::vector<float>& a) const { return biases > 0 ? b(a) : nullptr; }
     bool model() const { return held.kind == PartitionKind::model && layer->has_parameters(); }
     bool none() const { return held.kind == PartitionKind::none; }
     // Weight gradients since the last update: a second backward_weight (another sub-batch of
@@ -154,7 +168,7 @@ struct Runtime::Impl {
   const float* in_of(int l) const {
     const LayerState& x = layers[std::size_t(l)];
     if (x.input != Input::previous) return x.xin.data();
-    return l == 0 ? input.data() : layers[std::size_t(l - 1)].out.data();
+    return x.producer < 0 ? input.data() : layers[std::size_t(x.producer)].out.data();
   }
   std::int64_t global_iteration(int it) const { return iteration_base + it; }
 
@@ -191,6 +205,7 @@ struct Runtime::Impl {
   // The layer passes (runtime_passes.cpp).
   float* err_in(int l);
   void finish_errors(LayerState& x);
+  void contribute_errors(int producer, const float* errors);
   void prepare_input(LayerState& x);
   bool begin_gradient(LayerState& x);
   void end_gradient(LayerState& x);

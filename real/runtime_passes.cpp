@@ -34,14 +34,30 @@ void image_rows_channel_major(std::int64_t c, std::int64_t n, std::int64_t hw, s
 float* Runtime::Impl::err_in(int l) {
   LayerState& x = layers[std::size_t(l)];
   if (x.errors != Errors::previous) return x.din.data();
-  return l == 0 ? nullptr : layers[std::size_t(l - 1)].err.data();
+  return x.producer < 0 ? nullptr : layers[std::size_t(x.producer)].err.data();
 }
 
-// Once a layer's input errors are complete: hand the previous layer its share when local.
+// Once a layer's input errors are complete: hand the previous layer its share when local, or
+// add them to the errors of a layer that several read.
 void Runtime::Impl::finish_errors(LayerState& x) {
+  if (x.errors == Errors::summed) contribute_errors(x.producer, x.din.data());
   if (x.errors != Errors::extract) return;
-  LayerState& before = layers[std::size_t(x.index - 1)];
+  LayerState& before = layers[std::size_t(x.producer)];
   copy_region(x.in_region, x.din.data(), before.out_region, before.err.data());
+}
+
+// The errors of layer `producer` are the sum over the inputs that read it: the first
+// contribution of a backward pass is copied, the others are added (backward runs the reverse
+// of a topological order, so all of them arrive before the producer's own backward).
+void Runtime::Impl::contribute_errors(int producer, const float* errors) {
+  if (producer < 0) return;  // the network input has no errors
+  LayerState& to = layers[std::size_t(producer)];
+  const std::int64_t count = to.n * to.image_floats;
+  if (to.errors_received == 0)
+    std::memcpy(to.err.data(), errors, sizeof(float) * std::size_t(count));
+  else
+    accumulate(count, errors, to.err.data());
+  if (++to.errors_received == to.reader_edges) to.errors_received = 0;
 }
 
 // Before a layer's first forward op reads its input: cut the local slice when needed.
@@ -49,7 +65,7 @@ void Runtime::Impl::finish_errors(LayerState& x) {
 // transition (conv_split's output maps) delivers only the other ranks' parts.
 void Runtime::Impl::prepare_input(LayerState& x) {
   if (x.input == Input::previous) return;
-  const LayerState& before = layers[std::size_t(x.index - 1)];
+  const LayerState& before = layers[std::size_t(x.producer)];
   copy_region(before.out_region, before.out.data(), x.in_region, x.xin.data());
 }
 
@@ -68,7 +84,7 @@ bool Runtime::Impl::begin_gradient(LayerState& x) {
   if (add) {
     const std::int64_t units = x.held.units.count;
     accumulated.assign(x.w(grads), x.w(grads) + units * x.row_floats);
-    accumulated.insert(accumulated.end(), x.b(grads), x.b(grads) + units);
+    if (x.biases > 0) accumulated.insert(accumulated.end(), x.b(grads), x.b(grads) + units);
   }
   return add;
 }
@@ -76,9 +92,10 @@ bool Runtime::Impl::begin_gradient(LayerState& x) {
 void Runtime::Impl::end_gradient(LayerState& x) {
   const std::int64_t units = x.held.units.count, w = units * x.row_floats;
   float* gw = x.w(grads);
-  float* gb = x.b(grads);
+  float* gb = x.bias_of(grads);
   for (std::int64_t i = 0; i < w; ++i) gw[i] += accumulated[std::size_t(i)];
-  for (std::int64_t i = 0; i < units; ++i) gb[i] += accumulated[std::size_t(w + i)];
+  if (gb)
+    for (std::int64_t i = 0; i < units; ++i) gb[i] += accumulated[std::size_t(w + i)];
 }
 
 void Runtime::Impl::forward(LayerState& x, const Op& op, int it, const Tiling& t) {
@@ -95,7 +112,7 @@ void Runtime::Impl::forward(LayerState& x, const Op& op, int it, const Tiling& t
   switch (ly.spec.kind) {
     case LayerKind::conv: {
       float* w = x.w(weights);
-      float* b = x.b(weights);
+      float* b = x.bias_of(weights);
       if (op.kernel == KernelClass::im2col) {
         // The DAG's tasks extract their own areas in the gemm op (Algorithm 4.1).
         if (inner != InnerMode::dag) im2col(x.geo, in, columns(x));
@@ -185,11 +202,38 @@ void Runtime::Impl::forward(LayerState& x, const Op& op, int it, const Tiling& t
       }
       return;
     }
-    case LayerKind::batchnorm:
-    case LayerKind::add:
-    case LayerKind::concat:
-      CNNPAR_ASSERT(false, "check_executor_network refuses graph layers: " + ly.spec.name);
+    case LayerKind::batchnorm: {
+      const BatchNormRunning running{
+          .momentum = ly.spec.bn_momentum, .mean = x.running_mean.data(), .variance = x.running_var.data()};
+      const std::int64_t positions = n * ly.out.h * ly.out.w;
+      if (!x.synchronised) {
+        batchnorm_forward(units, positions, ly.spec.bn_epsilon, in, x.w(weights), x.b(weights), x.out.data(),
+                          x.bn_mean.data(), x.bn_invstd.data(), running);
+        return;
+      }
+      // The statistics allreduce summed every rank's sums, shifted by the running mean.
+      batchnorm_statistics(units, double(N) * double(ly.out.h * ly.out.w), x.running_mean.data(), x.bn_sums.data(),
+                           ly.spec.bn_epsilon, x.bn_mean.data(), x.bn_invstd.data(), running);
+      batchnorm_normalise(units, positions, in, x.bn_mean.data(), x.bn_invstd.data(), x.w(weights), x.b(weights),
+                          x.out.data());
       return;
+    }
+    case LayerKind::add: {
+      std::vector<const float*> inputs;
+      for (const int read : ly.inputs) inputs.push_back(layers[std::size_t(read)].out.data());
+      sum_forward(n * x.image_floats, inputs, x.out.data());
+      return;
+    }
+    case LayerKind::concat: {  // channel-major: each input's (C_i, n, H, W) block after the other
+      float* to = x.out.data();
+      for (const int read : ly.inputs) {
+        const LayerState& from = layers[std::size_t(read)];
+        const std::int64_t count = from.n * from.image_floats;
+        std::memcpy(to, from.out.data(), sizeof(float) * std::size_t(count));
+        to += count;
+      }
+      return;
+    }
   }
 }
 
@@ -271,10 +315,25 @@ void Runtime::Impl::backward_data(LayerState& x, const Op& op, const Tiling& t) 
       break;
     }
     case LayerKind::batchnorm:
-    case LayerKind::add:
-    case LayerKind::concat:
-      CNNPAR_ASSERT(false, "check_executor_network refuses graph layers: " + ly.spec.name);
+      if (x.synchronised)  // the error sums of every rank, from the statistics allreduce
+        batchnorm_input_errors(units, n * ly.out.h * ly.out.w, double(N) * double(ly.out.h * ly.out.w), in,
+                               x.bn_mean.data(), x.bn_invstd.data(), x.w(weights), x.err.data(), x.bn_sums.data(), din);
+      else
+        batchnorm_backward(units, n * ly.out.h * ly.out.w, in, x.bn_mean.data(), x.bn_invstd.data(), x.w(weights),
+                           x.err.data(), din, nullptr, nullptr);
       break;
+    case LayerKind::add:  // every input receives the errors whole
+      for (const int read : ly.inputs) contribute_errors(read, x.err.data());
+      return;
+    case LayerKind::concat: {  // and each input its channels' block
+      const float* from = x.err.data();
+      for (const int read : ly.inputs) {
+        contribute_errors(read, from);
+        const LayerState& to = layers[std::size_t(read)];
+        from += to.n * to.image_floats;
+      }
+      return;
+    }
   }
   finish_errors(x);
 }
@@ -282,8 +341,15 @@ void Runtime::Impl::backward_data(LayerState& x, const Op& op, const Tiling& t) 
 void Runtime::Impl::backward_weight(LayerState& x, const Op& op, const Tiling& t) {
   const Layer& ly = *x.layer;
   float* gw = x.w(grads);
-  float* gb = x.b(grads);
+  float* gb = x.bias_of(grads);
   const std::int64_t units = x.held.units.count;
+  if (ly.spec.kind == LayerKind::batchnorm) {
+    const bool add = begin_gradient(x);
+    batchnorm_backward(units, x.n * ly.out.h * ly.out.w, in_of(x.index), x.bn_mean.data(), x.bn_invstd.data(),
+                       x.w(weights), x.err.data(), nullptr, gw, gb);
+    if (add) end_gradient(x);
+    return;
+  }
   if (ly.spec.kind == LayerKind::conv) {
     if (op.kernel == KernelClass::im2col) {  // recomputation instead of keeping the columns
       if (inner != InnerMode::dag) im2col(x.geo, in_of(x.index), columns(x));  // dag: in the gemm op's tasks
@@ -330,12 +396,13 @@ void Runtime::Impl::update(LayerState& x, bool all_rows) {
   CNNPAR_ASSERT(x.weights > 0, "update of a layer without parameters");
   // A master that owns a split layer's weights updates every row (conv_split).
   const std::int64_t first = all_rows ? 0 : x.held.units.begin;
-  const std::int64_t units = all_rows ? x.biases : x.held.units.count;
+  const std::int64_t units = all_rows ? x.units_total : x.held.units.count;
   const auto at = [&](std::vector<float>& a) { return a.data() + x.offset + first * x.row_floats; };
   const auto bias_at = [&](std::vector<float>& a) { return a.data() + x.offset + x.weights + first; };
   sgd_update(units * x.row_floats, sgd.learning_rate, sgd.momentum, sgd.weight_decay, at(grads), at(weights),
              at(momentum));
-  sgd_update(units, sgd.learning_rate, sgd.momentum, 0.0f, bias_at(grads), bias_at(weights), bias_at(momentum));
+  if (x.biases > 0)
+    sgd_update(units, sgd.learning_rate, sgd.momentum, 0.0f, bias_at(grads), bias_at(weights), bias_at(momentum));
   x.gradient_pending = false;
 }
 

@@ -73,6 +73,8 @@ void Runtime::Impl::init(const Schedule& schedule) {
   }
   allocate_columns(max_dcols, total_cols);
   initialise_weights(schedule);
+  for (const Collective& c : schedule.collectives)
+    if (c.payload == Payload::batch_statistics) layers.at(std::size_t(c.layers.at(0))).synchronised = true;
   // A parameter server stages its replies; its workers keep the global weights they train from.
   const auto& own_ops = schedule.programs[std::size_t(rank)].ops;
   serves = std::any_of(own_ops.begin(), own_ops.end(), [](const Op& op) { return op.kind == OpKind::serve; });
@@ -116,6 +118,11 @@ void Runtime::Impl::bind_layers() {
     LayerState& x = layers[std::size_t(l)];
     x.layer = &ly;
     x.index = l;
+    CNNPAR_ASSERT(!ly.inputs.empty(), "a layer without inferred inputs: " + ly.spec.name);
+    x.producer = ly.inputs.front();
+    CNNPAR_ASSERT(x.producer >= 0 || l == 0, "only the first layer reads the network input: " + ly.spec.name);
+    for (const int read : ly.inputs)
+      if (read >= 0) ++layers[std::size_t(read)].reader_edges;
     x.held = partitions[std::size_t(rank)][std::size_t(l)];
     x.n = x.held.batch.count;
     // Lee's replicated gradient calculation: whole weights, batch-sliced activations (on one
@@ -190,13 +197,18 @@ void Runtime::Impl::lay_out_parameters() {
       if (!ly.has_parameters() || x.replicated != (pass == 1)) continue;
       if (ly.spec.kind == LayerKind::conv) {
         x.row_floats = checked_product(checked_product(ly.in.c, ly.spec.kernel_h, net, l), ly.spec.kernel_w, net, l);
-        x.weights = checked_product(ly.out.c, x.row_floats, net, l);
+        x.units_total = ly.out.c;
+        x.biases = ly.spec.bias ? ly.out.c : 0;
+      } else if (ly.spec.kind == LayerKind::batchnorm) {  // W = per-channel scale, b = shift
+        x.row_floats = 1;
+        x.units_total = ly.out.c;
         x.biases = ly.out.c;
       } else {
         x.row_floats = ly.in.elements();
-        x.weights = checked_product(ly.out.elements(), x.row_floats, net, l);
+        x.units_total = ly.out.elements();
         x.biases = ly.out.elements();
       }
+      x.weights = checked_product(x.units_total, x.row_floats, net, l);
       x.offset = off;
       off = checked_sum(off, checked_sum(x.weights, x.biases, net, l), net, l);
     }
@@ -221,7 +233,7 @@ std::int64_t Runtime::Impl::allocate_layer(int l) {
   }
   if (l > 0) choose_transitions(x);
   if (in_place(l)) {
-    LayerState& before = layers[std::size_t(l - 1)];
+    LayerState& before = layers[std::size_t(x.producer)];
     x.out.share(before.out);
     x.err.share(before.err);
   } else {
@@ -240,7 +252,7 @@ std::int64_t Runtime::Impl::shape_layer(LayerState& x) {
   const std::int64_t n_l = x.n;
   const std::int64_t units = x.held.units.count;
   std::int64_t columns = 0;
-  x.in_cm = l == 0 ? input_cm : layers[std::size_t(l - 1)].out_cm;
+  x.in_cm = x.producer < 0 ? input_cm : layers[std::size_t(x.producer)].out_cm;
   switch (ly.spec.kind) {
     case LayerKind::conv:
     case LayerKind::pool:
@@ -275,9 +287,20 @@ std::int64_t Runtime::Impl::shape_layer(LayerState& x) {
       if (ly.spec.kind != LayerKind::relu) x.aux.assign(std::size_t(n_l * units * ly.out.h * ly.out.w), 0.0f);
       break;
     case LayerKind::batchnorm:
+      CNNPAR_ASSERT(x.in_cm, "check_executor_network passed a batchnorm after an fc layer: " + ly.spec.name);
+      x.out_cm = true;
+      x.bn_mean.assign(std::size_t(units), 0.0f);
+      x.bn_invstd.assign(std::size_t(units), 0.0f);
+      x.running_mean.assign(std::size_t(units), 0.0f);  // PyTorch's initial running statistics
+      x.running_var.assign(std::size_t(units), 1.0f);
+      x.bn_sums.assign(std::size_t(2 * units), 0.0f);
+      break;
     case LayerKind::add:
     case LayerKind::concat:
-      CNNPAR_ASSERT(false, "check_executor_network refuses graph layers: " + ly.spec.name);
+      for (const int read : ly.inputs)
+        CNNPAR_ASSERT(read >= 0 && layers[std::size_t(read)].out_cm,
+                      "check_executor_network passed an add or concat of row tensors: " + ly.spec.name);
+      x.out_cm = true;
       break;
   }
   return columns;
@@ -286,10 +309,17 @@ std::int64_t Runtime::Impl::shape_layer(LayerState& x) {
 // Where a layer's input comes from and where its input errors go, from the region the layer
 // before holds and the one this layer needs.
 void Runtime::Impl::choose_transitions(LayerState& x) {
-  const int l = x.index;
-  const LayerState& before = layers[std::size_t(l - 1)];
+  const LayerState& before = layers[std::size_t(x.producer)];
   const Region& have = before.out_region;
   const Region& need = x.in_region;
+  // An add or a concat reads every input over its own region (graph networks run data
+  // parallel: every layer holds the same images and all its units).
+  for (const int read : x.layer->inputs) {
+    const Region& other = layers[std::size_t(read)].out_region;
+    CNNPAR_ASSERT(x.layer->inputs.size() == 1 || (other.batch == x.out_region.batch &&
+                                                    other.units.count == layer_units(net.layers[std::size_t(read)])),
+                  "a layer with several inputs needs their whole regions: " + x.layer->spec.name);
+  }
   const bool same = have.batch == need.batch && have.units == need.units;
   const bool inside = have.batch.contains(need.batch) && have.units.contains(need.units);
   x.input = same ? Input::previous : inside ? Input::extract : Input::gathered;
@@ -297,6 +327,9 @@ void Runtime::Impl::choose_transitions(LayerState& x) {
   // A model layer's input errors are partial sums over its units (complete on one rank).
   const bool partial = x.model() && ranks > 1;
   x.errors = partial || !covers ? Errors::exchanged : same ? Errors::previous : Errors::extract;
+  // Errors of a tensor several layers read add up; a layer with several inputs contributes
+  // its errors' parts itself (runtime_passes.cpp).
+  if (x.errors == Errors::previous && before.reader_edges > 1 && x.layer->inputs.size() <= 1) x.errors = Errors::summed;
   if (x.input != Input::previous) x.xin.assign(std::size_t(need.elements()), 0.0f);
   if (x.errors != Errors::previous) x.din.assign(std::size_t(need.elements()), 0.0f);
 }
@@ -341,7 +374,11 @@ void Runtime::Impl::initialise_weights(const Schedule& schedule) {
   set_owned_rows(schedule);
   for (LayerState& x : layers) {
     if (x.weights == 0) continue;
-    const double fan_in = double(x.weights) / double(x.biases);  // C·KH·KW or K_b
+    if (x.layer->spec.kind == LayerKind::batchnorm) {  // scale 1, shift 0 (PyTorch's BatchNorm2d)
+      std::fill_n(weights.begin() + x.offset, x.weights, 1.0f);
+      continue;
+    }
+    const double fan_in = double(x.weights) / double(x.units_total);  // C·KH·KW or K_b
     // He et al. for layers followed by relu; the classifier gets variance 1/fan_in scaled by
     // 1/16 so that the initial logits are small and the first loss is near ln(classes).
     // Every rank draws every weight, so a model-parallel slice equals one process's rows.
@@ -361,7 +398,7 @@ void Runtime::Impl::set_owned_rows(const Schedule& schedule) {
   for (int r = 0; r < ranks; ++r) {
     const auto& ops = schedule.programs[std::size_t(r)].ops;
     if (std::none_of(ops.begin(), ops.end(), [](const Op& op) { return op.kind == OpKind::serve; })) continue;
-    for (LayerState& x : layers) x.owned_rows = r == rank ? Range{0, x.biases} : Range{};
+    for (LayerState& x : layers) x.owned_rows = r == rank ? Range{0, x.units_total} : Range{};
     return;
   }
   std::vector<int> lowest_whole(static_cast<std::size_t>(L), -1);
@@ -384,11 +421,11 @@ void Runtime::Impl::set_owned_rows(const Schedule& schedule) {
     bool anyone = false;
     for (int r = 0; r < ranks; ++r) anyone = anyone || updates[std::size_t(r)][std::size_t(l)] != 0;
     if (!anyone)
-      x.owned_rows = x.model() ? x.held.units : rank == 0 ? Range{0, x.biases} : Range{};
+      x.owned_rows = x.model() ? x.held.units : rank == 0 ? Range{0, x.units_total} : Range{};
     else if (mine == 2)
       x.owned_rows = x.held.units;
     else if (mine == 1 && lowest_whole[std::size_t(l)] == rank)
-      x.owned_rows = {0, x.biases};
+      x.owned_rows = {0, x.units_total};
     else
       x.owned_rows = {};
   }
@@ -410,8 +447,8 @@ void Runtime::Impl::set_keep_columns(bool keep) {
 }
 
 // relu and dropout overwrite their input and its errors when nothing else reads them: same
-// region as the layer before (no transition between) and a layer before whose backward does
-// not read its own output. relu's backward reads its output only by sign, which relu and
+// region as the layer before (no transition between), no other reader of that layer, and a
+// layer before whose backward does not read its own output. relu's backward reads its output only by sign, which relu and
 // dropout keep (dropout scales by >= 0, and a dropped unit's errors are 0 anyway), so the
 // bits do not change.
 bool Runtime::Impl::in_place(int l) const {
@@ -420,18 +457,19 @@ bool Runtime::Impl::in_place(int l) const {
   const LayerKind kind = x.layer->spec.kind;
   if (kind != LayerKind::relu && kind != LayerKind::dropout) return false;
   if (x.input != Input::previous || x.errors != Errors::previous) return false;
-  switch (net.layers[std::size_t(l - 1)].spec.kind) {
+  if (x.producer < 0 || layers[std::size_t(x.producer)].reader_edges != 1) return false;
+  switch (net.layers[std::size_t(x.producer)].spec.kind) {
     case LayerKind::conv:
     case LayerKind::fc:
     case LayerKind::pool:
     case LayerKind::relu:
     case LayerKind::dropout:
+    case LayerKind::batchnorm:  // its backward reads its input, not its output
+    case LayerKind::add:
+    case LayerKind::concat:
       return true;
     case LayerKind::lrn:      // its backward reads its output
     case LayerKind::softmax:  // last layer
-    case LayerKind::batchnorm:
-    case LayerKind::add:
-    case LayerKind::concat:  // refused by check_executor_network
       return false;
   }
   return false;

@@ -1,5 +1,7 @@
 #include "workload/executor_network.hpp"
 
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "base/error.hpp"
@@ -9,32 +11,35 @@ namespace cnnpar {
 void check_executor_network(const Network& network, const std::string& file) {
   const int L = int(network.layers.size());
   if (L == 0) throw InputError(file, "/layers", "[]", "the real executor needs at least an fc and a softmax layer");
-  if (const int g = network.first_graph_layer(); g >= 0) {
-    const LayerSpec& spec = network.layers[std::size_t(g)].spec;
-    throw InputError(file, fmt::format("/layers/{}", g), spec.name,
-                     fmt::format("the real executor runs chains of conv (with biases), pool, relu, lrn, dropout, fc "
-                                 "and softmax layers; network {} has {} here (the engines predict it, and "
-                                 "--compute sleep runs its communication for real)", network.name, network.graph_feature(g)));
-  }
-  // Channel-major (C, n, H, W) tensors up to the first fc layer, rows (n, K) after it.
-  bool channel_major = network.layers.front().spec.kind != LayerKind::fc;
+  // Channel-major (C, n, H, W) tensors up to an fc layer, rows (n, K) after it; per layer.
+  std::vector<char> channel_major(std::size_t(L), 0);
   for (int l = 0; l < L; ++l) {
-    const LayerSpec& spec = network.layers[std::size_t(l)].spec;
+    const Layer& layer = network.layers[std::size_t(l)];
+    const LayerSpec& spec = layer.spec;
     const std::string path = fmt::format("/layers/{}", l);
+    bool reads_rows = false;
+    for (const int read : layer.inputs)  // -1: the network input, channel-major
+      reads_rows = reads_rows || (read >= 0 && !channel_major[std::size_t(read)]);
+    channel_major[std::size_t(l)] = spec.kind != LayerKind::fc && spec.kind != LayerKind::softmax && !reads_rows;
     switch (spec.kind) {
       case LayerKind::conv:
       case LayerKind::pool:
-        if (!channel_major)
+      case LayerKind::batchnorm:
+      case LayerKind::add:
+      case LayerKind::concat:
+        if (reads_rows)
           throw InputError(file, path, spec.name,
                            fmt::format("the real executor cannot run a {} layer after an fc layer", to_string(spec.kind)));
-        break;
-      case LayerKind::fc:
-        channel_major = false;
+        if (spec.kind == LayerKind::pool && spec.ceil)
+          throw InputError(file, path + "/ceil", spec.name,
+                           fmt::format("the real executor's pooling rounds output sizes down; network {} has a "
+                                       "ceil-mode pool here (the engines predict it, and --compute sleep runs its "
+                                       "communication for real)", network.name));
         break;
       case LayerKind::softmax:
         if (l != L - 1)
           throw InputError(file, path, spec.name, "the real executor needs softmax as the last layer only");
-        if (channel_major)
+        if (!reads_rows)
           throw InputError(file, path, spec.name,
                            "the real executor's loss needs logits from an fc layer before the softmax; the network "
                            "has no fc layer");

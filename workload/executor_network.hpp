@@ -7,9 +7,10 @@
 
 namespace cnnpar {
 
-/** Refuses a network the executor cannot train with real kernels: a graph network (its first
- *  graph layer), conv/pool after an fc layer, softmax not last, or a softmax without an fc
- *  layer before it (the loss needs (n, classes) logits). Sleep-compute runs take any network.
+/** Refuses a network the executor cannot train with real kernels: a ceil-mode pool; conv,
+ *  pool, batchnorm, add or concat on an fc layer's (n, K) rows; softmax not last, or a softmax
+ *  without an fc layer before it (the loss needs (n, classes) logits). Sleep-compute runs take
+ *  any network.
  *  @throws InputError(file, "/layers/I", layer name or kind, reason). */
 void check_executor_network(const Network& network, const std::string& file);
 

@@ -60,6 +60,29 @@ inline Network smooth_network() {
   return parse_network(j, "<real-test-smooth>");
 }
 
+/** A graph without kinks: a residual add over batch normalisation and a concat of a branch
+ *  with the add's output, global average pooling, conv layers without bias. Input (3, 6, 5).
+ *  conv1 ─ bn1 ─┬─ conv2 ─ bn2 ─ sum ─┬─ conv3 ─ cat ─ gap ─ fc ─ loss
+ *               └─────────────────┘   └─────────┘ */
+inline Network smooth_graph_network() {
+  const auto j = nlohmann::json::parse(R"({
+    "name": "real-test-graph", "source": "unit test",
+    "input": {"channels": 3, "height": 6, "width": 5},
+    "layers": [
+      {"name": "conv1", "type": "conv", "maps": 4, "kernel": 3, "pad": 1, "bias": false},
+      {"name": "bn1", "type": "batchnorm"},
+      {"name": "conv2", "type": "conv", "maps": 4, "kernel": 3, "pad": 1, "bias": false},
+      {"name": "bn2", "type": "batchnorm"},
+      {"name": "sum", "type": "add", "inputs": ["bn2", "bn1"]},
+      {"name": "conv3", "type": "conv", "maps": 2, "kernel": 1},
+      {"name": "cat", "type": "concat", "inputs": ["conv3", "sum"]},
+      {"name": "gap", "type": "pool", "mode": "avg", "global": true},
+      {"name": "fc", "type": "fc", "outputs": 5},
+      {"name": "loss", "type": "softmax"}
+    ]})");
+  return parse_network(j, "<real-test-graph>");
+}
+
 inline Schedule make_schedule(const Network& net, const std::string& strategy, int ranks, std::int64_t batch,
                               int iterations, int lee_k = 3, int lee_f = 2, double bucket_bytes = 4000,
                               bool uneven_batch = false) {

@@ -254,6 +254,59 @@ TEST_CASE("max and average pooling equal the definition") {
   }
 }
 
+// Batch normalisation: per channel sums of M = 2·5·6 = 60 values in double against the
+// reference's double; the fast kernel folds scale and shift into one FP32 multiply-add, about
+// 2 roundings of |y| <= 4: within 1e-5. Its backward folds Ioffe & Szegedy's chain rule
+// (through the variance and the mean) into S1 and S2: a few roundings of |dx| <= 10.
+constexpr double kBatchNormTolerance = 2e-5;
+
+TEST_CASE("batch normalisation equals the chain rule of Ioffe & Szegedy, and keeps PyTorch's running statistics") {
+  std::mt19937 rng(21);
+  const std::int64_t C = 3, M = 60;
+  auto x = random_vector(std::size_t(C * M), rng, 2.0f);
+  for (std::int64_t i = 0; i < M; ++i) x[std::size_t(2 * M + i)] += 5.0f;  // a mean far from 0
+  auto gamma = random_vector(std::size_t(C), rng), beta = random_vector(std::size_t(C), rng);
+  auto dy = random_vector(std::size_t(C * M), rng);
+  std::vector<float> y(x.size()), ry(x.size()), mean(C), invstd(C);
+  std::vector<float> running_mean(C, 0.5f), running_var(C, 2.0f);
+  batchnorm_forward(C, M, 1e-5, x.data(), gamma.data(), beta.data(), y.data(), mean.data(), invstd.data(),
+                    {.momentum = 0.1, .mean = running_mean.data(), .variance = running_var.data()});
+  ref::batchnorm_forward(C, M, 1e-5, x.data(), gamma.data(), beta.data(), ry.data());
+  CHECK(report("batchnorm forward", y, ry) <= kBatchNormTolerance);
+  std::vector<float> dx(x.size()), rdx(x.size()), dg(C), db(C), rdg(C), rdb(C);
+  batchnorm_backward(C, M, x.data(), mean.data(), invstd.data(), gamma.data(), dy.data(), dx.data(), dg.data(),
+                     db.data());
+  ref::batchnorm_backward(C, M, 1e-5, x.data(), gamma.data(), dy.data(), rdx.data(), rdg.data(), rdb.data());
+  CHECK(report("batchnorm backward data", dx, rdx) <= kBatchNormTolerance);
+  CHECK(report("batchnorm backward scale", dg, rdg) <= kBatchNormTolerance);
+  CHECK(report("batchnorm backward shift", db, rdb) <= kBatchNormTolerance);
+  // Running statistics (PyTorch's BatchNorm2d, momentum 0.1): r = 0.9·r + 0.1·batch, the
+  // variance unbiased (M - 1). Channel 2's mean is 5 + its values' mean.
+  for (std::int64_t c = 0; c < C; ++c) {
+    double sum = 0, squares = 0;
+    for (std::int64_t i = 0; i < M; ++i) sum += x[std::size_t(c * M + i)];
+    const double mu = sum / double(M);
+    for (std::int64_t i = 0; i < M; ++i) squares += (x[std::size_t(c * M + i)] - mu) * (x[std::size_t(c * M + i)] - mu);
+    CHECK(running_mean[std::size_t(c)] == Approx(0.9 * 0.5 + 0.1 * mu).epsilon(1e-6));
+    CHECK(running_var[std::size_t(c)] == Approx(0.9 * 2.0 + 0.1 * squares / double(M - 1)).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("residual sums and error accumulation equal the element-wise sum") {
+  std::mt19937 rng(22);
+  const std::int64_t count = 100003;  // above the threads' grain, odd
+  auto a = random_vector(std::size_t(count), rng), b = random_vector(std::size_t(count), rng);
+  auto c = random_vector(std::size_t(count), rng);
+  std::vector<float> out(static_cast<std::size_t>(count)), ref_out(static_cast<std::size_t>(count));
+  sum_forward(count, {a.data(), b.data(), c.data()}, out.data());
+  for (std::size_t i = 0; i < ref_out.size(); ++i) ref_out[i] = (a[i] + b[i]) + c[i];
+  CHECK(report("add of three inputs", out, ref_out) == 0.0);
+  std::vector<float> acc = a;
+  accumulate(count, b.data(), acc.data());
+  for (std::size_t i = 0; i < ref_out.size(); ++i) ref_out[i] = a[i] + b[i];
+  CHECK(report("accumulated errors", acc, ref_out) == 0.0);
+}
+
 TEST_CASE("LRN across channels equals the per-position definition") {
   std::mt19937 rng(8);
   const LrnParams p{5, 1e-2, 0.75, 2.0};  // alpha larger than AlexNet's so the term matters
@@ -364,8 +417,13 @@ TEST_CASE("the project's own loops give the same bits for 1 and 3 threads") {
     const LrnParams p{5, 1e-2, 0.75, 2.0};
     lrn_forward(p, 5, 3 * 9 * 8, 3 * 9 * 8, 1, in.data(), lrn.data(), scale.data());
     lrn_backward(p, 5, 3 * 9 * 8, 3 * 9 * 8, 1, in.data(), lrn.data(), scale.data(), in.data(), lgrad.data());
+    std::vector<float> bn(in.size()), bn_grad(in.size()), mean(5), invstd(5), gamma(5, 1.5f), beta(5, 0.25f);
+    batchnorm_forward(5, 3 * 9 * 8, 1e-5, in.data(), gamma.data(), beta.data(), bn.data(), mean.data(), invstd.data());
+    batchnorm_backward(5, 3 * 9 * 8, in.data(), mean.data(), invstd.data(), gamma.data(), lrn.data(), bn_grad.data(),
+                       nullptr, nullptr);
     std::vector<float> all;
-    for (const auto* v : {&cols, &back, &pooled, &pgrad, &lrn, &lgrad}) all.insert(all.end(), v->begin(), v->end());
+    for (const auto* v : {&cols, &back, &pooled, &pgrad, &lrn, &lgrad, &bn, &bn_grad})
+      all.insert(all.end(), v->begin(), v->end());
     return all;
   };
   const auto one = run(1), three = run(3);

@@ -268,3 +268,101 @@ TEST_CASE("runtime: an uneven split (N = 10 over P = 3 and 4) still trains like 
       CHECK(d < kWeightTolerance);
     }
 }
+
+namespace {
+// Images [first, first + size) of another dataset: one rank's share of a global batch.
+class DatasetSlice final : public Dataset {
+ public:
+  DatasetSlice(const Dataset& all, std::int64_t first, std::int64_t size) : all_(all), first_(first), size_(size) {}
+  Shape shape() const override { return all_.shape(); }
+  std::int64_t classes() const override { return all_.classes(); }
+  std::int64_t size() const override { return size_; }
+  void image(std::int64_t index, float* out) const override { all_.image(first_ + index, out); }
+  int label(std::int64_t index) const override { return all_.label(first_ + index); }
+  std::string origin() const override { return "slice"; }
+
+ private:
+  const Dataset& all_;
+  std::int64_t first_ = 0, size_ = 0;
+};
+}  // namespace
+
+TEST_CASE("runtime: a graph network's allreduced gradient with per-rank batch statistics is the mean of the ranks' own") {
+  // Per-rank batch normalisation (PyTorch DDP's default): rank r normalises its n = N/P images
+  // with their own statistics, so its share of the allreduced gradient is that of one process
+  // on those n images; the loss is normalised by N, one process's by n: the sum over ranks is
+  // (1/P)·Σ_r g_r(n images). Sums of 4 + 4 reordered: FP32 rounding, 1e-5.
+  const Network net = testing::smooth_graph_network();
+  const std::int64_t N = 8;
+  SyntheticDataset data(net.input, net.classes(), N, 17);
+  for (const std::string strategy : {"dp", "dp_buckets"}) {
+    LocalExecutor two(net, make_schedule(net, strategy, 2, N, 1), kSeed, kSgd);
+    two.run(data);
+    std::vector<float> expected;
+    for (int r = 0; r < 2; ++r) {
+      const DatasetSlice half(data, r * N / 2, N / 2);
+      LocalExecutor one(net, make_schedule(net, "dp", 1, N / 2, 1), kSeed, kSgd);
+      one.run(half);
+      const std::vector<float> g = one.runtime(0).flat_gradients();
+      if (expected.empty()) expected.assign(g.size(), 0.0f);
+      for (std::size_t i = 0; i < g.size(); ++i) expected[i] += 0.5f * g[i];
+    }
+    for (int r = 0; r < 2; ++r) {
+      const double d = relative_difference(expected, two.runtime(r).flat_gradients());
+      std::printf("%-10s P=2 rank %d: allreduced gradient vs the mean of the halves' gradients: %.3e\n",
+                  strategy.c_str(), r, d);
+      CHECK(d < 1e-5);
+    }
+  }
+}
+
+TEST_CASE("runtime: a graph network trains data parallel, every rank holding the same weights") {
+  const Network net = testing::smooth_graph_network();
+  SyntheticDataset data(net.input, net.classes(), 256, 18, 0.5f);
+  for (const std::string strategy : {"dp", "dp_layerwise", "dp_buckets"}) {
+    LocalExecutor ex(net, make_schedule(net, strategy, 2, 16, 40, 3, 2, 200), kSeed, kSgd);
+    const std::vector<double> losses = ex.run(data);
+    CHECK(ex.runtime(0).flat_weights() == ex.runtime(1).flat_weights());
+    double first = 0, last = 0;
+    for (int i = 0; i < 5; ++i) first += losses[std::size_t(i)] / 5;
+    for (int i = 35; i < 40; ++i) last += losses[std::size_t(i)] / 5;
+    std::printf("%-13s graph network, P=2: mean loss of the first 5 iterations %.3f, of the last 5 %.3f\n",
+                strategy.c_str(), first, last);
+    CHECK(last < 0.8 * first);
+  }
+}
+
+TEST_CASE("runtime: with synchronised batch normalisation P = 2 and P = 4 end with the P = 1 weights") {
+  // sync_bn: every rank normalises with the statistics of all N images (an allreduce of the
+  // per-channel sums in forward and in backward), which is one process's computation on the
+  // N images; only the order of the sums differs: kWeightTolerance after 20 iterations.
+  const Network net = testing::smooth_graph_network();
+  SyntheticDataset data(net.input, net.classes(), 200, 19);
+  const int iterations = 20;
+  const auto w1 = train(net, make_schedule(net, "dp", 1, 8, iterations), data);
+  for (const std::string strategy : {"dp", "dp_layerwise", "dp_buckets"})
+    for (int P : {2, 4}) {
+      StrategyOptions o;
+      o.name = strategy;
+      o.global_batch = 8;
+      o.ranks = P;
+      o.iterations = iterations;
+      o.warmup_iterations = 0;
+      o.set("sync_bn", "on");
+      const Schedule s = build_schedule(net, Platform{}, o);
+      int statistics = 0;
+      for (const Collective& c : s.collectives)
+        statistics += c.payload == Payload::batch_statistics || c.payload == Payload::error_statistics ? 1 : 0;
+      CHECK(statistics == 2 * 2 * iterations);  // two batchnorm layers, forward and backward
+      LocalExecutor ex(net, s, kSeed, kSgd);
+      ex.run(data);
+      const double d = relative_difference(w1, ex.runtime(0).flat_weights());
+      std::printf("%-13s sync_bn P=%d: relative weight difference to P=1 after %d iterations = %.3e\n",
+                  strategy.c_str(), P, iterations, d);
+      CHECK(d < kWeightTolerance);
+      // Without it each rank's statistics are its own: the weights differ from P = 1.
+      LocalExecutor per_rank(net, make_schedule(net, strategy, P, 8, iterations), kSeed, kSgd);
+      per_rank.run(data);
+      CHECK(relative_difference(w1, per_rank.runtime(0).flat_weights()) > 100 * kWeightTolerance);
+    }
+}

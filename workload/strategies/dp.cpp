@@ -18,8 +18,12 @@ Schedule build_dp(const Network& network, const Platform& platform, const Strate
   std::vector<Op>& program = schedule.programs[0].ops.mutable_vector();
   const int layer_count = int(network.layers.size());
   for (int m = 0; m < options.iterations; ++m) {
-    for (int l = 0; l < layer_count; ++l) append(program, ops.forward(l));
+    for (int l = 0; l < layer_count; ++l) {
+      append_statistics_allreduce(schedule, program, network, platform, options, l, Payload::batch_statistics, m);
+      append(program, ops.forward(l));
+    }
     for (int l = layer_count - 1; l >= 0; --l) {
+      append_statistics_allreduce(schedule, program, network, platform, options, l, Payload::error_statistics, m);
       append(program, ops.backward_data(l));  // errors first, as in Lee's Algorithm 1
       append(program, ops.backward_weight(l));
     }
@@ -44,6 +48,7 @@ Schedule build_dp(const Network& network, const Platform& platform, const Strate
 StrategySpec dp_strategy() {
   return {.name = "dp",
           .summary = "Lee et al. \"DP\": one allreduce per layer after the whole backward pass, then the updates",
+          .options = {sync_bn_option()},
           .build = build_dp,
           .graphs = true,
           .advise_baseline = true,

@@ -18,7 +18,10 @@ Schedule build_dp_buckets(const Network& network, const Platform& platform, cons
   std::vector<Op>& program = schedule.programs[0].ops.mutable_vector();
   const int layer_count = int(network.layers.size());
   for (int m = 0; m < options.iterations; ++m) {
-    for (int l = 0; l < layer_count; ++l) append(program, ops.forward(l));
+    for (int l = 0; l < layer_count; ++l) {
+      append_statistics_allreduce(schedule, program, network, platform, options, l, Payload::batch_statistics, m);
+      append(program, ops.forward(l));
+    }
     std::vector<std::pair<std::vector<int>, int>> buckets;  // (layers, collective)
     std::vector<int> filling;
     const auto post_bucket = [&] {
@@ -36,6 +39,7 @@ Schedule build_dp_buckets(const Network& network, const Platform& platform, cons
         filling.push_back(l);
         if (gradient_bytes(network, filling) >= bucket_bytes) post_bucket();
       }
+      append_statistics_allreduce(schedule, program, network, platform, options, l, Payload::error_statistics, m);
       append(program, ops.backward_data(l));
     }
     if (!filling.empty()) post_bucket();
@@ -60,7 +64,8 @@ StrategySpec dp_buckets_strategy() {
                        .default_text = "25MiB",
                        .min = 1,
                        .unit = "bytes",
-                       .help = "bucket size, e.g. 25MiB"}},
+                       .help = "bucket size, e.g. 25MiB"},
+                      sync_bn_option()},
           .build = build_dp_buckets,
           .graphs = true};
 }

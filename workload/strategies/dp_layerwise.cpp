@@ -28,6 +28,7 @@ Schedule build_dp_layerwise(const Network& network, const Platform& platform, co
   for (int m = 0; m < options.iterations; ++m) {
     for (int l = 0; l < layer_count; ++l) {
       if (deferred_id[std::size_t(l)] >= 0) deferred_update(l);
+      append_statistics_allreduce(schedule, program, network, platform, options, l, Payload::batch_statistics, m);
       append(program, ops.forward(l));
     }
     std::vector<std::pair<int, int>> posted;  // (layer, collective)
@@ -40,6 +41,7 @@ Schedule build_dp_layerwise(const Network& network, const Platform& platform, co
         program.push_back(Op::post_op(id));
         posted.emplace_back(l, id);
       }
+      append_statistics_allreduce(schedule, program, network, platform, options, l, Payload::error_statistics, m);
       append(program, ops.backward_data(l));
     }
     const std::size_t waited_now = posted.size() - std::min(posted.size(), std::size_t(options.integer("defer")));
@@ -89,7 +91,8 @@ StrategySpec dp_layerwise_strategy() {
                        .default_text = "0",
                        .unit = "layers",
                        .help = "allreduces of the last N gradients of backward (nearest the input) are waited for in "
-                               "the next iteration's forward pass (Das et al.)"}},
+                               "the next iteration's forward pass (Das et al.)"},
+                      sync_bn_option()},
           .validate = validate_dp_layerwise,
           .build = build_dp_layerwise,
           .graphs = true};
