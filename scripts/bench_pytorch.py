@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Training throughput of a cnnpar network JSON in PyTorch (CPU, FP32), one process or DDP.
 
-Builds the same layer list as scenarios/networks/<name>.json (conv, relu, pool, lrn,
-dropout, fc, softmax-cross-entropy), trains it with SGD (momentum 0.9, weight decay 5e-4)
+Builds the network of scenarios/networks/<name>.json (scripts/torch_network.py: chains and
+graphs), trains it with SGD (momentum 0.9, weight decay 5e-4)
 on random data and prints JSON with images/s = batch / median iteration time. With
 --ranks P > 1, P processes train batch/P images each under DistributedDataParallel (gloo),
 and an iteration takes as long as the slowest rank's.
@@ -18,46 +18,7 @@ import time
 import torch
 import torch.nn as nn
 
-
-def build(net):
-    layers = []
-    c, h, w = net["input"]["channels"], net["input"]["height"], net["input"]["width"]
-    flat = False
-    for spec in net["layers"]:
-        kind = spec["type"]
-        if kind == "conv":
-            k = spec["kernel"]
-            kh, kw = (k, k) if isinstance(k, int) else k
-            s, p = spec.get("stride", 1), spec.get("pad", 0)
-            layers.append(nn.Conv2d(c, spec["maps"], (kh, kw), stride=s, padding=p))
-            c, h, w = spec["maps"], (h + 2 * p - kh) // s + 1, (w + 2 * p - kw) // s + 1
-        elif kind == "pool":
-            k = spec["kernel"]
-            kh, kw = (k, k) if isinstance(k, int) else k
-            s, p = spec.get("stride", kh), spec.get("pad", 0)
-            if spec.get("mode", "max") == "max":
-                layers.append(nn.MaxPool2d((kh, kw), stride=s, padding=p))
-            else:
-                layers.append(nn.AvgPool2d((kh, kw), stride=s, padding=p, count_include_pad=True))
-            h, w = (h + 2 * p - kh) // s + 1, (w + 2 * p - kw) // s + 1
-        elif kind == "relu":
-            layers.append(nn.ReLU())
-        elif kind == "lrn":
-            layers.append(nn.LocalResponseNorm(spec.get("size", 5), spec.get("alpha", 1e-4),
-                                               spec.get("beta", 0.75), spec.get("k", 1.0)))
-        elif kind == "dropout":
-            layers.append(nn.Dropout(spec.get("ratio", 0.5)))
-        elif kind == "fc":
-            if not flat:
-                layers.append(nn.Flatten())
-                flat = True
-            layers.append(nn.Linear(c * h * w, spec["outputs"]))
-            c, h, w = spec["outputs"], 1, 1
-        elif kind == "softmax":
-            pass  # folded into CrossEntropyLoss
-        else:
-            raise ValueError("unknown layer type " + kind)
-    return nn.Sequential(*layers), c
+from torch_network import Network
 
 
 def train(a, rank=0, world=1):
@@ -66,8 +27,8 @@ def train(a, rank=0, world=1):
     torch.manual_seed(1)
     with open(a.network) as f:
         net = json.load(f)
-    model, classes = build(net)
-    model.train()
+    model = Network(net)
+    classes = model.classes
     if world > 1:
         model = nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)

@@ -2,9 +2,8 @@
 """One training step's forward and backward of a cnnpar network against PyTorch's, on the same
 weights and images: graph_dump runs cnnpar's executor in one process (no update) and writes its
 input, labels, weights, logits, gradients and batch-norm running statistics; this script builds
-the same network in PyTorch from the project's JSON (conv, batchnorm, relu, pool, add, concat,
-fc, softmax with cross-entropy), loads the weights, runs forward and backward in training mode
-and compares. Tolerance 1e-4 of each quantity's largest magnitude (FP32 in both; the sums run
+the same network in PyTorch from the project's JSON (scripts/torch_network.py, softmax with
+cross-entropy), loads the weights, runs forward and backward in training mode and compares. Tolerance 1e-4 of each quantity's largest magnitude (FP32 in both; the sums run
 in different orders). Exits 77 (ctest: skipped) when PyTorch is not installed.
 
 Usage: pytorch_graph_check.py GRAPH_DUMP NETWORK.json BATCH SEED
@@ -14,6 +13,8 @@ import os
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 
 SKIP = 77
 TOLERANCE = 1e-4
@@ -25,106 +26,7 @@ except ImportError as error:
     print(f"pytorch_graph_check: skipped, PyTorch is not installed ({error}); Debian: python3-torch")
     sys.exit(SKIP)
 
-
-def pair(value):
-    return (value, value) if isinstance(value, int) else tuple(value)
-
-
-class Graph(torch.nn.Module):
-    """The network of a cnnpar JSON file; parameterised layers in file order."""
-
-    def __init__(self, network):
-        super().__init__()
-        self.layers = network["layers"]
-        self.modules_by_name = torch.nn.ModuleDict()
-        self.parameterised = []
-        channels = {None: network["input"]["channels"]}
-        previous = None
-        self.reads = {}
-        for layer in self.layers:
-            name, kind = layer["name"], layer["type"]
-            reads = layer.get("inputs", [previous])
-            self.reads[name] = reads
-            c_in = channels[reads[0]]
-            if kind == "conv":
-                module = torch.nn.Conv2d(c_in, layer["maps"], pair(layer["kernel"]), stride=layer.get("stride", 1),
-                                         padding=layer.get("pad", 0), bias=layer.get("bias", True))
-                channels[name] = layer["maps"]
-            elif kind == "batchnorm":
-                module = torch.nn.BatchNorm2d(c_in, eps=layer.get("epsilon", 1e-5), momentum=layer.get("momentum", 0.1))
-                channels[name] = c_in
-            elif kind == "fc":
-                module = torch.nn.LazyLinear(layer["outputs"])
-                channels[name] = layer["outputs"]
-            elif kind == "concat":
-                module = None
-                channels[name] = sum(channels[r] for r in reads)
-            elif kind in ("relu", "pool", "add", "softmax"):
-                module = None
-                channels[name] = c_in
-            else:
-                raise SystemExit(f"pytorch_graph_check: no PyTorch equivalent here for a {kind} layer ({name})")
-            if module is not None:
-                key = name.replace(".", "_")
-                self.modules_by_name[key] = module
-                self.parameterised.append((name, kind, module))
-            previous = name
-
-    def forward(self, images):
-        outputs = {None: images}
-        logits = None
-        for layer in self.layers:
-            name, kind = layer["name"], layer["type"]
-            inputs = [outputs[r] for r in self.reads[name]]
-            x = inputs[0]
-            if kind in ("conv", "batchnorm"):
-                y = self.modules_by_name[name.replace(".", "_")](x)
-            elif kind == "fc":
-                y = self.modules_by_name[name.replace(".", "_")](torch.flatten(x, 1))
-                logits = y
-            elif kind == "relu":
-                y = F.relu(x)
-            elif kind == "pool":
-                if layer.get("global", False):
-                    kernel, stride, pad = x.shape[2:], 1, 0
-                else:
-                    kernel = pair(layer["kernel"])
-                    stride, pad = layer.get("stride", kernel[0]), layer.get("pad", 0)
-                if layer.get("mode", "max") == "max":
-                    y = F.max_pool2d(x, kernel, stride, pad, ceil_mode=layer.get("ceil", False))
-                else:
-                    y = F.avg_pool2d(x, kernel, stride, pad, ceil_mode=layer.get("ceil", False))
-            elif kind == "add":
-                y = inputs[0]
-                for other in inputs[1:]:
-                    y = y + other
-            elif kind == "concat":
-                y = torch.cat(inputs, dim=1)
-            elif kind == "softmax":
-                y = x
-            outputs[name] = y
-        return logits
-
-    def load_flat(self, flat):
-        """cnnpar's order: per parameterised layer W then b (conv (O, C, KH, KW), fc (K_c, K_b),
-        batchnorm scale then shift)."""
-        at = 0
-        with torch.no_grad():
-            for _, _, module in self.parameterised:
-                for tensor in (module.weight, module.bias):
-                    if tensor is None:
-                        continue
-                    tensor.copy_(flat[at:at + tensor.numel()].view_as(tensor))
-                    at += tensor.numel()
-        assert at == flat.numel(), f"{flat.numel()} weights in the file, {at} in the model"
-
-    def flat_gradients(self):
-        parts = []
-        for _, _, module in self.parameterised:
-            for tensor in (module.weight, module.bias):
-                if tensor is not None:
-                    parts.append(tensor.grad.reshape(-1))
-        return torch.cat(parts)
+from torch_network import Network  # noqa: E402 (after the skip)
 
 
 def read(path, dtype):
@@ -160,13 +62,12 @@ def main():
         with open(os.path.join(work, "result.json")) as f:
             loss_cnnpar = json.load(f)["loss"]
 
-    model = Graph(network)
+    if any(layer["type"] in ("dropout", "lrn") for layer in network["layers"]):
+        print("pytorch_graph_check: dropout masks and LRN differ by design; give a network without them",
+              file=sys.stderr)
+        return 2
+    model = Network(network)
     model.train()
-    with torch.no_grad():
-        model(images)  # shapes the lazy fc layers (and moves the running statistics: reset below)
-    for _, kind, module in model.parameterised:
-        if kind == "batchnorm":
-            module.reset_running_stats()
     model.load_flat(weights)
     logits = model(images)
     loss = F.cross_entropy(logits, labels)
