@@ -1,5 +1,7 @@
 #include "experiments/advice.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "analysis/metrics.hpp"
@@ -87,6 +89,11 @@ Advice advise(const AdviseRequest& request) {
     baselines.push_back(advice.candidates.size());
     advice.candidates.push_back(std::move(c));
   }
+  // A reference that does not build here (lee on a graph network) gives no gains.
+  std::erase_if(advice.gain_references, [&](const std::string& reference) {
+    return std::none_of(advice.candidates.begin() + std::ptrdiff_t(advice.first_baseline), advice.candidates.end(),
+                        [&](const AdviseCandidate& c) { return c.label == reference; });
+  });
   const std::unique_ptr<Engine> engine = analytic();
   const std::vector<double> baseline_s = iteration_times(network, platform, advice.candidates, baselines, *engine, {});
   for (std::size_t b = 0; b < baselines.size(); ++b) advice.candidates[baselines[b]].analytic_s = baseline_s[b];

@@ -6,6 +6,7 @@
 #include "base/error.hpp"
 #include "base/limits.hpp"
 #include "model/network.hpp"
+#include "model/window.hpp"
 
 namespace cnnpar {
 namespace {
@@ -17,9 +18,7 @@ namespace {
 
 std::string shape_text(const Shape& shape) { return fmt::format("({}, {}, {})", shape.c, shape.h, shape.w); }
 
-/** floor((in + 2·pad − kernel) / stride) + 1, with the impossible cases rejected. In ceil mode
- *  the division rounds up, less one window when the last would start in the right padding
- *  (PyTorch's and Caffe's rule). */
+/** model/window.hpp's window_count, with the impossible cases rejected. */
 std::int64_t window_output(const std::string& file, int index, const char* axis, std::int64_t in,
                            std::int64_t kernel, std::int64_t stride, std::int64_t pad, bool ceil) {
   const std::int64_t padded = in + 2 * pad;
@@ -27,8 +26,7 @@ std::int64_t window_output(const std::string& file, int index, const char* axis,
     shape_error(file, index, "kernel", std::to_string(kernel),
                 fmt::format("kernel {} {} is larger than the padded input {} ({} + 2·{})", axis, kernel,
                             padded, in, pad));
-  std::int64_t out = (padded - kernel + (ceil ? stride - 1 : 0)) / stride + 1;
-  if (ceil && (out - 1) * stride >= in + pad) --out;
+  const std::int64_t out = window_count(in, kernel, stride, pad, ceil);
   if (out < 1)
     shape_error(file, index, "stride", std::to_string(stride),
                 fmt::format("output {} would be {} (< 1)", axis, out));

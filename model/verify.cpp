@@ -320,7 +320,8 @@ bool tiles(std::vector<Range> ranges, std::int64_t total) {
 // a conv/fc layer every input unit, lrn and softmax every unit, other layers their own units.
 LayerPartition input_need(const Layer& layer, const LayerPartition& own, std::int64_t input_units) {
   LayerPartition need = own;
-  if (layer.has_parameters() || layer.spec.kind == LayerKind::lrn || layer.spec.kind == LayerKind::softmax)
+  if (layer.has_parameters() || layer.spec.kind == LayerKind::lrn || layer.spec.kind == LayerKind::softmax ||
+      layer.spec.kind == LayerKind::concat)  // a concat stacks every unit of each input
     need.units = {0, input_units};
   return need;
 }
@@ -379,23 +380,27 @@ void check_partitions(const Schedule& schedule, const Network& network, std::vec
   }
   if (!issues.empty()) return;
 
-  // Transitions: a layer whose input region is not held by the previous layer must wait for an
-  // activations collective of that layer before its forward ops; a previous layer whose errors
-  // this layer cannot hand over locally (a model layer's partial sums, or a smaller region)
-  // must wait for an errors collective before its backward ops.
+  // Transitions: a layer whose input region is not held by a layer it reads must wait for an
+  // activations collective of that layer before its forward ops; a layer it reads whose errors
+  // it cannot hand over locally (a model layer's partial sums, or a smaller region) must wait
+  // for an errors collective before its backward ops.
   for (const Program& program : schedule.programs) {
     std::vector<char> needs_input(std::size_t(L), 0), needs_errors(std::size_t(L), 0);
     for (int l = 1; l < L; ++l) {
       const LayerPartition& own = program.partitions[std::size_t(l)];
-      const LayerPartition& before = program.partitions[std::size_t(l - 1)];
       const Layer& layer = network.layers[std::size_t(l)];
-      const LayerPartition need = input_need(layer, own, layer_units(network.layers[std::size_t(l - 1)]));
-      const bool held = before.batch.contains(need.batch) && before.units.contains(need.units);
-      needs_input[std::size_t(l)] = own.kind != PartitionKind::none && !held;
-      const bool partial = layer.has_parameters() && own.kind == PartitionKind::model && ranks > 1;
-      needs_errors[std::size_t(l - 1)] =
-          before.kind != PartitionKind::none &&
-          (partial || !need.batch.contains(before.batch) || !need.units.contains(before.units));
+      for (const int read : layer.inputs) {
+        if (read < 0) continue;  // the network input, read from the dataset in any region
+        const LayerPartition& before = program.partitions[std::size_t(read)];
+        const LayerPartition need = input_need(layer, own, layer_units(network.layers[std::size_t(read)]));
+        const bool held = before.batch.contains(need.batch) && before.units.contains(need.units);
+        needs_input[std::size_t(l)] = needs_input[std::size_t(l)] || (own.kind != PartitionKind::none && !held);
+        const bool partial = layer.has_parameters() && own.kind == PartitionKind::model && ranks > 1;
+        needs_errors[std::size_t(read)] =
+            needs_errors[std::size_t(read)] ||
+            (before.kind != PartitionKind::none &&
+             (partial || !need.batch.contains(before.batch) || !need.units.contains(before.units)));
+      }
     }
     std::vector<char> input_delivered(std::size_t(L), 0), errors_delivered(std::size_t(L), 0);
     std::vector<char> forward_seen(std::size_t(L), 0), backward_seen(std::size_t(L), 0);
@@ -431,7 +436,7 @@ void check_partitions(const Schedule& schedule, const Network& network, std::vec
           forward_seen[l] = 1;
           if (needs_input[l] && !input_delivered[l])
             issues.push_back({program.rank, int(i),
-                              fmt::format("layer {} needs input the previous layer's partition does not hold, and no "
+                              fmt::format("layer {} needs input the partition of a layer it reads does not hold, and no "
                                           "activations collective of layer {} is waited for before it",
                                           network.layers[l].spec.name, network.layers[l].spec.name)});
         }

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "model/window.hpp"
+
 namespace cnnpar::real {
 
 /** Geometry of a conv or pool layer over a batch. */
@@ -20,8 +22,9 @@ struct ConvGeometry {
   std::int64_t in_h = 0, in_w = 0;
   std::int64_t kernel_h = 0, kernel_w = 0;
   std::int64_t stride = 1, pad = 0;
-  std::int64_t out_h() const { return (in_h + 2 * pad - kernel_h) / stride + 1; }
-  std::int64_t out_w() const { return (in_w + 2 * pad - kernel_w) / stride + 1; }
+  bool ceil = false;           ///< max pool: output size rounded up, the last window overhangs
+  std::int64_t out_h() const { return window_count(in_h, kernel_h, stride, pad, ceil); }
+  std::int64_t out_w() const { return window_count(in_w, kernel_w, stride, pad, ceil); }
   std::int64_t column_rows() const { return channels * kernel_h * kernel_w; }   ///< C·KH·KW
   std::int64_t column_cols() const { return batch * out_h() * out_w(); }        ///< N·OH·OW
 };

@@ -14,7 +14,8 @@ namespace cnnpar::real {
 void max_pool_forward(const ConvGeometry& g, const float* in, float* out, std::int32_t* argmax) {
   const std::int64_t oh = g.out_h(), ow = g.out_w(), plane = g.in_h * g.in_w;
   CNNPAR_ASSERT(plane <= std::numeric_limits<std::int32_t>::max(), "pool plane too large");
-  const bool two_by_two = g.kernel_h == 2 && g.kernel_w == 2 && g.stride == 2 && g.pad == 0;
+  const bool two_by_two = g.kernel_h == 2 && g.kernel_w == 2 && g.stride == 2 && g.pad == 0 &&
+                          2 * oh <= g.in_h && 2 * ow <= g.in_w;  // no window overhangs (ceil mode)
   parallel_for(g.channels * g.batch, [&](std::int64_t p0, std::int64_t p1) {
     for (std::int64_t p = p0; p < p1; ++p) {
       const float* src = in + p * plane;

@@ -260,7 +260,7 @@ std::int64_t Runtime::Impl::shape_layer(LayerState& x) {
       x.out_cm = true;
       // A pool layer works on the maps it holds; a conv layer reads every input map.
       x.geo = ConvGeometry{ly.spec.kind == LayerKind::pool ? units : ly.in.c, n_l, ly.in.h, ly.in.w,
-                           ly.spec.kernel_h, ly.spec.kernel_w, ly.spec.stride, ly.spec.pad};
+                           ly.spec.kernel_h, ly.spec.kernel_w, ly.spec.stride, ly.spec.pad, ly.spec.ceil};
       CNNPAR_ASSERT(x.geo.out_h() == ly.out.h && x.geo.out_w() == ly.out.w,
                     "inferred output shape differs from the kernel geometry: " + ly.spec.name);
       if (ly.spec.kind == LayerKind::conv) {
@@ -306,14 +306,14 @@ std::int64_t Runtime::Impl::shape_layer(LayerState& x) {
   return columns;
 }
 
-// Where a layer's input comes from and where its input errors go, from the region the layer
-// before holds and the one this layer needs.
+// Where a layer's input comes from and where its input errors go, from the region the layer it
+// reads holds and the one this layer needs.
 void Runtime::Impl::choose_transitions(LayerState& x) {
   const LayerState& before = layers[std::size_t(x.producer)];
   const Region& have = before.out_region;
   const Region& need = x.in_region;
-  // An add or a concat reads every input over its own region (graph networks run data
-  // parallel: every layer holds the same images and all its units).
+  // An add or a concat reads every input over its own region (a join keeps its inputs'
+  // partition: per_layer refuses other assignments on graphs).
   for (const int read : x.layer->inputs) {
     const Region& other = layers[std::size_t(read)].out_region;
     CNNPAR_ASSERT(x.layer->inputs.size() == 1 || (other.batch == x.out_region.batch &&

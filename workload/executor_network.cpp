@@ -30,10 +30,11 @@ void check_executor_network(const Network& network, const std::string& file) {
         if (reads_rows)
           throw InputError(file, path, spec.name,
                            fmt::format("the real executor cannot run a {} layer after an fc layer", to_string(spec.kind)));
-        if (spec.kind == LayerKind::pool && spec.ceil)
+        if (spec.kind == LayerKind::pool && spec.ceil && spec.pool_mode == PoolMode::avg)
           throw InputError(file, path + "/ceil", spec.name,
-                           fmt::format("the real executor's pooling rounds output sizes down; network {} has a "
-                                       "ceil-mode pool here (the engines predict it, and --compute sleep runs its "
+                           fmt::format("the real executor's average pooling divides by the whole window, which "
+                                       "an overhanging ceil-mode window is not; network {} has a ceil-mode "
+                                       "average pool here (the engines predict it, and --compute sleep runs its "
                                        "communication for real)", network.name));
         break;
       case LayerKind::softmax:

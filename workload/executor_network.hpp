@@ -7,7 +7,7 @@
 
 namespace cnnpar {
 
-/** Refuses a network the executor cannot train with real kernels: a ceil-mode pool; conv,
+/** Refuses a network the executor cannot train with real kernels: a ceil-mode average pool; conv,
  *  pool, batchnorm, add or concat on an fc layer's (n, K) rows; softmax not last, or a softmax
  *  without an fc layer before it (the loss needs (n, classes) logits). Sleep-compute runs take
  *  any network.

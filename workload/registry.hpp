@@ -76,9 +76,11 @@ struct StrategySpec {
    *  divisible by it (or --uneven-batch). False for strategies that split the batch their own
    *  way (veeriah over its K conv workers) or not at all (conv_split); their validate checks. */
   bool splits_batch_over_ranks = true;
-  /** True when the builder takes any network DAG with batchnorm, add and concat layers
-   *  (data parallelism: each rank runs the whole graph). False: chains of the original kinds
-   *  only; validate_strategy_options refuses other networks naming their first graph layer. */
+  /** True when the builder takes network DAGs with batchnorm, add and concat layers (the
+   *  data-parallel ones run the whole graph on each rank; per_layer and hybrid move tensors
+   *  between partitions along chain links only and refuse other assignments themselves).
+   *  False: chains of the original kinds only; validate_strategy_options refuses other
+   *  networks naming their first graph layer. */
   bool graphs = false;
   /** The options of the one-rank run that a speedup S(P) = T(1) / T(P) divides by (ranks are
    *  set to 1 after it); null = this strategy with the same options. */

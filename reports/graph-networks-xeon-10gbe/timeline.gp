@@ -1,6 +1,6 @@
 set terminal svg size 760,400 dynamic font 'sans,12' background '#ffffff'
 set output 'timeline.svg'
-set title 'Graph networks against VGG-A on Xeon E5 + 10 GbE (the Intel note''s Ethernet system), batch 256: dp and dp_buckets (DDP''s buckets), 1 to 128 nodes, VGG-A dp at 128 nodes: one iteration, ranks 0, 1 and the last' noenhanced font ',10'
+set title 'Graph networks against VGG-A on Xeon E5 + 10 GbE (the Intel note''s Ethernet system), batch 256: dp, dp_buckets (DDP''s buckets) and hybrid (model-parallel classifier), 1 to 128 nodes, VGG-A dp at 128 nodes: one iteration, ranks 0, 1 and the last' noenhanced font ',10'
 set xlabel 'ms from the start of iteration 1'
 set xrange [0:1004.16]
 set yrange [-1:9]

@@ -4,7 +4,10 @@ weights and images: graph_dump runs cnnpar's executor in one process (no update)
 input, labels, weights, logits, gradients and batch-norm running statistics; this script builds
 the same network in PyTorch from the project's JSON (scripts/torch_network.py, softmax with
 cross-entropy), loads the weights, runs forward and backward in training mode and compares. Tolerance 1e-4 of each quantity's largest magnitude (FP32 in both; the sums run
-in different orders). Exits 77 (ctest: skipped) when PyTorch is not installed.
+in different orders); gradients beyond it pass when they are no farther than twice PyTorch's
+own FP32 gradients from PyTorch's FP64 ones (an ill-conditioned network, as GoogLeNet at
+initialisation, where every FP32 computation is 1e-2 from the exact gradient). Dropout layers
+are taken out of both (their masks differ by design). Exits 77 (ctest: skipped) when PyTorch is not installed.
 
 Usage: pytorch_graph_check.py GRAPH_DUMP NETWORK.json BATCH SEED
 """
@@ -29,6 +32,25 @@ except ImportError as error:
 from torch_network import Network  # noqa: E402 (after the skip)
 
 
+def without_dropout(network):
+    """The network with its dropout layers taken out (their readers read what they read): the
+    two frameworks draw different masks, and dropout has its own gradient check."""
+    replaced, layers, previous = {}, [], None
+    for layer in network["layers"]:
+        reads = [replaced.get(name, name) for name in layer.get("inputs", [previous])]
+        if layer["type"] == "dropout":
+            replaced[layer["name"]] = reads[0]
+        else:
+            layer = dict(layer)
+            if reads != [previous] or "inputs" in layer:
+                layer["inputs"] = [r for r in reads if r is not None] or None
+                if layer["inputs"] is None:
+                    del layer["inputs"]
+            layers.append(layer)
+        previous = replaced.get(layer["name"], layer["name"])
+    return dict(network, layers=layers)
+
+
 def read(path, dtype):
     with open(path, "rb") as f:
         return torch.frombuffer(bytearray(f.read()), dtype=dtype)
@@ -47,10 +69,16 @@ def main():
         return 2
     dump, network_path, batch, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
     with open(network_path) as f:
-        network = json.load(f)
+        network = without_dropout(json.load(f))
+    if any(layer["type"] == "lrn" for layer in network["layers"]):
+        print("pytorch_graph_check: PyTorch's LRN is not cnnpar's; give a network without one", file=sys.stderr)
+        return 2
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as work:
-        subprocess.run([dump, network_path, str(batch), seed, work], check=True)
+        stripped = os.path.join(work, "network.json")
+        with open(stripped, "w") as f:
+            json.dump(network, f)
+        subprocess.run([dump, stripped, str(batch), seed, work], check=True)
         shape = network["input"]
         images = read(os.path.join(work, "input.bin"), torch.float32).view(batch, shape["channels"], shape["height"],
                                                                            shape["width"])
@@ -62,10 +90,6 @@ def main():
         with open(os.path.join(work, "result.json")) as f:
             loss_cnnpar = json.load(f)["loss"]
 
-    if any(layer["type"] in ("dropout", "lrn") for layer in network["layers"]):
-        print("pytorch_graph_check: dropout masks and LRN differ by design; give a network without them",
-              file=sys.stderr)
-        return 2
     model = Network(network)
     model.train()
     model.load_flat(weights)
@@ -98,11 +122,28 @@ def main():
         layer_ratios.append((float((ours - theirs).abs().max()) / scale, name))
     ratio, name = max(layer_ratios)
     print(f"  largest per-layer gradient ratio: {ratio:.3e} ({name}; for the record)")
+    if worst["gradients (all)"] > TOLERANCE:
+        # Some networks' gradients are ill-conditioned at initialisation (max-pool ties after
+        # relu, near-constant batchnorm inputs): any FP32 computation is then far from the
+        # exact one. Measure how far with PyTorch in FP64 and accept cnnpar's gradients when
+        # they are at most twice as far from it as PyTorch's own FP32 ones.
+        exact = Network(network).double()
+        exact.train()
+        exact.load_flat(weights.double())
+        F.cross_entropy(exact(images.double()), labels).backward()
+        truth = exact.flat_gradients()
+        scale = max(float(truth.abs().max()), 1e-30)
+        ours = float((gradients.double() - truth).abs().max()) / scale
+        theirs = float((model.flat_gradients().double() - truth).abs().max()) / scale
+        print(f"  gradients against PyTorch in FP64: cnnpar {ours:.3e}, PyTorch FP32 {theirs:.3e}")
+        if ours <= 2 * theirs:
+            worst["gradients (all)"] = 0.0
+            print("  gradients: within twice PyTorch FP32's distance from FP64 (ill-conditioned; accepted)")
     failed = [what for what, value in worst.items() if not value <= TOLERANCE]
     if failed:
         print(f"pytorch_graph_check: FAILED beyond {TOLERANCE:g}: {', '.join(failed)}", file=sys.stderr)
         return 1
-    print(f"pytorch_graph_check: loss, logits, gradients and running statistics within {TOLERANCE:g}")
+    print(f"pytorch_graph_check: {network['name']} passed")
     return 0
 
 

@@ -9,6 +9,7 @@
 
 #include "model/network.hpp"
 #include "model/platform.hpp"
+#include "real/local_executor.hpp"
 #include "workload/strategy.hpp"
 
 namespace cnnpar::real::testing {
@@ -96,6 +97,17 @@ inline Schedule make_schedule(const Network& net, const std::string& strategy, i
   if (strategy == "lee") o.set("k", lee_k).set("f", lee_f);
   if (strategy == "dp_buckets") o.set("bucket_bytes", bucket_bytes);
   return build_schedule(net, Platform{}, o);
+}
+
+/** The whole model of a run: the sum over ranks of what each owns (adding zeros rounds
+ *  nothing), for schedules that split layers over the ranks. */
+inline std::vector<float> assembled_weights(LocalExecutor& ex) {
+  std::vector<float> sum = ex.runtime(0).owned_state().weights;
+  for (int r = 1; r < ex.ranks(); ++r) {
+    const std::vector<float> part = ex.runtime(r).owned_state().weights;
+    for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += part[i];
+  }
+  return sum;
 }
 
 /** max_i |a_i - b_i| / max_i |a_i|. */

@@ -395,12 +395,7 @@ TEST_CASE("inner dag: the Runtime matches the GEMM path under the other strategi
     LocalExecutor run(net, s, 5, sgd);
     for (int r = 0; r < run.ranks(); ++r) run.runtime(r).set_inner_mode(mode);
     run.run(data);
-    std::vector<float> sum = run.runtime(0).owned_state().weights;
-    for (int r = 1; r < run.ranks(); ++r) {
-      const std::vector<float> part = run.runtime(r).owned_state().weights;
-      for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += part[i];
-    }
-    return sum;
+    return testing::assembled_weights(run);
   };
   for (const Case& c : cases) {
     StrategyOptions o;

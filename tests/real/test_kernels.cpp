@@ -307,6 +307,35 @@ TEST_CASE("residual sums and error accumulation equal the element-wise sum") {
   CHECK(report("accumulated errors", acc, ref_out) == 0.0);
 }
 
+TEST_CASE("ceil-mode max pooling (GoogLeNet's) equals the definition, overhanging windows included") {
+  std::mt19937 rng(23);
+  struct CeilCase {
+    ConvGeometry g;
+    std::int64_t floor_h;  // rows the floor rule gives
+  };
+  // 8 rows, 3x3/2: floor 3, ceil 4; 7 rows, 2x2/2: floor 3, ceil 4 (not the 2x2 fast path's
+  // shape); 3x3/1 pad 1: the same either way.
+  const CeilCase cases[] = {{{2, 3, 8, 9, 3, 3, 2, 0, true}, 3}, {{3, 2, 7, 7, 2, 2, 2, 0, true}, 3},
+                            {{2, 2, 6, 5, 3, 3, 1, 1, true}, 6}};
+  for (const CeilCase& k : cases) {
+    const ConvGeometry& g = k.g;
+    ConvGeometry floor_g = g;
+    floor_g.ceil = false;
+    CHECK(floor_g.out_h() == k.floor_h);
+    const std::size_t in_n = std::size_t(g.channels * g.batch * g.in_h * g.in_w);
+    const std::size_t out_n = std::size_t(g.channels * g.batch * g.out_h() * g.out_w());
+    auto in = random_vector(in_n, rng), e = random_vector(out_n, rng);
+    std::vector<float> fo(out_n), ro(out_n), fg(in_n), rg(in_n);
+    std::vector<std::int32_t> arg(out_n);
+    max_pool_forward(g, in.data(), fo.data(), arg.data());
+    ref::max_pool_forward(g, in.data(), ro.data());
+    CHECK(report("ceil-mode max pool forward", fo, ro) <= kExactTolerance);
+    max_pool_backward(g, e.data(), arg.data(), fg.data());
+    ref::max_pool_backward(g, in.data(), e.data(), rg.data());
+    CHECK(report("ceil-mode max pool backward", fg, rg) <= kExactTolerance);
+  }
+}
+
 TEST_CASE("LRN across channels equals the per-position definition") {
   std::mt19937 rng(8);
   const LrnParams p{5, 1e-2, 0.75, 2.0};  // alpha larger than AlexNet's so the term matters

@@ -366,3 +366,29 @@ TEST_CASE("runtime: with synchronised batch normalisation P = 2 and P = 4 end wi
       CHECK(relative_difference(w1, per_rank.runtime(0).flat_weights()) > 100 * kWeightTolerance);
     }
 }
+
+TEST_CASE("runtime: hybrid and per_layer on a graph network with synchronised batchnorm end with the P = 1 weights") {
+  // The graph's body data parallel, its classifier model parallel (hybrid) or replicated the
+  // way Lee et al. do it (per_layer fc=replicated): one process's computation, as above.
+  const Network net = testing::smooth_graph_network();
+  SyntheticDataset data(net.input, net.classes(), 200, 20);
+  const int iterations = 20;
+  const auto w1 = train(net, make_schedule(net, "dp", 1, 8, iterations), data);
+  for (const std::string strategy : {"hybrid", "per_layer"})
+    for (int P : {2, 4}) {
+      StrategyOptions o;
+      o.name = strategy;
+      o.global_batch = 8;
+      o.ranks = P;
+      o.iterations = iterations;
+      o.warmup_iterations = 0;
+      o.set("sync_bn", "on");
+      if (strategy == "per_layer") o.set("assign", "fc=replicated");
+      LocalExecutor ex(net, build_schedule(net, Platform{}, o), kSeed, kSgd);
+      ex.run(data);
+      const double d = relative_difference(w1, testing::assembled_weights(ex));
+      std::printf("%-10s sync_bn P=%d: relative weight difference to dp P=1 after %d iterations = %.3e\n",
+                  strategy.c_str(), P, iterations, d);
+      CHECK(d < kWeightTolerance);
+    }
+}

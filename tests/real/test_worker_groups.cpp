@@ -21,6 +21,7 @@
 
 using namespace cnnpar;
 using namespace cnnpar::real;
+using cnnpar::real::testing::assembled_weights;
 using cnnpar::real::testing::make_schedule;
 using cnnpar::real::testing::relative_difference;
 using cnnpar::real::testing::small_network;
@@ -43,16 +44,6 @@ Schedule worker_schedule(const Network& net, const std::string& strategy, int ra
   o.warmup_iterations = 0;
   o.set(key, value);
   return build_schedule(net, Platform{}, o);
-}
-
-// The whole model: the sum over ranks of what each owns (adding zeros rounds nothing).
-std::vector<float> assembled_weights(LocalExecutor& ex) {
-  std::vector<float> sum = ex.runtime(0).owned_state().weights;
-  for (int r = 1; r < ex.ranks(); ++r) {
-    const std::vector<float> part = ex.runtime(r).owned_state().weights;
-    for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += part[i];
-  }
-  return sum;
 }
 
 }  // namespace

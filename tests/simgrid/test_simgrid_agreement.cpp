@@ -119,6 +119,13 @@ TEST_CASE("dp and dp_buckets on ResNet-50 agree with the analytic engine on a cr
   check_agreement("resnet-50", "cori-haswell", "dp_buckets", 256, kGraphRanks, {}, kExact);
 }
 
+// hybrid on a graph: the data-parallel body's gradient allreduces, then the gathers and
+// exchanges of the model-parallel classifier after the global pool (a chain link).
+TEST_CASE("hybrid on ResNet-50 agrees with the analytic engine on a crossbar, P = 2, 3, 16, 128",
+          "[simgrid][agreement][graph]") {
+  check_agreement("resnet-50", "cori-haswell", "hybrid", 256, kGraphRanks);
+}
+
 // Synchronised batch normalisation adds two blocking allreduces of 2·C floats per batchnorm
 // layer (106 in ResNet-50's forward and backward): latency-bound messages the two engines time
 // alike on a crossbar.

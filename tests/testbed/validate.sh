@@ -64,7 +64,9 @@ for result in r["results"]:
     assert result["compute_speed_ratio"] == min(counted, key=lambda x: abs(x - 1)), result["key"]
     tolerance = r["tolerance"]["compute_speed_percent"] / 100
     assert all(abs(x - 1) > tolerance for x in ratios[:-1]), (result["key"], ratios)
-    assert ("-recalibrated-" in result["platform"]) == result["compute_recalibrated"], result["key"]
+    # A recalibrated result is predicted on the new file; so are the later configurations of its
+    # group, which were not recalibrated themselves.
+    assert "-recalibrated-" in result["platform"] or not result["compute_recalibrated"], result["key"]
 assert r["ranking_groups"] == 1
 # The testbed's tbf bucket is part of every calibrated platform, with the rate its burst passes
 # at (measured: never below the link's bandwidth).

@@ -31,11 +31,10 @@ OptionSpec sync_bn_option() {
                   "and in backward, as SyncBatchNorm) instead of each rank's own (DDP's default)"};
 }
 
-void append_statistics_allreduce(Schedule& schedule, std::vector<Op>& program, const Network& network,
-                                 const Platform& platform, const StrategyOptions& options, int layer, Payload payload,
-                                 int iteration) {
+int add_statistics_allreduce(Schedule& schedule, const Network& network, const Platform& platform,
+                             const StrategyOptions& options, int layer, Payload payload, int iteration) {
   const Layer& bn = network.layers[std::size_t(layer)];
-  if (bn.spec.kind != LayerKind::batchnorm || options.text("sync_bn") != "on") return;
+  if (bn.spec.kind != LayerKind::batchnorm || options.text("sync_bn") != "on") return -1;
   Collective c;
   c.kind = CollectiveKind::allreduce;
   c.bytes = 2.0 * 4.0 * double(bn.out.c);  // two FP32 sums per channel
@@ -46,7 +45,14 @@ void append_statistics_allreduce(Schedule& schedule, std::vector<Op>& program, c
   c.payload = payload;
   c.layers = {layer};
   c.iteration = iteration;
-  const int id = schedule.add_collective(std::move(c));
+  return schedule.add_collective(std::move(c));
+}
+
+void append_statistics_allreduce(Schedule& schedule, std::vector<Op>& program, const Network& network,
+                                 const Platform& platform, const StrategyOptions& options, int layer, Payload payload,
+                                 int iteration) {
+  const int id = add_statistics_allreduce(schedule, network, platform, options, layer, payload, iteration);
+  if (id < 0) return;
   program.push_back(Op::post_op(id));
   program.push_back(Op::wait_op(id));
 }

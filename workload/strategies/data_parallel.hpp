@@ -20,8 +20,12 @@ Collective gradient_allreduce(const Network& network, const Platform& platform, 
  *  statistics of every rank's images (PyTorch's SyncBatchNorm) instead of each rank's own. */
 OptionSpec sync_bn_option();
 /** Before the forward (payload batch_statistics) or backward-data (error_statistics) ops of
- *  layer `layer`: when it is a batchnorm layer and sync_bn is on, an allreduce of its 2·C
- *  per-channel sums over all ranks, posted and waited for (its normalisation needs them). */
+ *  layer `layer`: when it is a batchnorm layer and sync_bn is on, the id of a new allreduce of
+ *  its 2·C per-channel sums over all ranks, to post and wait for at once (its normalisation
+ *  needs them); else -1. */
+int add_statistics_allreduce(Schedule& schedule, const Network& network, const Platform& platform,
+                             const StrategyOptions& options, int layer, Payload payload, int iteration);
+/** The same, appended to `program` as a post and its wait. */
 void append_statistics_allreduce(Schedule& schedule, std::vector<Op>& program, const Network& network,
                                  const Platform& platform, const StrategyOptions& options, int layer, Payload payload,
                                  int iteration);

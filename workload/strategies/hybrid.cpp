@@ -1,6 +1,7 @@
 // hybrid, Krizhevsky's "one weird trick" and the Intel note's: data-parallel conv layers,
 // model-parallel fc layers; a preset of per_layer's assignments.
 #include "workload/registry.hpp"
+#include "workload/strategies/data_parallel.hpp"
 #include "workload/strategies/lee_chunks.hpp"
 #include "workload/strategies/per_layer.hpp"
 
@@ -28,9 +29,10 @@ Schedule build_hybrid(const Network& network, const Platform& platform, const St
 StrategySpec hybrid_strategy() {
   return {.name = "hybrid",
           .summary = "Krizhevsky; Intel note: data-parallel conv layers, model-parallel fc layers",
-          .options = {sync_option(), chunk_k_option()},
+          .options = {sync_option(), chunk_k_option(), sync_bn_option()},
           .validate = validate_per_layer,
           .build = build_hybrid,
+          .graphs = true,
           .advise_baseline = true};
 }
 

@@ -152,8 +152,10 @@ std::vector<LayerPlan> make_plan(const Network& network, const LayerAssignment& 
       p.lee = l > 0 && p.kind == PartitionKind::replicated;
       continue;
     }
-    // The network input is read from the dataset in whatever region a layer needs.
-    const Holding in = l == 0 ? Holding::whole : plan[std::size_t(l - 1)].held;
+    // The network input is read from the dataset in whatever region a layer needs; a layer of
+    // a graph reads the output of the (first) layer it names.
+    const int producer = layer.inputs.empty() ? l - 1 : layer.inputs.front();
+    const Holding in = producer < 0 ? Holding::whole : plan[std::size_t(producer)].held;
     const bool first = l == 0;
     if (layer.has_parameters()) {
       p.kind = assignment.kinds[std::size_t(l)];
@@ -207,6 +209,40 @@ std::vector<LayerPlan> make_plan(const Network& network, const LayerAssignment& 
   return plan;
 }
 
+// On a graph network the transitions run along chain links only: a layer that joins several
+// inputs, reads an output that other layers read too, or reads other than the layer before it
+// keeps its input's region (no gather, no errors exchange), and a join's inputs share one
+// region; batchnorm layers are data parallel (each normalises its own channels of its images).
+void check_graph_plan(const Network& network, const LayerAssignment& assignment, const std::vector<LayerPlan>& plan,
+                      const std::string& origin) {
+  const std::vector<std::vector<int>> readers = network.readers();
+  for (int l = 0; l < int(network.layers.size()); ++l) {
+    const Layer& layer = network.layers[std::size_t(l)];
+    const LayerPlan& p = plan[std::size_t(l)];
+    if (layer.spec.kind == LayerKind::batchnorm && assignment.kinds[std::size_t(l)] != PartitionKind::data)
+      throw InputError(origin, fmt::format("/{}", layer.spec.name),
+                       fmt::format("{}={}", layer.spec.name, cnnpar::to_string(assignment.kinds[std::size_t(l)])),
+                       "a batchnorm layer is data parallel (it follows the partition of the layer it reads)");
+    const int producer = layer.inputs.front();
+    std::string why;
+    if (layer.inputs.size() > 1)
+      why = fmt::format("joins {} layers", layer.inputs.size());
+    else if (producer >= 0 && readers[std::size_t(producer)].size() > 1)
+      why = fmt::format("reads {}, which {} layers read", network.layers[std::size_t(producer)].spec.name,
+                        readers[std::size_t(producer)].size());
+    else if (producer != l - 1)
+      why = fmt::format("reads {}, not the layer before it", network.layers[std::size_t(producer)].spec.name);
+    if (why.empty()) continue;
+    bool moves = p.gather_input || p.errors_out != ErrorsOut::none;
+    for (const int read : layer.inputs) moves = moves || (read >= 0 && plan[std::size_t(read)].held != p.held);
+    if (moves)
+      throw InputError(origin, fmt::format("/{}", layer.spec.name), layer.spec.name,
+                       fmt::format("on a graph network per_layer moves tensors between partitions along chain links "
+                                   "only; layer {} {}, so it and the layers it reads need one partition",
+                                   layer.spec.name, why));
+  }
+}
+
 LayerPartition partition_of(const Network& network, const LayerPlan& p, int layer, std::int64_t global_batch,
                             int ranks, int rank) {
   const std::int64_t units = layer_units(network.layers[std::size_t(layer)]);
@@ -233,6 +269,7 @@ Schedule build_per_layer_assignment(const Network& network, const Platform& plat
   const std::int64_t N = options.global_batch;
   const int L = int(network.layers.size());
   const std::vector<LayerPlan> plan = make_plan(network, assignment, P);
+  if (network.first_graph_layer() >= 0) check_graph_plan(network, assignment, plan, origin);
 
   for (int l = 0; l < L; ++l) {
     const Layer& layer = network.layers[std::size_t(l)];
@@ -300,6 +337,13 @@ Schedule build_per_layer_assignment(const Network& network, const Platform& plat
     (acts ? current_a : current_e)[std::size_t(l)] = id;
     emit(Step::Kind::post, id);
   };
+  // Synchronised batchnorm's statistics, posted and waited for before the layer's ops.
+  const auto statistics = [&](int l, Payload payload, int m) {
+    const int id = add_statistics_allreduce(schedule, network, platform, options, l, payload, m);
+    if (id < 0) return;
+    emit(Step::Kind::post, id);
+    emit(Step::Kind::wait, id);
+  };
   const auto delayed_update = [&](int l) {
     emit(Step::Kind::wait, previous_a[std::size_t(l)]);
     emit(Step::Kind::wait, previous_e[std::size_t(l)]);
@@ -318,6 +362,7 @@ Schedule build_per_layer_assignment(const Network& network, const Platform& plat
         emit(Step::Kind::post, id);
         emit(Step::Kind::wait, id);
       }
+      statistics(l, Payload::batch_statistics, m);
       emit(Step::Kind::forward, l);
       if (l + 1 < L && plan[std::size_t(l + 1)].lee) post_lee_gather(l + 1, Payload::activations, m);
     }
@@ -343,6 +388,7 @@ Schedule build_per_layer_assignment(const Network& network, const Platform& plat
         }
       };
       int errors_id = -1;
+      statistics(l, Payload::error_statistics, m);  // before this layer's backward ops (sync_bn)
       if (p.errors_out == ErrorsOut::reduce_scatter || p.errors_out == ErrorsOut::allreduce ||
           p.errors_out == ErrorsOut::allgather) {
         emit(Step::Kind::backward_data, l);
@@ -486,9 +532,11 @@ StrategySpec per_layer_strategy() {
                        .type = OptionType::text,
                        .help = "LAYER=data|model|replicated,... (globs allowed; unnamed layers: data) or a JSON file"},
                       sync_option(),
-                      chunk_k_option()},
+                      chunk_k_option(),
+                      sync_bn_option()},
           .validate = validate_per_layer,
-          .build = build_per_layer};
+          .build = build_per_layer,
+          .graphs = true};
 }
 
 }  // namespace cnnpar::strategies
