@@ -19,11 +19,10 @@
 #include <nlohmann/json.hpp>
 
 #include "base/output_files.hpp"
-#include "model/platform.hpp"
 #include "model/scenarios.hpp"
 #include "real/dataset.hpp"
 #include "real/runtime.hpp"
-#include "workload/strategy.hpp"
+#include "tests/real/real_test_util.hpp"
 
 namespace {
 
@@ -45,13 +44,7 @@ int main(int argc, char** argv) {
     const auto seed = std::uint64_t(std::stoull(argv[3]));
     const std::filesystem::path out = argv[4];
     std::filesystem::create_directories(out);
-    StrategyOptions options;
-    options.name = "dp";
-    options.global_batch = batch;
-    options.ranks = 1;
-    options.iterations = 1;
-    options.warmup_iterations = 0;
-    const Schedule schedule = build_schedule(network, Platform{}, options);
+    const Schedule schedule = real::testing::make_schedule(network, "dp", 1, batch, 1);
     real::Runtime runtime(network, schedule, 0, seed);
     const real::SyntheticDataset data(network.input, network.classes(), real::SyntheticDataset::kRunImages, seed);
     runtime.load_batch(0, data);

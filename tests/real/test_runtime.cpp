@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "base/error.hpp"
 #include "real/dataset.hpp"
 #include "real/kernels.hpp"
@@ -37,6 +39,20 @@ std::vector<float> train(const Network& net, const Schedule& s, const Dataset& d
   auto l = ex.run(data);
   if (losses) *losses = l;
   return ex.runtime(0).flat_weights();
+}
+
+// A schedule of 8 images per iteration with synchronised batchnorm (sync_bn on) and `values`.
+Schedule sync_bn_schedule(const Network& net, const std::string& strategy, int ranks, int iterations,
+                          const nlohmann::json& values = nlohmann::json::object()) {
+  StrategyOptions o;
+  o.name = strategy;
+  o.global_batch = 8;
+  o.ranks = ranks;
+  o.iterations = iterations;
+  o.warmup_iterations = 0;
+  o.set("sync_bn", "on");
+  for (const auto& [key, value] : values.items()) o.set(key, value);
+  return build_schedule(net, Platform{}, o);
 }
 
 }  // namespace
@@ -342,14 +358,7 @@ TEST_CASE("runtime: with synchronised batch normalisation P = 2 and P = 4 end wi
   const auto w1 = train(net, make_schedule(net, "dp", 1, 8, iterations), data);
   for (const std::string strategy : {"dp", "dp_layerwise", "dp_buckets"})
     for (int P : {2, 4}) {
-      StrategyOptions o;
-      o.name = strategy;
-      o.global_batch = 8;
-      o.ranks = P;
-      o.iterations = iterations;
-      o.warmup_iterations = 0;
-      o.set("sync_bn", "on");
-      const Schedule s = build_schedule(net, Platform{}, o);
+      const Schedule s = sync_bn_schedule(net, strategy, P, iterations);
       int statistics = 0;
       for (const Collective& c : s.collectives)
         statistics += c.payload == Payload::batch_statistics || c.payload == Payload::error_statistics ? 1 : 0;
@@ -376,15 +385,9 @@ TEST_CASE("runtime: hybrid and per_layer on a graph network with synchronised ba
   const auto w1 = train(net, make_schedule(net, "dp", 1, 8, iterations), data);
   for (const std::string strategy : {"hybrid", "per_layer"})
     for (int P : {2, 4}) {
-      StrategyOptions o;
-      o.name = strategy;
-      o.global_batch = 8;
-      o.ranks = P;
-      o.iterations = iterations;
-      o.warmup_iterations = 0;
-      o.set("sync_bn", "on");
-      if (strategy == "per_layer") o.set("assign", "fc=replicated");
-      LocalExecutor ex(net, build_schedule(net, Platform{}, o), kSeed, kSgd);
+      const nlohmann::json values = strategy == "per_layer" ? nlohmann::json{{"assign", "fc=replicated"}}
+                                                            : nlohmann::json::object();
+      LocalExecutor ex(net, sync_bn_schedule(net, strategy, P, iterations, values), kSeed, kSgd);
       ex.run(data);
       const double d = relative_difference(w1, testing::assembled_weights(ex));
       std::printf("%-10s sync_bn P=%d: relative weight difference to dp P=1 after %d iterations = %.3e\n",
