@@ -113,6 +113,7 @@ void Runtime::Impl::read_partitions(const Schedule& schedule) {
 
 void Runtime::Impl::bind_layers() {
   const int L = int(net.layers.size());
+  const std::vector<std::vector<int>> readers = net.readers();  // one entry per input edge
   for (int l = 0; l < L; ++l) {
     const Layer& ly = net.layers[std::size_t(l)];
     LayerState& x = layers[std::size_t(l)];
@@ -121,8 +122,7 @@ void Runtime::Impl::bind_layers() {
     CNNPAR_ASSERT(!ly.inputs.empty(), "a layer without inferred inputs: " + ly.spec.name);
     x.producer = ly.inputs.front();
     CNNPAR_ASSERT(x.producer >= 0 || l == 0, "only the first layer reads the network input: " + ly.spec.name);
-    for (const int read : ly.inputs)
-      if (read >= 0) ++layers[std::size_t(read)].reader_edges;
+    x.reader_edges = int(readers[std::size_t(l)].size());
     x.held = partitions[std::size_t(rank)][std::size_t(l)];
     x.n = x.held.batch.count;
     // Lee's replicated gradient calculation: whole weights, batch-sliced activations (on one
