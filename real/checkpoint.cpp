@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "base/error.hpp"
+#include "base/hash.hpp"
 #include "base/output_files.hpp"
 
 namespace cnnpar::real {
@@ -92,15 +93,6 @@ std::vector<unsigned char> read_whole_file(const std::string& path) {
 }
 
 }  // namespace
-
-std::uint64_t fnv1a64(const void* data, std::size_t bytes, std::uint64_t hash) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < bytes; ++i) {
-    hash ^= p[i];
-    hash *= 0x100000001b3ull;
-  }
-  return hash;
-}
 
 std::uint64_t network_fingerprint(const Network& network) {
   std::uint64_t h = fnv1a64(network.name.data(), network.name.size());

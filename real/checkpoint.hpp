@@ -47,10 +47,6 @@ struct CheckpointRun {
 /** FNV-1a 64-bit hash of the network name, input shape, and every layer's kind and shapes. */
 std::uint64_t network_fingerprint(const Network& network);
 
-/** FNV-1a 64-bit over `bytes` bytes, continuing from `hash`. */
-std::uint64_t fnv1a64(const void* data, std::size_t bytes,
-                      std::uint64_t hash = 0xcbf29ce484222325ull);
-
 /** Writes `state` atomically to `path` (a temporary file beside it, renamed). @throws
  *  std::runtime_error naming `path` when it cannot be written (the folder is checked before
  *  the run, so this is a full disk or a vanished folder). */

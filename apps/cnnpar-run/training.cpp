@@ -21,6 +21,7 @@
 
 #include "analysis/compare.hpp"
 #include "analysis/metrics.hpp"
+#include "base/hash.hpp"
 #include "apps/cnnpar-run/backends.hpp"
 #include "apps/cnnpar-run/failure.hpp"
 #include "apps/cnnpar-run/setup.hpp"

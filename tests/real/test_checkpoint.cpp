@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/error.hpp"
+#include "base/hash.hpp"
 #include "real/checkpoint.hpp"
 #include "real/dataset.hpp"
 #include "real/local_executor.hpp"
