@@ -244,6 +244,16 @@ GridSweepResult run_grid_sweep(const GridSweepSettings& o, const GridSweepCallba
   std::vector<Task> tasks;
   for (std::size_t i = 0; i < prepared.size(); ++i)
     for (int p : nodes) tasks.push_back({i, p, sweep_grid_row_key(prepared[i].config, axes, prepared[i].point, p)});
+  std::vector<std::string> all_keys;
+  for (const Task& task : tasks) all_keys.push_back(task.key);
+  const std::string fingerprint = sweep_fingerprint(header, all_keys);
+  const std::size_t sweep_rows = tasks.size();
+  if (o.shard) {
+    std::vector<Task> owned;
+    for (std::size_t t = 0; t < tasks.size(); ++t)
+      if (o.shard->owns(t)) owned.push_back(std::move(tasks[t]));
+    tasks = std::move(owned);
+  }
 
   // Resume: the rows an earlier run finished stay; a torn last line is cut.
   const bool resumable = !o.csv_log.empty();
@@ -256,7 +266,7 @@ GridSweepResult run_grid_sweep(const GridSweepSettings& o, const GridSweepCallba
     for (const auto& [key, line] : existing.lines_by_key)
       if (keys.count(key) == 0)
         throw InputError(o.csv_log, "--csv", line.substr(0, line.size() - 1),
-                         "this row is not a configuration of this sweep (other fixed flags or --set?); give another --csv");
+                         "this row is not a configuration of this sweep (other fixed flags, --set or --shard?); give another --csv");
     if (existing.torn_bytes > 0) std::filesystem::resize_file(o.csv_log, existing.whole_bytes);
     if (existing.whole_bytes == 0) std::filesystem::resize_file(o.csv_log, 0);
     done_lines = std::move(existing.lines_by_key);
@@ -336,6 +346,8 @@ GridSweepResult run_grid_sweep(const GridSweepSettings& o, const GridSweepCallba
   result.axes = axes;
   result.header = header;
   result.rows = tasks.size();
+  result.sweep_rows = sweep_rows;
+  result.fingerprint = fingerprint;
   result.computed = new_lines.size();
   result.resumed = done_lines.size();
   result.stopped = stopped;
@@ -362,6 +374,8 @@ nlohmann::json grid_sweep_json(const GridSweepSettings& o, const GridSweepResult
                              {"rows_resumed", result.resumed},
                              {"cnnpar_version", CNNPAR_VERSION}};
   if (o.engine.name == "simgrid") metadata["network_model"] = o.engine.network_model;
+  if (o.shard)
+    metadata["shard"] = shard_manifest(*o.shard, result.fingerprint, result.sweep_rows, result.rows);
   return {{"metadata", metadata},
           {"rows", rows_json(result.header, result.lines, 6 + sweep_grid_axis_columns(result.axes))}};
 }

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 
 #include "engines/registry.hpp"
 #include "experiments/sweep_grid.hpp"
+#include "experiments/sweep_shards.hpp"
 
 namespace cnnpar {
 
@@ -36,6 +38,7 @@ struct GridSweepSettings {
   EngineSettings engine;
   int workers = 0;       ///< configurations at once; 0 = the cores
   std::string csv_log;   ///< the CSV appended to as rows finish and resumed from; "" = none
+  std::optional<ShardSpec> shard;  ///< the rows this run computes; none = all
 };
 
 /** Takes the sweep file's settings (docs/formats.md "Sweep file") for every one whose flag
@@ -55,7 +58,9 @@ struct GridSweepResult {
   std::vector<SweepAxis> axes;
   std::string header;               ///< the CSV header
   std::vector<std::string> lines;   ///< every row ("\n"-terminated) in sweep order; partial when stopped
-  std::size_t rows = 0;             ///< rows of the whole sweep
+  std::size_t rows = 0;             ///< rows of this run (its shard's)
+  std::size_t sweep_rows = 0;       ///< rows of the whole sweep
+  std::string fingerprint;          ///< sweep_fingerprint of the whole sweep
   std::size_t computed = 0;         ///< by this run
   std::size_t resumed = 0;          ///< from the log
   bool stopped = false;             ///< `stop` said so before every row was computed

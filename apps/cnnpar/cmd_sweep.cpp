@@ -1,9 +1,11 @@
 // `cnnpar sweep` (experiments/grid_sweep.hpp): its flags, Ctrl-C, the outputs and the table.
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,7 +25,9 @@ namespace {
 
 struct SweepCliOptions {
   ScenarioOptions scenario;
-  std::string file;  ///< a sweep file (docs/formats.md); flags given as well win
+  std::vector<std::string> files;  ///< a sweep file (docs/formats.md; flags given as well win), or with --merge the shards
+  std::string shard;               ///< I/N
+  std::string merge_out;           ///< --merge OUT.csv
   std::vector<std::string> axes;
   std::string nodes = kDefaultNodes;
   std::string engine = "analytic";
@@ -61,7 +65,36 @@ class StopSignals {
   struct sigaction old_int_ {}, old_term_ {};
 };
 
+/** `--merge OUT SHARD...`: the shards' CSVs into the unsharded sweep's CSV. */
+int merge_shards(const SweepCliOptions& o) {
+  for (const char* flag : {"--shard", "--csv", "--json", "--axis", "--nodes", "--engine"})
+    if (o.command->count(flag) > 0)
+      throw InputError("command line", flag, o.command->get_option(flag)->as<std::string>(),
+                       "--merge takes only the shards' CSVs; the sweep's settings are in them");
+  if (!is_stream_output(o.merge_out)) check_output_path(o.merge_out, "--merge");
+  for (const std::string& shard : o.files)
+    if (shard == o.merge_out) throw InputError("command line", "--merge", shard, "the merged CSV would replace a shard");
+  const std::string merged = merge_sweep_shards(o.files);
+  OutputTransaction outputs;
+  outputs.file(o.merge_out, merged);
+  outputs.commit();
+  if (!o.quiet && !is_stream_output(o.merge_out))
+    fmt::print(stderr, "cnnpar sweep: merged {} shards, {} rows, into {}\n", o.files.size(),
+               std::count(merged.begin(), merged.end(), '\n') - 1, o.merge_out);
+  return 0;
+}
+
 int run_sweep(SweepCliOptions o) {
+  if (!o.merge_out.empty()) return merge_shards(o);
+  if (o.files.size() > 1)
+    throw InputError("command line", "FILE", o.files[1], "one sweep file at most (several files are for --merge)");
+  const std::string file = o.files.empty() ? "" : o.files.front();
+  std::optional<ShardSpec> shard;
+  if (!o.shard.empty()) {
+    shard = parse_shard(o.shard, "command line", "--shard");
+    if (o.csv_out.empty() || is_stream_output(o.csv_out))
+      throw InputError("command line", "--shard", o.shard, "a shard writes its rows to a file: give --csv FILE");
+  }
   check_output_path(o.json_out, "--json");
   if (!o.csv_out.empty() && o.csv_out != "-") {
     std::error_code error;
@@ -82,9 +115,10 @@ int run_sweep(SweepCliOptions o) {
                              .nodes = o.nodes,
                              .engine = {.name = o.engine, .network_model = o.network_model, .platform_xml = o.platform_xml},
                              .workers = o.jobs,
-                             .csv_log = is_stream_output(o.csv_out) ? "" : o.csv_out};
-  if (!o.file.empty())
-    apply_sweep_file(o.file, [&](const std::string& flag) { return o.command->count(flag) > 0; }, settings);
+                             .csv_log = is_stream_output(o.csv_out) ? "" : o.csv_out,
+                             .shard = shard};
+  if (!file.empty())
+    apply_sweep_file(file, [&](const std::string& flag) { return o.command->count(flag) > 0; }, settings);
   o.scenario.strategy.set_strategy(settings.strategy);  // typed by the file's strategy when it names one
   settings.strategy_values = o.scenario.strategy.values();
   check_engine_settings(settings.engine);
@@ -113,6 +147,9 @@ int run_sweep(SweepCliOptions o) {
   OutputTransaction outputs;
   if (!o.json_out.empty()) outputs.file(o.json_out, grid_sweep_json(settings, result).dump(2) + "\n");
   if (!o.csv_out.empty()) outputs.file(o.csv_out, csv);  // a log file is rewritten whole, in sweep order
+  if (shard)  // the mark of a finished shard, which --merge requires
+    outputs.file(shard_manifest_path(o.csv_out),
+                 shard_manifest(*shard, result.fingerprint, result.sweep_rows, result.rows).dump(2) + "\n");
   outputs.commit();
   if (!o.quiet && o.csv_out.empty() && o.json_out != "-") {
     // A table: the axes, nodes and the headline metrics.
@@ -141,7 +178,8 @@ Runner add_sweep_command(CLI::App& app) {
   auto o = std::make_shared<SweepCliOptions>();
   CLI::App* sub = app.add_subcommand("sweep", "predict the cross product of axes (platform values, strategy options, "
                                               "strategies, networks, batches) over node counts: one CSV row each");
-  sub->add_option("FILE", o->file, "a sweep file (axes, sets and the scenario; flags given as well win)");
+  sub->add_option("FILE", o->files,
+                  "a sweep file (axes, sets and the scenario; flags given as well win); with --merge, the shards' CSVs");
   add_scenario_options(*sub, o->scenario);
   sub->add_option("--axis", o->axes,
                   "an axis NAME=V1,V2,...: a platform path (network.bandwidth=1Gbps,10Gbps), a strategy option "
@@ -156,6 +194,14 @@ Runner add_sweep_command(CLI::App& app) {
   flags::json_out(*sub, o->json_out, "the rows and the sweep's settings, when it completes");
   sub->add_option("--jobs,-j", o->jobs, "configurations at once (threads for analytic, forked children for SimGrid; 0 = the cores)")
       ->capture_default_str();
+  sub->add_option("--shard", o->shard,
+                  "compute only shard I of N (0-based; row t of the sweep is in shard t mod N) into --csv, with a "
+                  "manifest CSV.shard.json once done; e.g. --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT")
+      ->type_name("I/N");
+  sub->add_option("--merge", o->merge_out,
+                  "merge the CSVs of every shard of one sweep (given as FILE...) into OUT, the CSV the unsharded "
+                  "sweep writes")
+      ->type_name("OUT");
   flags::quiet(*sub, o->quiet);
   flags::progress(*sub, o->progress);
   o->command = sub;

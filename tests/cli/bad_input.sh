@@ -23,6 +23,12 @@ printf '%*s' 100000 '' | tr ' ' '[' >"$generated/deep_array.json"
   --batch 16 --out "$generated/tiny_dp_4.json" -q || { echo "bad_input: cannot make the trace fixtures"; exit 1; }
 
 # `cnnpar fit` exists only in builds with GSL (CNNPAR_WITH_GSL); its cases run when it does.
+# Shards of two sweeps for the --merge cases: a 2-shard sweep (a0, a1) and another's shard 1 (b1).
+"$cnnpar" sweep --strategy dp --nodes 1,2 --shard 0/2 --csv "$generated/a0.csv" -q &&
+"$cnnpar" sweep --strategy dp --nodes 1,2 --shard 1/2 --csv "$generated/a1.csv" -q &&
+"$cnnpar" sweep --strategy dp --nodes 1,4 --shard 1/2 --csv "$generated/b1.csv" -q &&
+cp "$generated/a1.csv" "$generated/a1_unfinished.csv" || { echo "bad_input: cannot make the shard fixtures"; exit 1; }
+
 have_fit=1; "$cnnpar" fit --help >/dev/null 2>&1 || have_fit=0
 
 total=0; failed=0
