@@ -10,7 +10,8 @@ packages=(build-essential cmake pkg-config libsimgrid-dev mpich libmpich-dev lib
 # libgsl-dev: GSL's nonlinear least squares behind `cnnpar fit`.
 # The tests also fuzz the parsers (tests/fuzz): clang and its libFuzzer runtime.
 # The HTML reports are checked in headless Chromium; the graph zoo against torchvision's models.
-[ "${1:-}" = "--test" ] && packages+=(clang libclang-rt-14-dev chromium python3-torchvision)
+# Sweeps and runs are tested against a Slurm started on this machine (tests/slurm).
+[ "${1:-}" = "--test" ] && packages+=(clang libclang-rt-14-dev chromium python3-torchvision slurmctld slurmd slurm-client munge)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
