@@ -36,12 +36,28 @@ std::string find_executor() {
                                        fmt::join(searched, ", ")));
 }
 
+namespace {
+/** A Slurm variable holding a whole number >= 1, else empty. */
+std::string slurm_count(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0' || std::string(value).find_first_not_of("0123456789") != std::string::npos ||
+      std::string(value).size() > 6 || std::atoi(value) < 1)
+    return "";
+  return value;
+}
+}  // namespace
+
 std::string default_blas_threads(int ranks) {
   if (const char* set = std::getenv("OPENBLAS_NUM_THREADS"); set && *set) return set;
-  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
-  const std::string value = std::to_string(std::max(1L, cores / std::max(1, ranks)));
+  std::string value = slurm_count("SLURM_CPUS_PER_TASK");
+  if (value.empty()) value = std::to_string(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN) / std::max(1, ranks)));
   ::setenv("OPENBLAS_NUM_THREADS", value.c_str(), 1);
   return value;
+}
+
+std::string default_rank_count() {
+  const std::string nodes = slurm_count("SLURM_JOB_NUM_NODES");
+  return nodes.empty() ? "2" : nodes;
 }
 
 std::vector<std::string> split_command(const std::string& text, const std::string& option) {

@@ -12,10 +12,15 @@ namespace cnnpar::launch {
  *  real/, ../real). @throws std::runtime_error naming the places searched. */
 std::string find_executor();
 
-/** When OPENBLAS_NUM_THREADS is unset, sets it for the child to the cores this machine has
- *  per rank (at least 1): P ranks on one host each running all-core BLAS oversubscribe the
- *  cores. Returns the value the child will see. */
+/** When OPENBLAS_NUM_THREADS is unset, sets it for the child: inside a Slurm allocation to
+ *  the CPUs Slurm gives each task (SLURM_CPUS_PER_TASK, when set), else to the cores this
+ *  machine has per rank (at least 1): P ranks on one host each running all-core BLAS
+ *  oversubscribe the cores. Returns the value the child will see. */
 std::string default_blas_threads(int ranks);
+
+/** The default rank count of `cnnpar run` and `cnnpar calibrate`: the allocation's node count
+ *  inside a Slurm allocation (SLURM_JOB_NUM_NODES, one rank per node), else 2. */
+std::string default_rank_count();
 
 /** Splits a launcher command the way a POSIX shell splits words: blanks separate words,
  *  '...' keeps everything literally, "..." keeps everything but \\, \" and \$ escapes, and a

@@ -31,7 +31,7 @@ namespace {
 struct CalibrateOptions {
   std::string network;
   std::string platform = "local";
-  std::string nodes = "2";
+  std::string nodes = launch::default_rank_count();  // the allocation's nodes inside Slurm
   std::int64_t batch = 128;
   int repeats = 3;
   std::string out;

@@ -41,7 +41,7 @@ struct RunOptions {
   std::string network;
   std::string platform = "local";
   StrategyFlags strategy;
-  std::string nodes = "2";
+  std::string nodes = launch::default_rank_count();  // the allocation's nodes inside Slurm
   std::int64_t batch = 64;
   int iterations = kDefaultMeasuredRunIterations;
   int warmup = 1;
