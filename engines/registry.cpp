@@ -18,6 +18,14 @@ std::vector<std::string> engine_names() {
 #endif
 }
 
+int default_ring_messages() {
+#ifdef CNNPAR_HAVE_SIMGRID
+  return kDefaultRingMessages;
+#else
+  return 0;
+#endif
+}
+
 void check_engine_settings(const EngineSettings& settings) {
   if (settings.name != "analytic" && settings.name != "simgrid")
     throw InputError("command line", "--engine", settings.name, "expected analytic or simgrid");
@@ -35,7 +43,13 @@ void check_engine_settings(const EngineSettings& settings) {
     if (!settings.platform_xml.empty())
       throw InputError("command line", "--platform-xml", settings.platform_xml,
                        "only the SimGrid engine reads one (add --engine simgrid)");
+    if (settings.ring_messages)
+      throw InputError("command line", "--ring-messages", std::to_string(*settings.ring_messages),
+                       "only the SimGrid engine sends messages (add --engine simgrid)");
   }
+  if (settings.ring_messages && (*settings.ring_messages < 0 || *settings.ring_messages > 1'000'000))
+    throw InputError("command line", "--ring-messages", std::to_string(*settings.ring_messages),
+                     "expected 0 (one message per ring step) or the most messages per ring, 1 to 1000000");
   std::error_code ec;
   if (!settings.platform_xml.empty() && !std::filesystem::is_regular_file(settings.platform_xml, ec))
     throw InputError("command line", "--platform-xml", settings.platform_xml, "no such file");
@@ -48,6 +62,7 @@ std::unique_ptr<Engine> make_engine(const EngineSettings& settings) {
   SimgridOptions simgrid;
   simgrid.network_model = settings.network_model;
   simgrid.platform_xml = settings.platform_xml;
+  if (settings.ring_messages) simgrid.ring_messages = *settings.ring_messages;
   return make_simgrid_engine(simgrid);
 #else
   CNNPAR_ASSERT(false, "check_engine_settings refuses SimGrid in a build without it");

@@ -3,7 +3,8 @@
 # `cnnpar simulate` (SimGrid; dp and lee) at each rank count, on the Cori dragonfly grown to fit
 # (1,152 nodes: 3 groups; 4,224 nodes: 11 groups) and on a 3-level fat tree of 4,096 nodes; then
 # the analytic engine's configurations per second per core (scripts/bench_sweep.sh on core 0).
-# Medians of REPEATS runs; a run past TIMEOUT_S is killed and shown as "> TIMEOUT_S".
+# The global batch is 256 images, or one per rank beyond 256 ranks. Medians of REPEATS runs;
+# a run past TIMEOUT_S is killed and shown as "> TIMEOUT_S".
 # Targets: <= 0.5 s at 128 ranks, <= 10 s at 1,024, <= 60 s at 4,096, <= 4 GiB; analytic
 # >= 25,000 configurations/s/core.
 # Usage: scripts/bench_scale.sh [CNNPAR] [REPEATS] [RANKS] [TIMEOUT_S] [TOPOLOGIES]
@@ -38,7 +39,8 @@ for topology in "${topologies[@]}"; do
         out=$(mktemp)
         status=0
         /usr/bin/time -f "%e %M" -o "$out.time" timeout "$timeout_s" "$cnnpar" simulate --network vgg-a \
-          --strategy "$strategy" --nodes "$ranks" "${sets[@]}" --json "$out" -q || status=$?
+          --strategy "$strategy" --nodes "$ranks" --batch $((ranks > 256 ? ranks : 256)) "${sets[@]}" \
+          --json "$out" -q || status=$?
         if [ $status -eq 124 ]; then walls+=(">$timeout_s"); rss+=("-"); rm -f "$out" "$out.time"; break; fi
         [ $status -eq 0 ] || { echo "bench_scale: cnnpar simulate failed ($status)" >&2; exit 1; }
         read -r wall kb <"$out.time"

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <memory>
 #include <set>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,7 @@ struct PredictOptions {
   // simulate only
   std::string network_model = "CM02";
   std::string platform_xml;
+  std::optional<int> ring_messages;  ///< engine simgrid; none = its default
 };
 
 int run_predict(const PredictOptions& o, bool simulate_command) {
@@ -47,7 +49,10 @@ int run_predict(const PredictOptions& o, bool simulate_command) {
   check_output_path(o.layers_csv, "--layers-csv");
   const std::string& node_text = o.nodes;
   const std::vector<int> nodes = parse_node_list(node_text, "command line", "--nodes");
-  const EngineSettings engine{.name = o.engine, .network_model = o.network_model, .platform_xml = o.platform_xml};
+  const EngineSettings engine{.name = o.engine,
+                              .network_model = o.network_model,
+                              .platform_xml = o.platform_xml,
+                              .ring_messages = o.ring_messages};
   check_engine_settings(engine);
   LoadedScenario s = load_scenario_options(o.scenario);
   for (int p : nodes) {
@@ -142,6 +147,7 @@ void add_common(CLI::App* sub, PredictOptions& o) {
   flags::layers_csv(*sub, o.layers_csv);
   flags::network_model(*sub, o.network_model);
   flags::platform_xml(*sub, o.platform_xml);
+  add_ring_messages_option(*sub, o.ring_messages);
 }
 
 }  // namespace

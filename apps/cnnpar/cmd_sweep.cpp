@@ -33,6 +33,7 @@ struct SweepCliOptions {
   std::string engine = "analytic";
   std::string network_model = "CM02";
   std::string platform_xml;
+  std::optional<int> ring_messages;  ///< engine simgrid; none = its default
   std::string csv_out, json_out;
   int jobs = 0;  ///< 0 = the machine's cores
   bool quiet = false;
@@ -113,7 +114,10 @@ int run_sweep(SweepCliOptions o) {
                              .sets = o.scenario.sets,
                              .axes = o.axes,
                              .nodes = o.nodes,
-                             .engine = {.name = o.engine, .network_model = o.network_model, .platform_xml = o.platform_xml},
+                             .engine = {.name = o.engine,
+                                        .network_model = o.network_model,
+                                        .platform_xml = o.platform_xml,
+                                        .ring_messages = o.ring_messages},
                              .workers = o.jobs,
                              .csv_log = is_stream_output(o.csv_out) ? "" : o.csv_out,
                              .shard = shard};
@@ -190,6 +194,7 @@ Runner add_sweep_command(CLI::App& app) {
   flags::engine(*sub, o->engine);
   flags::network_model(*sub, o->network_model);
   flags::platform_xml(*sub, o->platform_xml);
+  add_ring_messages_option(*sub, o->ring_messages);
   flags::csv_out(*sub, o->csv_out, "a row per configuration (appended as each finishes; a rerun computes only the missing)");
   flags::json_out(*sub, o->json_out, "the rows and the sweep's settings, when it completes");
   sub->add_option("--jobs,-j", o->jobs, "configurations at once (threads for analytic, forked children for SimGrid; 0 = the cores)")

@@ -2,6 +2,7 @@
 // optionally, a Chrome trace (chrome://tracing, Perfetto) and the per-layer breakdown.
 // `--from TRACE` exports an existing trace (a measured one too) without replaying anything.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,7 @@ struct TraceOptions {
   std::string engine = "analytic";
   std::string network_model = "CM02";
   std::string platform_xml;
+  std::optional<int> ring_messages;  ///< engine simgrid; none = its default
   std::string out = "trace.json";
   std::string chrome_out;
   std::string json_out;  ///< metrics and, for veeriah and conv_split, the component split
@@ -127,7 +129,10 @@ int run_trace(const TraceOptions& o) {
   check_output_path(o.json_out, "--json");
   check_output_path(o.layers_csv, "--layers-csv");
   if (!o.from.empty()) return export_trace(o);
-  const EngineSettings engine{.name = o.engine, .network_model = o.network_model, .platform_xml = o.platform_xml};
+  const EngineSettings engine{.name = o.engine,
+                              .network_model = o.network_model,
+                              .platform_xml = o.platform_xml,
+                              .ring_messages = o.ring_messages};
   check_engine_settings(engine);
   ScenarioOptions scenario = o.scenario;
   std::string node_text = o.nodes;
@@ -168,6 +173,7 @@ Runner add_trace_command(CLI::App& app) {
   flags::engine(*sub, o->engine);
   flags::network_model(*sub, o->network_model);
   flags::platform_xml(*sub, o->platform_xml);
+  add_ring_messages_option(*sub, o->ring_messages);
   sub->add_option("--out,-o", o->out, "write the Trace JSON here (- = standard output)")->capture_default_str();
   sub->add_option("--chrome", o->chrome_out, "also write a Chrome trace-event JSON here");
   flags::json_out(*sub, o->json_out, "the metrics and, for veeriah and conv_split, the per-component split");

@@ -13,9 +13,17 @@
 #include "base/error.hpp"
 #include "base/json_node.hpp"
 #include "base/units.hpp"
+#include "engines/registry.hpp"
 #include "model/scenarios.hpp"
 
 namespace cnnpar::cli {
+
+CLI::Option* add_ring_messages_option(CLI::App& sub, std::optional<int>& count) {
+  return sub.add_option("--ring-messages", count,
+                        fmt::format("engine simgrid: the most messages a rank sends per ring collective, each carrying "
+                                    "consecutive steps (docs/design.md bounds the error); 0 = one per step (default {})",
+                                    default_ring_messages()));
+}
 
 void add_scenario_options(CLI::App& sub, ScenarioOptions& o) {
   flags::network(sub, o.network);

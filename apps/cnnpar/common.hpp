@@ -39,6 +39,9 @@ struct ScenarioOptions {
 
 void add_scenario_options(CLI::App& sub, ScenarioOptions& options);
 
+/** --ring-messages N (engine simgrid; EngineSettings::ring_messages). */
+CLI::Option* add_ring_messages_option(CLI::App& sub, std::optional<int>& count);
+
 struct LoadedScenario {
   Network network;
   Platform platform;           ///< with the --set overrides applied

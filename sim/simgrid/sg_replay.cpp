@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 
@@ -24,6 +25,7 @@
 
 #include "base/error.hpp"
 #include "sim/simgrid/sg_platform.hpp"
+#include "sim/simgrid/step_messages.hpp"
 #include "system/collective.hpp"
 #include "system/collective_algorithm.hpp"
 #include "system/link_bucket.hpp"
@@ -113,6 +115,7 @@ bool unflatten_times(const std::vector<double>& times, Trace& trace) {
 void annotate(Trace& trace, const SimgridOptions& options) {
   nlohmann::json settings = {{"network_model", options.network_model},
                              {"ring_step_batch", options.ring_step_batch},
+                             {"ring_messages", options.ring_messages},
                              {"extra_cfg", options.extra_cfg}};
   if (!options.platform_xml.empty()) settings["platform_xml"] = options.platform_xml;
   trace.metadata["simgrid"] = std::move(settings);
@@ -163,9 +166,10 @@ struct RankState {
 
 class Replay {
  public:
-  Replay(const Schedule& schedule, const Platform& platform, int ring_step_batch, std::vector<sg4::Host*> hosts,
-         Trace& trace)
-      : schedule_(schedule), platform_(platform), ring_step_batch_(ring_step_batch), states_(hosts.size()),
+  Replay(const Schedule& schedule, const Platform& platform, const SimgridOptions& options,
+         std::vector<sg4::Host*> hosts, Trace& trace)
+      : schedule_(schedule), platform_(platform), ring_step_batch_(options.ring_step_batch),
+        ring_messages_per_ring_(options.ring_messages), states_(hosts.size()),
         ledger_(schedule) {
     algorithms_.reserve(schedule.collectives.size());
     for (const Collective& c : schedule.collectives) algorithms_.push_back(resolve_algorithm(c, platform));
@@ -500,30 +504,26 @@ class Replay {
     CNNPAR_ASSERT(position != c.group.end() && *position == st.rank, "rank runs a collective it is not in");
     const int me = st.rank;
     const int id = c.id;
-    const CollectivePlan plan = plan_collective(c, algorithms_[std::size_t(id)], int(position - c.group.begin()));
-    const std::vector<CollectiveStep>& steps = plan.steps;
-    const int batch = ring_batch(int(steps.size()));
+    const int member = int(position - c.group.begin());
     const double size_factor = step_size_factor(c, platform_.network);  // as step_time_s prices it
-    for (std::size_t k = 0; k < steps.size();) {
-      const CollectiveStep& step = steps[k];
+    const std::shared_ptr<const std::vector<StepMessage>> messages = messages_of(c, member);
+    for (const StepMessage& planned : *messages) {
+      const StepMessage message = plans_shift_with_member(c, algorithms_[std::size_t(id)])
+                                      ? shifted(planned, member, p)
+                                      : planned;
+      const CollectiveStep& step = message.step;
       if (step.send_to < 0) {
         const int from = c.group[std::size_t(step.receive_from)];
         receive(pair_mailbox(id, from, me), from, me);
         reduce_received(step, 1);
-        ++k;
         continue;
       }
       const int to = c.group[std::size_t(step.send_to)];
       if (step.receive_from < 0) {
         send(pair_mailbox(id, me, to), size_factor * step.send_bytes, me, to);
-        ++k;
         continue;
       }
-      // Rounds that repeat this one's peers and message size: batched up to `batch`.
-      std::size_t g = 1;
-      while (g < std::size_t(batch) && k + g < steps.size() && steps[k + g].send_to == step.send_to &&
-             steps[k + g].receive_from == step.receive_from && steps[k + g].send_bytes == step.send_bytes)
-        ++g;
+      const std::size_t g = message.steps;
       // Start-up of the rounds a batched message stands for, beyond the one it pays itself.
       double extra_s = 0;
       if (g > 1) {
@@ -536,8 +536,22 @@ class Replay {
       send_receive(pair_mailbox(id, me, to), size_factor * double(g) * step.send_bytes, pair_mailbox(id, from, me), me,
                    to, from, extra_s);
       reduce_received(step, g);
-      k += g;
     }
+  }
+
+  /** The messages of `member`'s plan of `c`; for a ring, member 0's, made once per collective
+   *  (each plan has 2(P - 1) steps: planning every member's is quadratic in P). */
+  std::shared_ptr<const std::vector<StepMessage>> messages_of(const Collective& c, int member) {
+    const Algorithm algorithm = algorithms_[std::size_t(c.id)];
+    const auto plan_messages = [&](int of) {
+      const CollectivePlan plan = plan_collective(c, algorithm, of);
+      return std::make_shared<const std::vector<StepMessage>>(
+          step_messages(plan.steps, ring_batch(int(plan.steps.size()))));
+    };
+    if (!plans_shift_with_member(c, algorithm)) return plan_messages(member);
+    std::shared_ptr<const std::vector<StepMessage>>& ring = ring_messages_[c.id];
+    if (!ring) ring = plan_messages(0);
+    return ring;
   }
 
   /** `send`: the source puts into the destination's inbox; the destination's receiver actor
@@ -558,18 +572,21 @@ class Replay {
     while (st.arrived_s[std::size_t(record_index)] < 0) st.changed->wait(lock);
   }
 
-  /** Ring steps per message for a ring of `steps` steps (SimgridOptions::ring_step_batch).
-   *  Size-dependent message factors price each round's own size: no batching then. */
+  /** Ring steps per message for a ring of `steps` steps (SimgridOptions::ring_step_batch,
+   *  ring_messages). Size-dependent message factors price each round's own size: no batching. */
   int ring_batch(int steps) const {
     if (!platform_.network.message_factors.empty()) return 1;
     if (ring_step_batch_ > 0) return ring_step_batch_;
-    return std::max(1, (steps + kMessagesPerRing - 1) / kMessagesPerRing);
+    if (ring_messages_per_ring_ <= 0) return 1;
+    return std::max(1, (steps + ring_messages_per_ring_ - 1) / ring_messages_per_ring_);
   }
-  static constexpr int kMessagesPerRing = 256;
 
   const Schedule& schedule_;
   const Platform& platform_;
   int ring_step_batch_ = 0;
+  int ring_messages_per_ring_ = kDefaultRingMessages;
+  /** Member 0's messages, per ring collective id. */
+  std::unordered_map<int, std::shared_ptr<const std::vector<StepMessage>>> ring_messages_;
   std::vector<RankState> states_;
   std::vector<Algorithm> algorithms_;  ///< resolved algorithm per collective id
   double overhead_s_ = 0;
@@ -623,7 +640,7 @@ Trace simulate_here(const Schedule& schedule, const Platform& platform, const Si
   }
 
   Trace trace = trace_skeleton(schedule, platform);
-  Replay replay(schedule, platform, options.ring_step_batch, std::move(hosts), trace);
+  Replay replay(schedule, platform, options, std::move(hosts), trace);
   replay.start();
   engine.run();
   const std::vector<int> stuck = replay.unfinished();

@@ -16,6 +16,9 @@
 
 namespace cnnpar {
 
+/** SimgridOptions::ring_messages by default. */
+inline constexpr int kDefaultRingMessages = 4;
+
 struct SimgridOptions {
   /** "CM02" (default) or "LV08". CM02 here also turns SimGrid's cross-traffic and TCP window
    *  bound off, so one message takes exactly route latency + bytes / bandwidth: the α-β model
@@ -29,12 +32,15 @@ struct SimgridOptions {
    *  process: possible once per process, for debugging. */
   bool fork_per_run = true;
   /** Ring steps sent as one message: 1 = every step of the algorithm is its own message;
-   *  0 = automatic, ceil(steps / 256), so a rank sends at most 256 messages per ring (every
-   *  step is its own message up to 128 ranks for allreduce, 256 for allgather). A message of
-   *  g steps carries their bytes and waits (g - 1) route latencies and overheads before it is
-   *  sent, so contention-free times are unchanged; link shares are recomputed every g steps
-   *  instead of every step. Keeps 1024-rank rings (2·1023 steps per allreduce) affordable. */
+   *  0 = automatic, from ring_messages. A message of g steps carries their bytes and waits
+   *  (g - 1) route latencies and overheads before it is sent, so contention-free times are
+   *  unchanged; link shares are recomputed every g steps instead of every step. */
   int ring_step_batch = 0;
+  /** With ring_step_batch 0: the most messages a rank sends per ring, g = ceil(steps / this);
+   *  0 = every step its own message. Each message is a few SimGrid activities whose cost grows
+   *  with the ranks, so this bounds a 4,096-rank ring; docs/design.md gives the error against
+   *  one message per step. */
+  int ring_messages = kDefaultRingMessages;
   /** Extra SimGrid settings, each passed as --cfg=ITEM (e.g. "network/TCP-gamma:4194304"). */
   std::vector<std::string> extra_cfg;
 };

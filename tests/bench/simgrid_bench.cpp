@@ -3,7 +3,7 @@
 //   simgrid_bench [--ranks P] [--network vgg-a] [--platform cori-haswell] [--strategy lee]
 //                 [--batch 256] [--k 9] [--f 2] [--iterations 2] [--warmup 1]
 //                 [--topology crossbar] [--model CM02] [--cfg ITEM]...
-//                 [--ring-step-batch G] [--analytic]
+//                 [--ring-step-batch G] [--ring-messages M] [--analytic]
 //
 // Prints one JSON line: wall seconds of the simulation (fork + replay + trace transfer), the
 // simulated iteration time (last measured iteration, max over ranks), messages' collectives.
@@ -71,6 +71,7 @@ int main(int argc, char** argv) {
       else if (arg == "--model") sg.network_model = value();
       else if (arg == "--cfg") sg.extra_cfg.push_back(value());
       else if (arg == "--ring-step-batch") sg.ring_step_batch = std::stoi(value());
+      else if (arg == "--ring-messages") sg.ring_messages = std::stoi(value());
       else if (arg == "--analytic") analytic = true;
       else throw InputError("<command line>", arg, arg, "unknown option");
     }
@@ -95,6 +96,7 @@ int main(int argc, char** argv) {
         {"strategy", options.name}, {"ranks", options.ranks}, {"batch", options.global_batch},
         {"iterations", options.iterations}, {"network_model", sg.network_model},
         {"ring_step_batch", sg.ring_step_batch},
+        {"ring_messages", sg.ring_messages},
         {"collective_posts", messages},
         {"build_wall_s", std::chrono::duration<double>(t1 - t0).count()},
         {"simgrid_wall_s", std::chrono::duration<double>(t2 - t1).count()},

@@ -11,8 +11,9 @@ nodes=${2:-16,32,64}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
-# 6 points × 3 node counts on the SimGrid engine, about 4 s on 2 cores: slow enough to stop.
-sweep=(sweep --engine simgrid --strategy dp --nodes "$nodes" -j 1
+# 6 points × 3 node counts on the SimGrid engine, about 4 s on 2 cores: slow enough to stop
+# (one message per ring step, --ring-messages 0, keeps it that slow).
+sweep=(sweep --engine simgrid --ring-messages 0 --strategy dp --nodes "$nodes" -j 1
        --axis network.bandwidth=1Gbps,2Gbps,4Gbps,8Gbps,16Gbps,32Gbps)
 rows=18
 "$cnnpar" "${sweep[@]}" --csv full.csv -q
