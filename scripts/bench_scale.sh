@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # How far the engines scale: wall seconds and peak RSS of one VGG-A prediction by
 # `cnnpar simulate` (SimGrid; dp and lee) at each rank count, on the Cori dragonfly grown to fit
-# (1,152 nodes: 3 groups; 4,224 nodes: 11 groups) and on a 3-level fat tree of 4,096 nodes; then
+# (1,152 nodes: 3 groups; 4,224 nodes: 11 groups) and on a fat tree grown to fit (256, 1,024 or
+# 4,096 nodes: building SimGrid's 4,096-node tree alone takes about 0.6 s); then
 # the analytic engine's configurations per second per core (scripts/bench_sweep.sh on core 0).
 # The global batch is 256 images, or one per rank beyond 256 ranks. Medians of REPEATS runs;
 # a run past TIMEOUT_S is killed and shown as "> TIMEOUT_S".
@@ -23,7 +24,10 @@ platform_sets() {  # TOPOLOGY RANKS -> the --set flags of a platform that holds 
     dragonfly)
       if [ "$2" -le 1152 ]; then echo "--set network.dragonfly=3,4;6,3;16,1;4 --set nodes.count=1152"
       else echo "--set network.dragonfly=11,4;6,3;16,1;4 --set nodes.count=4224"; fi ;;
-    fat_tree) echo "--set network.topology=fat_tree --set network.fat_tree=3;16,16,16;1,16,16;1,1,1 --set nodes.count=4096" ;;
+    fat_tree)
+      if [ "$2" -le 256 ]; then echo "--set network.topology=fat_tree --set network.fat_tree=2;16,16;1,16;1,1 --set nodes.count=256"
+      elif [ "$2" -le 1024 ]; then echo "--set network.topology=fat_tree --set network.fat_tree=3;16,8,8;1,8,8;1,1,1 --set nodes.count=1024"
+      else echo "--set network.topology=fat_tree --set network.fat_tree=3;16,16,16;1,16,16;1,1,1 --set nodes.count=4096"; fi ;;
     *) echo "bench_scale: unknown topology $1" >&2; exit 2 ;;
   esac
 }
