@@ -159,7 +159,7 @@ class Replay {
     }
   }
 
-  Trace run() {
+  ClassedTrace run() {
     for (int r = 0; r < int(ranks_.size()); ++r)
       if (replayed(r)) advance(r);
     while (!events_.empty()) {
@@ -178,17 +178,9 @@ class Replay {
       }
     }
     check_finished();
-    if (!representatives_.empty()) {
-      // Every rank lived its class representative's timeline.
-      for (std::size_t r = 0; r < ranks_.size(); ++r) {
-        if (replayed(int(r))) continue;
-        RankTrace& rt = trace_.ranks[r];
-        const int rank = rt.rank;
-        rt = trace_.ranks[std::size_t(representative_of_[r])];
-        rt.rank = rank;
-      }
-    }
-    return std::move(trace_);
+    // Every rank lived its class representative's timeline.
+    if (representatives_.empty()) representative_of_.clear();
+    return ClassedTrace{std::move(trace_), std::move(representative_of_)};
   }
 
  private:
@@ -667,9 +659,13 @@ class Replay {
 
 }  // namespace
 
-Trace analytic_replay(const Schedule& schedule, const Platform& platform, ReplayMode mode) {
+ClassedTrace analytic_replay_classed(const Schedule& schedule, const Platform& platform, ReplayMode mode) {
   Replay replay(schedule, platform, mode);
   return replay.run();
+}
+
+Trace analytic_replay(const Schedule& schedule, const Platform& platform, ReplayMode mode) {
+  return analytic_replay_classed(schedule, platform, mode).expand();
 }
 
 }  // namespace cnnpar::analytic
