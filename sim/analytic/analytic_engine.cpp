@@ -13,6 +13,7 @@
 
 #include "base/error.hpp"
 #include "sim/analytic/collective_cost.hpp"
+#include "sim/analytic/collective_durations.hpp"
 #include "sim/analytic/rank_classes.hpp"
 #include "system/collective.hpp"
 #include "system/collective_algorithm.hpp"
@@ -124,10 +125,12 @@ class Replay {
     for (int r = 0; r < ranks; ++r) ranks_[std::size_t(r)].overhead_s = iteration_overhead_s(platform, schedule, r);
     colls_.resize(schedule.collectives.size());
     std::size_t offset = 0;
+    for (std::size_t c = 0; c < schedule.collectives.size(); ++c)
+      CNNPAR_ASSERT(!schedule.collectives[c].group.empty(), fmt::format("collective {} has an empty group", c));
+    const std::vector<double> durations_s = collective_durations_s(schedule, platform);
     for (std::size_t c = 0; c < schedule.collectives.size(); ++c) {
       const Collective& coll = schedule.collectives[c];
-      CNNPAR_ASSERT(!coll.group.empty(), fmt::format("collective {} has an empty group", c));
-      colls_[c].duration_s = collective_time_s(coll, platform);
+      colls_[c].duration_s = durations_s[c];
       colls_[c].member_offset = offset;
       offset += coll.group.size();
     }
