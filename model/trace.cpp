@@ -202,14 +202,25 @@ Trace make_empty_trace(const Schedule& schedule, const std::string& engine) {
                     {"iterations", schedule.iterations}};
   // Parameter servers: their merges are no iterations (analysis/metrics.hpp server_ranks).
   nlohmann::json servers = nlohmann::json::array();
-  for (const Program& program : schedule.programs)
-    if (std::any_of(program.ops.begin(), program.ops.end(), [](const Op& op) { return op.kind == OpKind::serve; }))
-      servers.push_back(program.rank);
+  const OpList* previous = nullptr;  // ranks sharing one op list serve alike: scan it once
+  bool previous_serves = false;
+  for (const Program& program : schedule.programs) {
+    if (!previous || !program.ops.same_storage(*previous))
+      previous_serves = std::any_of(program.ops.begin(), program.ops.end(),
+                                    [](const Op& op) { return op.kind == OpKind::serve; });
+    previous = &program.ops;
+    if (previous_serves) servers.push_back(program.rank);
+  }
   if (!servers.empty()) trace.metadata["server_ranks"] = std::move(servers);
   // What each collective carries, for the per-layer breakdown (analysis/layer_breakdown.hpp).
   nlohmann::json carried = nlohmann::json::array();
-  for (const Collective& collective : schedule.collectives)
-    carried.push_back({{"payload", to_string(collective.payload)}, {"layers", collective.layers}});
+  carried.get_ref<nlohmann::json::array_t&>().reserve(schedule.collectives.size());
+  for (const Collective& collective : schedule.collectives) {
+    nlohmann::json entry = nlohmann::json::object();
+    entry["payload"] = to_string(collective.payload);
+    entry["layers"] = collective.layers;
+    carried.push_back(std::move(entry));
+  }
   trace.metadata["collective_layers"] = std::move(carried);
   trace.ranks.resize(std::size_t(schedule.ranks()));
   for (int r = 0; r < schedule.ranks(); ++r) trace.ranks[std::size_t(r)].rank = r;
