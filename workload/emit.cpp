@@ -143,11 +143,12 @@ std::span<const Op> LayerOps::ops(Step step, int layer) const {
   return {all_.data() + range[0], all_.data() + range[1]};
 }
 
-const Op* LayerOps::find(const std::string& label) const {
-  if (by_label_.empty())
-    for (const Op& op : all_) by_label_.emplace(op.label, &op);
-  auto it = by_label_.find(label);
-  return it == by_label_.end() ? nullptr : it->second;
+const Op* LayerOps::find(int layer, const std::string& label) const {
+  if (layer < 0 || std::size_t(layer) >= layer_count_) return nullptr;
+  for (std::size_t step = 0; step < kSteps; ++step)
+    for (const Op& op : ops(Step(step), layer))
+      if (op.label == label) return &op;
+  return nullptr;
 }
 
 void append(std::vector<Op>& program, std::span<const Op> ops) {
@@ -208,16 +209,17 @@ std::int64_t rank_batch(std::int64_t global_batch, int ranks, int rank) {
   return global_batch / ranks + (rank < global_batch % ranks ? 1 : 0);
 }
 
-void replicate_program(Schedule& schedule, const StrategyOptions& options, const LayerOps& smaller_batch_ops) {
+void replicate_program(Schedule& schedule, const StrategyOptions& options, const Network& network) {
   const int ranks = options.ranks;
   schedule.programs.resize(std::size_t(ranks));
   const std::int64_t larger = rank_batch(options.global_batch, ranks, 0);
   OpList smaller_program;
   if (options.global_batch % ranks != 0) {
+    const LayerOps smaller_batch_ops(network, options.global_batch / ranks, options.global_batch);
     std::vector<Op> ops = schedule.programs[0].ops.vector();
     for (Op& op : ops) {
       if (op.kind != OpKind::compute || op.batch != larger) continue;
-      const Op* replacement = smaller_batch_ops.find(op.label);
+      const Op* replacement = smaller_batch_ops.find(op.layer, op.label);
       CNNPAR_ASSERT(replacement != nullptr, "every sub-batch op has a smaller-batch twin");
       op = *replacement;
     }
@@ -235,6 +237,7 @@ void set_data_partitions(Schedule& schedule, const Network& network, const std::
   for (int r = 0; r < ranks; ++r) {
     std::vector<LayerPartition>& partitions = schedule.programs[std::size_t(r)].partitions;
     partitions.clear();
+    partitions.reserve(network.layers.size());
     const Range batch = even_slice(schedule.global_batch, ranks, r);
     for (std::size_t l = 0; l < network.layers.size(); ++l) {
       const bool replicated =
