@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <queue>
 #include <span>
 #include <string>
@@ -78,7 +77,8 @@ struct RankState : RatedWork {
   int transferring = 0;      // started, not ended
   // a parameter server's receiver: pushes from any worker, one at a time, in arrival order,
   // beside the engine (which sends the replies)
-  std::deque<int> receiver_queue;
+  std::vector<int> receiver_queue;  // a vector and its head: a deque allocates even when unused
+  std::size_t receiver_head = 0;
   bool receiving = false;
 };
 
@@ -416,9 +416,8 @@ class Replay {
 
   void receive_next(int r, double time_s) {
     RankState& rs = ranks_[std::size_t(r)];
-    if (rs.receiving || rs.receiver_queue.empty()) return;
-    const int c = rs.receiver_queue.front();
-    rs.receiver_queue.pop_front();
+    if (rs.receiving || rs.receiver_head == rs.receiver_queue.size()) return;
+    const int c = rs.receiver_queue[rs.receiver_head++];
     rs.receiving = true;
     record_of(r, c).comm_start_s = time_s;
     CollState& cs = colls_[std::size_t(c)];
