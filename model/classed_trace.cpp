@@ -10,7 +10,7 @@ const RankTrace& ClassedTrace::records_of(int rank) const {
   return trace.ranks[representative_of.empty() ? r : std::size_t(representative_of[r])];
 }
 
-Trace ClassedTrace::expand() && {
+Trace ClassedTrace::expand(const Schedule& schedule) && {
   for (std::size_t r = 0; r < representative_of.size(); ++r) {
     if (representative_of[r] == int(r)) continue;
     RankTrace& rt = trace.ranks[r];
@@ -19,6 +19,7 @@ Trace ClassedTrace::expand() && {
     rt.rank = rank;
   }
   representative_of.clear();
+  add_collective_layers(trace, schedule);
   return std::move(trace);
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 // A Trace whose ranks fall into classes with identical timelines (the analytic engine's rank
 // classes, sim/analytic/rank_classes.hpp), before the representatives' records are copied to
-// the other ranks. Summaries that only reduce over ranks (analysis/metrics.hpp) read it as is
-// and spare the copies; expand() gives the ordinary Trace.
+// the other ranks and before the per-collective metadata is written. Summaries that only
+// reduce over ranks (analysis/metrics.hpp) read it as is and spare both; expand() gives the
+// ordinary Trace.
 #include <vector>
 
 #include "model/trace.hpp"
@@ -10,7 +11,8 @@
 namespace cnnpar {
 
 struct ClassedTrace {
-  /** One RankTrace per rank with its `rank` set; only a class representative's holds records. */
+  /** One RankTrace per rank with its `rank` set; only a class representative's holds records.
+   *  The metadata lacks collective_layers (make_empty_trace_without_layers). */
   Trace trace;
   /** Per rank: the rank whose records it lived (itself for a representative). Empty: every rank
    *  holds its own records. */
@@ -18,8 +20,9 @@ struct ClassedTrace {
 
   /** The records rank `rank` lived. */
   const RankTrace& records_of(int rank) const;
-  /** The ordinary Trace: every rank's records copied from its representative. */
-  Trace expand() &&;
+  /** The ordinary Trace of `schedule`, the one replayed: every rank's records copied from its
+   *  representative, and metadata.collective_layers added. */
+  Trace expand(const Schedule& schedule) &&;
 };
 
 }  // namespace cnnpar

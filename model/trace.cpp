@@ -190,7 +190,7 @@ std::vector<CollectiveLayers> read_collective_layers(const Trace& trace, std::op
   return carried;
 }
 
-Trace make_empty_trace(const Schedule& schedule, const std::string& engine) {
+Trace make_empty_trace_without_layers(const Schedule& schedule, const std::string& engine) {
   Trace trace;
   trace.engine = engine;
   trace.warmup_iterations = schedule.warmup_iterations;
@@ -212,6 +212,12 @@ Trace make_empty_trace(const Schedule& schedule, const std::string& engine) {
     if (previous_serves) servers.push_back(program.rank);
   }
   if (!servers.empty()) trace.metadata["server_ranks"] = std::move(servers);
+  trace.ranks.resize(std::size_t(schedule.ranks()));
+  for (int r = 0; r < schedule.ranks(); ++r) trace.ranks[std::size_t(r)].rank = r;
+  return trace;
+}
+
+void add_collective_layers(Trace& trace, const Schedule& schedule) {
   // What each collective carries, for the per-layer breakdown (analysis/layer_breakdown.hpp).
   nlohmann::json carried = nlohmann::json::array();
   carried.get_ref<nlohmann::json::array_t&>().reserve(schedule.collectives.size());
@@ -222,8 +228,11 @@ Trace make_empty_trace(const Schedule& schedule, const std::string& engine) {
     carried.push_back(std::move(entry));
   }
   trace.metadata["collective_layers"] = std::move(carried);
-  trace.ranks.resize(std::size_t(schedule.ranks()));
-  for (int r = 0; r < schedule.ranks(); ++r) trace.ranks[std::size_t(r)].rank = r;
+}
+
+Trace make_empty_trace(const Schedule& schedule, const std::string& engine) {
+  Trace trace = make_empty_trace_without_layers(schedule, engine);
+  add_collective_layers(trace, schedule);
   return trace;
 }
 

@@ -121,8 +121,14 @@ class Replay {
     serve_active_.assign(schedule.serves.size(), 0);
     pending_pushes_.resize(schedule.serves.size());
 
+    if (mode == ReplayMode::automatic) {
+      RankClasses classes = find_rank_classes(schedule, platform);
+      representatives_ = std::move(classes.representatives);
+      representative_of_ = std::move(classes.representative_of);
+    }
     ranks_.resize(std::size_t(ranks));
-    for (int r = 0; r < ranks; ++r) ranks_[std::size_t(r)].overhead_s = iteration_overhead_s(platform, schedule, r);
+    for (int r = 0; r < ranks; ++r)
+      if (replayed(r)) ranks_[std::size_t(r)].overhead_s = iteration_overhead_s(platform, schedule, r);
     colls_.resize(schedule.collectives.size());
     std::size_t offset = 0;
     for (std::size_t c = 0; c < schedule.collectives.size(); ++c)
@@ -135,15 +141,10 @@ class Replay {
       offset += coll.group.size();
     }
     member_record_.assign(offset, -1);
-    if (mode == ReplayMode::automatic) {
-      RankClasses classes = find_rank_classes(schedule, platform);
-      representatives_ = std::move(classes.representatives);
-      representative_of_ = std::move(classes.representative_of);
-    }
 
-    trace_ = make_empty_trace(schedule, "analytic");
+    trace_ = make_empty_trace_without_layers(schedule, "analytic");
     trace_.metadata["platform"] = platform.name;
-    CNNPAR_ASSERT(int(trace_.ranks.size()) == ranks, "make_empty_trace: one RankTrace per rank");
+    CNNPAR_ASSERT(int(trace_.ranks.size()) == ranks, "make_empty_trace_without_layers: one RankTrace per rank");
     for (int r = 0; r < ranks; ++r) {
       if (!replayed(r)) continue;
       const auto& ops = schedule.programs[std::size_t(r)].ops;
@@ -667,7 +668,7 @@ ClassedTrace analytic_replay_classed(const Schedule& schedule, const Platform& p
 }
 
 Trace analytic_replay(const Schedule& schedule, const Platform& platform, ReplayMode mode) {
-  return analytic_replay_classed(schedule, platform, mode).expand();
+  return analytic_replay_classed(schedule, platform, mode).expand(schedule);
 }
 
 }  // namespace cnnpar::analytic

@@ -314,7 +314,7 @@ TEST_CASE("metrics of the unexpanded rank classes equal the metrics of the expan
       CAPTURE(strategy, ranks);
       if (std::string(strategy) == "dp") CHECK_FALSE(classed.representative_of.empty());
       const std::string from_classes = to_json(compute_metrics(classed)).dump();
-      const Trace expanded = std::move(classed).expand();
+      const Trace expanded = std::move(classed).expand(schedule);
       CHECK(from_classes == to_json(compute_metrics(expanded)).dump());
       CHECK(to_json(expanded).dump() == to_json(analytic_replay(schedule, platform)).dump());
     }
