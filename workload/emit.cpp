@@ -216,12 +216,18 @@ void replicate_program(Schedule& schedule, const StrategyOptions& options, const
   OpList smaller_program;
   if (options.global_batch % ranks != 0) {
     const LayerOps smaller_batch_ops(network, options.global_batch / ranks, options.global_batch);
-    std::vector<Op> ops = schedule.programs[0].ops.vector();
-    for (Op& op : ops) {
-      if (op.kind != OpKind::compute || op.batch != larger) continue;
+    // Each op copied once: rank 0's, or its smaller-batch twin.
+    const OpList& larger_program = schedule.programs[0].ops;
+    std::vector<Op> ops;
+    ops.reserve(larger_program.size());
+    for (const Op& op : larger_program) {
+      if (op.kind != OpKind::compute || op.batch != larger) {
+        ops.push_back(op);
+        continue;
+      }
       const Op* replacement = smaller_batch_ops.find(op.layer, op.label);
       CNNPAR_ASSERT(replacement != nullptr, "every sub-batch op has a smaller-batch twin");
-      op = *replacement;
+      ops.push_back(*replacement);
     }
     smaller_program = OpList(std::move(ops));
   }
@@ -234,17 +240,19 @@ void replicate_program(Schedule& schedule, const StrategyOptions& options, const
 
 void set_data_partitions(Schedule& schedule, const Network& network, const std::vector<int>& replicated_layers) {
   const int ranks = schedule.ranks();
+  // Kinds and units are the same on every rank; only the batch slice differs.
+  std::vector<LayerPartition> layers;
+  layers.reserve(network.layers.size());
+  for (std::size_t l = 0; l < network.layers.size(); ++l) {
+    const bool replicated =
+        std::find(replicated_layers.begin(), replicated_layers.end(), int(l)) != replicated_layers.end();
+    layers.push_back({replicated ? PartitionKind::replicated : PartitionKind::data, {}, {0, layer_units(network.layers[l])}});
+  }
   for (int r = 0; r < ranks; ++r) {
     std::vector<LayerPartition>& partitions = schedule.programs[std::size_t(r)].partitions;
-    partitions.clear();
-    partitions.reserve(network.layers.size());
+    partitions = layers;
     const Range batch = even_slice(schedule.global_batch, ranks, r);
-    for (std::size_t l = 0; l < network.layers.size(); ++l) {
-      const bool replicated =
-          std::find(replicated_layers.begin(), replicated_layers.end(), int(l)) != replicated_layers.end();
-      partitions.push_back({replicated ? PartitionKind::replicated : PartitionKind::data, batch,
-                            {0, layer_units(network.layers[l])}});
-    }
+    for (LayerPartition& partition : partitions) partition.batch = batch;
   }
 }
 
