@@ -201,15 +201,18 @@ Trace make_empty_trace_without_layers(const Schedule& schedule, const std::strin
                     {"ranks", schedule.ranks()},
                     {"iterations", schedule.iterations}};
   // Parameter servers: their merges are no iterations (analysis/metrics.hpp server_ranks).
+  // A serve op names one of schedule.serves: without serves there is none to look for.
   nlohmann::json servers = nlohmann::json::array();
-  const OpList* previous = nullptr;  // ranks sharing one op list serve alike: scan it once
-  bool previous_serves = false;
-  for (const Program& program : schedule.programs) {
-    if (!previous || !program.ops.same_storage(*previous))
-      previous_serves = std::any_of(program.ops.begin(), program.ops.end(),
-                                    [](const Op& op) { return op.kind == OpKind::serve; });
-    previous = &program.ops;
-    if (previous_serves) servers.push_back(program.rank);
+  if (!schedule.serves.empty()) {
+    const OpList* previous = nullptr;  // ranks sharing one op list serve alike: scan it once
+    bool previous_serves = false;
+    for (const Program& program : schedule.programs) {
+      if (!previous || !program.ops.same_storage(*previous))
+        previous_serves = std::any_of(program.ops.begin(), program.ops.end(),
+                                      [](const Op& op) { return op.kind == OpKind::serve; });
+      previous = &program.ops;
+      if (previous_serves) servers.push_back(program.rank);
+    }
   }
   if (!servers.empty()) trace.metadata["server_ranks"] = std::move(servers);
   trace.ranks.resize(std::size_t(schedule.ranks()));
