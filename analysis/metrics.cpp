@@ -258,11 +258,11 @@ TraceMetrics metrics_of(const Trace& full_trace, const std::vector<RankView>& al
     m.compute_mean_s = median(means);
     m.load_balance = median(balances);
   }
-  for (std::size_t r = 0; r < n_ranks; ++r) {
-    std::vector<double> per_iteration;
-    for (const auto& row : compute) per_iteration.push_back(row[r]);
-    m.busy_s.push_back(median(per_iteration));
-  }
+  // A rank's busy time is its records' (RankSums::compute): once per distinct records.
+  std::vector<double> busy_of(distinct.size());
+  for (std::size_t d = 0; d < distinct.size(); ++d) busy_of[d] = median(sums[d].compute);
+  m.busy_s.reserve(n_ranks);
+  for (std::size_t r = 0; r < n_ranks; ++r) m.busy_s.push_back(busy_of[distinct_of[r]]);
   {
     const auto [least, most] = std::minmax_element(m.busy_s.begin(), m.busy_s.end());
     m.busy_min_max = *most > 0 ? *least / *most : 1.0;
