@@ -52,7 +52,24 @@ std::vector<int> server_ranks(const Trace& trace) {
   return servers;
 }
 
-TraceMetrics compute_metrics(const Trace& full_trace, const MetricsDetail& detail) {
+namespace {
+
+// A rank and the records it lived: its own, or its class representative's (ClassedTrace).
+struct RankView {
+  int rank = 0;
+  const RankTrace* records = nullptr;
+};
+
+// What one distinct RankTrace contributes, per measured iteration and per layer slot, computed
+// once however many ranks lived it.
+struct RankSums {
+  std::vector<double> span, compute, non_gemm, comm, exposed, waits, bytes;  // per iteration
+  std::vector<double> layer_seconds;                                         // per layer slot
+  std::vector<std::pair<double, double>> tc_tb;  // (T_c, T_b) per counted record, in order
+  std::vector<CollectiveTiming> timings;         // rank left for each rank that lived them
+};
+
+TraceMetrics metrics_of(const Trace& full_trace, const std::vector<RankView>& all_ranks, const MetricsDetail& detail) {
   TraceMetrics m;
   m.engine = full_trace.engine;
   m.ranks = int(full_trace.ranks.size());
@@ -60,47 +77,49 @@ TraceMetrics compute_metrics(const Trace& full_trace, const MetricsDetail& detai
   if (full_trace.ranks.empty()) throw InputError("<trace>", "/ranks", "[]", "the trace has no ranks");
   // A parameter server has no iterations of its own: the metrics are the workers'.
   const std::vector<int> servers = server_ranks(full_trace);
-  Trace workers;
-  if (!servers.empty()) {
-    workers.engine = full_trace.engine;
-    workers.warmup_iterations = full_trace.warmup_iterations;
-    for (const RankTrace& rank : full_trace.ranks)
-      if (std::find(servers.begin(), servers.end(), rank.rank) == servers.end()) workers.ranks.push_back(rank);
-  }
-  const Trace& trace = servers.empty() ? full_trace : workers;
-  if (trace.ranks.empty())
+  std::vector<RankView> views;
+  for (const RankView& view : all_ranks)
+    if (std::find(servers.begin(), servers.end(), view.rank) == servers.end()) views.push_back(view);
+  if (views.empty())
     throw InputError("<trace>", "/metadata/server_ranks", nlohmann::json(servers).dump(),
                      "every rank is a parameter server: the trace has no worker to measure");
+  const int warmup_iterations = full_trace.warmup_iterations;
+
+  // Ranks that lived the same records share one computation (rank classes).
+  std::vector<const RankTrace*> distinct;
+  std::vector<std::size_t> distinct_of;
+  distinct_of.reserve(views.size());
+  for (const RankView& view : views) {
+    const auto found = std::find(distinct.begin(), distinct.end(), view.records);
+    distinct_of.push_back(std::size_t(found - distinct.begin()));
+    if (found == distinct.end()) distinct.push_back(view.records);
+  }
 
   std::vector<std::map<int, double>> marks;
-  marks.reserve(trace.ranks.size());
-  for (const RankTrace& rank : trace.ranks) marks.push_back(mark_times(rank));
+  marks.reserve(distinct.size());
+  for (const RankTrace* rank : distinct) marks.push_back(mark_times(*rank));
   // Measured iterations: >= warm-up and marked on every rank.
-  for (const auto& [iteration, time] : marks.front()) {
-    if (iteration < trace.warmup_iterations) continue;
+  for (const auto& [iteration, time] : marks[distinct_of.front()]) {
+    if (iteration < warmup_iterations) continue;
     bool everywhere = true;
     for (const auto& rank_marks : marks) everywhere = everywhere && rank_marks.count(iteration) > 0;
     if (everywhere) m.measured_iterations.push_back(iteration);
   }
   if (m.measured_iterations.empty())
-    throw InputError("<trace>", "/warmup_iterations", std::to_string(trace.warmup_iterations),
+    throw InputError("<trace>", "/warmup_iterations", std::to_string(warmup_iterations),
                      "the trace has no measured iteration (marks at or after the warm-up on every rank)");
 
   const std::size_t n_iter = m.measured_iterations.size();
-  const std::size_t n_ranks = trace.ranks.size();
+  const std::size_t n_ranks = views.size();
   std::map<int, std::size_t> iteration_slot;
   for (std::size_t i = 0; i < n_iter; ++i) iteration_slot[m.measured_iterations[i]] = i;
 
-  // Per (iteration, rank) sums.
-  auto grid = [&] { return std::vector<std::vector<double>>(n_iter, std::vector<double>(n_ranks, 0.0)); };
-  auto iteration_span = grid(), compute = grid(), non_gemm = grid(), comm = grid(), exposed = grid(), waits = grid(),
-       bytes = grid();
-  // Per (layer, phase): seconds per rank; flat index (position of the layer among the layers
-  // present) * 4 + phase. Only present layers get slots: a trace's layer ids are input.
+  // Per (layer, phase): flat index (position of the layer among the layers present) * 4 +
+  // phase. Only present layers get slots: a trace's layer ids are input.
   std::vector<int> layer_ids;
   if (detail.per_layer) {
-    for (const RankTrace& rank : trace.ranks)
-      for (const ComputeRecord& op : rank.compute) layer_ids.push_back(op.layer);
+    for (const RankTrace* rank : distinct)
+      for (const ComputeRecord& op : rank->compute) layer_ids.push_back(op.layer);
     std::sort(layer_ids.begin(), layer_ids.end());
     layer_ids.erase(std::unique(layer_ids.begin(), layer_ids.end()), layer_ids.end());
   }
@@ -108,19 +127,22 @@ TraceMetrics compute_metrics(const Trace& full_trace, const MetricsDetail& detai
     return std::size_t(std::lower_bound(layer_ids.begin(), layer_ids.end(), layer) - layer_ids.begin());
   };
   const std::size_t layer_slots = layer_ids.size() * 4;
-  std::vector<double> layer_seconds(layer_slots * n_ranks, 0.0);  // (slot, rank)
   std::vector<const std::string*> layer_label(layer_slots, nullptr);
-  std::vector<std::pair<int, double>> ordered_marks;               // (iteration, time), by time
+  std::vector<std::pair<int, double>> ordered_marks;  // (iteration, time), by time
 
-  double sum_tc = 0, sum_tb = 0;
-  for (std::size_t r = 0; r < n_ranks; ++r) {
-    const RankTrace& rank = trace.ranks[r];
-    const auto& rank_marks = marks[r];
+  std::vector<RankSums> sums(distinct.size());
+  for (std::size_t d = 0; d < distinct.size(); ++d) {
+    const RankTrace& rank = *distinct[d];
+    const auto& rank_marks = marks[d];
+    RankSums& out = sums[d];
+    for (auto* row : {&out.span, &out.compute, &out.non_gemm, &out.comm, &out.exposed, &out.waits, &out.bytes})
+      row->assign(n_iter, 0.0);
+    out.layer_seconds.assign(layer_slots, 0.0);
     for (std::size_t i = 0; i < n_iter; ++i) {
       const int iteration = m.measured_iterations[i];
       const auto previous = rank_marks.find(iteration - 1);
       const double begin = previous == rank_marks.end() ? 0.0 : previous->second;
-      iteration_span[i][r] = rank_marks.at(iteration) - begin;
+      out.span[i] = rank_marks.at(iteration) - begin;
     }
     ordered_marks.assign(rank_marks.begin(), rank_marks.end());
     std::stable_sort(ordered_marks.begin(), ordered_marks.end(),
@@ -142,11 +164,11 @@ TraceMetrics compute_metrics(const Trace& full_trace, const MetricsDetail& detai
       if (next_mark == ordered_marks.size()) break;
       if (slot < 0) continue;
       const double seconds = op.end_s - op.start_s;
-      compute[std::size_t(slot)][r] += seconds;
-      if (op.kernel != KernelClass::gemm) non_gemm[std::size_t(slot)][r] += seconds;
+      out.compute[std::size_t(slot)] += seconds;
+      if (op.kernel != KernelClass::gemm) out.non_gemm[std::size_t(slot)] += seconds;
       const std::size_t layer_slot = layer_position(op.layer) * 4 + std::size_t(op.phase);
       if (detail.per_layer && layer_slot < layer_slots) {
-        layer_seconds[layer_slot * n_ranks + r] += seconds;
+        out.layer_seconds[layer_slot] += seconds;
         if (!layer_label[layer_slot]) layer_label[layer_slot] = &op.label;
       }
     }
@@ -155,20 +177,19 @@ TraceMetrics compute_metrics(const Trace& full_trace, const MetricsDetail& detai
       const auto window = std::upper_bound(ordered_marks.begin(), ordered_marks.end(), record.wait_start_s,
                                            [](double t, const auto& mark) { return t < mark.second; });
       if (window == ordered_marks.end()) continue;  // waited after the last mark (drain)
-      const auto slot = iteration_slot.find(window->first);
-      if (slot == iteration_slot.end()) continue;
+      const auto found = iteration_slot.find(window->first);
+      if (found == iteration_slot.end()) continue;
+      const std::size_t i = found->second;
       const double comm_s = record.comm_end_s - record.comm_start_s;
       const double exposed_s = exposed_comm_s(record);
       const double wait_s = record.wait_end_s - record.wait_start_s;
-      comm[slot->second][r] += comm_s;
-      exposed[slot->second][r] += exposed_s;
-      waits[slot->second][r] += wait_s;
-      bytes[slot->second][r] += record.bytes;
-      sum_tc += comm_s;
-      sum_tb += exposed_s;
+      out.comm[i] += comm_s;
+      out.exposed[i] += exposed_s;
+      out.waits[i] += wait_s;
+      out.bytes[i] += record.bytes;
+      out.tc_tb.emplace_back(comm_s, exposed_s);
       if (!detail.per_collective) continue;
       CollectiveTiming timing;
-      timing.rank = rank.rank;
       timing.collective = record.collective;
       timing.label = record.label;
       timing.kind = record.kind;
@@ -177,7 +198,36 @@ TraceMetrics compute_metrics(const Trace& full_trace, const MetricsDetail& detai
       timing.comm_s = comm_s;
       timing.exposed_s = exposed_s;
       timing.wait_s = wait_s;
-      m.collectives.push_back(std::move(timing));
+      out.timings.push_back(std::move(timing));
+    }
+  }
+
+  // Per (iteration, rank) sums, and per (layer slot, rank) seconds; the totals add rank by
+  // rank, record by record, as one pass over the expanded trace would.
+  auto grid = [&] { return std::vector<std::vector<double>>(n_iter, std::vector<double>(n_ranks, 0.0)); };
+  auto iteration_span = grid(), compute = grid(), non_gemm = grid(), comm = grid(), exposed = grid(), waits = grid(),
+       bytes = grid();
+  std::vector<double> layer_seconds(layer_slots * n_ranks, 0.0);  // (slot, rank)
+  double sum_tc = 0, sum_tb = 0;
+  for (std::size_t r = 0; r < n_ranks; ++r) {
+    const RankSums& in = sums[distinct_of[r]];
+    for (std::size_t i = 0; i < n_iter; ++i) {
+      iteration_span[i][r] = in.span[i];
+      compute[i][r] = in.compute[i];
+      non_gemm[i][r] = in.non_gemm[i];
+      comm[i][r] = in.comm[i];
+      exposed[i][r] = in.exposed[i];
+      waits[i][r] = in.waits[i];
+      bytes[i][r] = in.bytes[i];
+    }
+    for (std::size_t slot = 0; slot < layer_slots; ++slot) layer_seconds[slot * n_ranks + r] = in.layer_seconds[slot];
+    for (const auto& [comm_s, exposed_s] : in.tc_tb) {
+      sum_tc += comm_s;
+      sum_tb += exposed_s;
+    }
+    for (const CollectiveTiming& timing : in.timings) {
+      m.collectives.push_back(timing);
+      m.collectives.back().rank = views[r].rank;
     }
   }
 
@@ -208,11 +258,11 @@ TraceMetrics compute_metrics(const Trace& full_trace, const MetricsDetail& detai
     m.compute_mean_s = median(means);
     m.load_balance = median(balances);
   }
-  for (std::size_t r = 0; r < n_ranks; ++r) {
-    std::vector<double> per_iteration;
-    for (const auto& row : compute) per_iteration.push_back(row[r]);
-    m.busy_s.push_back(median(per_iteration));
-  }
+  // A rank's busy time is its records' (RankSums::compute): once per distinct records.
+  std::vector<double> busy_of(distinct.size());
+  for (std::size_t d = 0; d < distinct.size(); ++d) busy_of[d] = median(sums[d].compute);
+  m.busy_s.reserve(n_ranks);
+  for (std::size_t r = 0; r < n_ranks; ++r) m.busy_s.push_back(busy_of[distinct_of[r]]);
   {
     const auto [least, most] = std::minmax_element(m.busy_s.begin(), m.busy_s.end());
     m.busy_min_max = *most > 0 ? *least / *most : 1.0;
@@ -239,6 +289,23 @@ TraceMetrics compute_metrics(const Trace& full_trace, const MetricsDetail& detai
     m.layers.push_back(std::move(layer));
   }
   return m;
+}
+
+}  // namespace
+
+TraceMetrics compute_metrics(const Trace& trace, const MetricsDetail& detail) {
+  std::vector<RankView> views;
+  views.reserve(trace.ranks.size());
+  for (const RankTrace& rank : trace.ranks) views.push_back({rank.rank, &rank});
+  return metrics_of(trace, views, detail);
+}
+
+TraceMetrics compute_metrics(const ClassedTrace& classed, const MetricsDetail& detail) {
+  std::vector<RankView> views;
+  views.reserve(classed.trace.ranks.size());
+  for (std::size_t r = 0; r < classed.trace.ranks.size(); ++r)
+    views.push_back({classed.trace.ranks[r].rank, &classed.records_of(int(r))});
+  return metrics_of(classed.trace, views, detail);
 }
 
 nlohmann::json to_json(const TraceMetrics& m) {

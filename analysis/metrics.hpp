@@ -34,6 +34,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/statistics.hpp"
+#include "model/classed_trace.hpp"
 #include "model/trace.hpp"
 
 namespace cnnpar {
@@ -101,6 +102,9 @@ std::vector<int> server_ranks(const Trace& trace);
 /** @throws InputError (file "<trace>") if the trace has no measured iteration on every rank,
  *  or no rank that is not a server. */
 TraceMetrics compute_metrics(const Trace& trace, const MetricsDetail& detail = {});
+/** The same from a trace whose rank classes are not expanded: exactly compute_metrics of
+ *  ClassedTrace::expand(), computed once per class. */
+TraceMetrics compute_metrics(const ClassedTrace& trace, const MetricsDetail& detail = {});
 
 /** T_b of one record (see above). */
 double exposed_comm_s(const CollectiveRecord& record);

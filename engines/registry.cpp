@@ -5,10 +5,39 @@
 #include "base/error.hpp"
 #include "sim/analytic/analytic_engine.hpp"
 #ifdef CNNPAR_HAVE_SIMGRID
+#include <dlfcn.h>
+
 #include "sim/simgrid/simgrid_engine.hpp"
 #endif
 
 namespace cnnpar {
+
+#ifdef CNNPAR_HAVE_SIMGRID
+namespace {
+
+// Loads the SimGrid engine's module once (sim/simgrid/simgrid_module.cpp) and never unloads it:
+// its engines may outlive any one call.
+std::unique_ptr<Engine> load_simgrid_engine(const SimgridOptions& options) {
+  using Make = Engine* (*)(const SimgridOptions*);
+  static const Make make = [] {
+    std::error_code error;
+    const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
+    const std::string beside = (exe.parent_path() / std::filesystem::path(CNNPAR_SIMGRID_MODULE).filename()).string();
+    void* module = nullptr;
+    for (const std::string& path : {beside, std::string(CNNPAR_SIMGRID_MODULE)})
+      if ((module = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
+    if (!module)
+      throw InputError("command line", "--engine", "simgrid",
+                       std::string("the SimGrid engine's module does not load: ") + dlerror());
+    const auto found = reinterpret_cast<Make>(dlsym(module, "cnnpar_make_simgrid_engine"));
+    CNNPAR_ASSERT(found != nullptr, "the SimGrid module exports cnnpar_make_simgrid_engine");
+    return found;
+  }();
+  return std::unique_ptr<Engine>(make(&options));
+}
+
+}  // namespace
+#endif
 
 std::vector<std::string> engine_names() {
 #ifdef CNNPAR_HAVE_SIMGRID
@@ -63,7 +92,7 @@ std::unique_ptr<Engine> make_engine(const EngineSettings& settings) {
   simgrid.network_model = settings.network_model;
   simgrid.platform_xml = settings.platform_xml;
   if (settings.ring_messages) simgrid.ring_messages = *settings.ring_messages;
-  return make_simgrid_engine(simgrid);
+  return load_simgrid_engine(simgrid);
 #else
   CNNPAR_ASSERT(false, "check_engine_settings refuses SimGrid in a build without it");
   return nullptr;

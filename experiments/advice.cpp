@@ -23,7 +23,8 @@ std::vector<double> iteration_times(const Network& network, const Platform& plat
                       return build_schedule(network, platform, options);
                     },
                     .platform = &platform,
-                    .summarize = row_metrics_summary});
+                    .summarize = row_metrics_summary,
+                    .summarize_classed = row_metrics_summary_classed});
   std::vector<double> seconds;
   for (const nlohmann::json& summary : engine.run_all(jobs, {.progress = progress}))
     seconds.push_back(row_metrics_from_summary(summary).iteration_s);

@@ -328,7 +328,8 @@ GridSweepResult run_grid_sweep(const GridSweepSettings& o, const GridSweepCallba
                             return build_schedule(*p.network, p.platform, strategy);
                           },
                       .platform = &p.platform,
-                      .summarize = row_metrics_summary});
+                      .summarize = row_metrics_summary,
+                      .summarize_classed = row_metrics_summary_classed});
     }
     const BatchOptions batch{
         .workers = o.workers,

@@ -7,13 +7,24 @@
 
 namespace cnnpar {
 
-nlohmann::json row_metrics_summary(const Trace& trace) {
-  const TraceMetrics m = compute_metrics(trace, MetricsDetail{false, false});
+namespace {
+
+nlohmann::json row_summary(const TraceMetrics& m) {
   return {{"iteration_s", m.iteration_s},
           {"compute_max_s", m.compute_max_s},
           {"comm_s", m.comm_s},
           {"exposed_comm_s", m.exposed_comm_s},
           {"overlap_ratio_percent", m.overlap_ratio_percent}};
+}
+
+}  // namespace
+
+nlohmann::json row_metrics_summary(const Trace& trace) {
+  return row_summary(compute_metrics(trace, MetricsDetail{false, false}));
+}
+
+nlohmann::json row_metrics_summary_classed(const ClassedTrace& trace) {
+  return row_summary(compute_metrics(trace, MetricsDetail{false, false}));
 }
 
 TraceMetrics row_metrics_from_summary(const nlohmann::json& summary) {
@@ -46,6 +57,10 @@ std::vector<SweepRow> predict_sweep(const Network& network, const Platform& plat
                       if (options.extra) summary["extra"] = options.extra(p, trace);
                       return summary;
                     }});
+    if (!options.extra)
+      jobs.back().summarize_classed = [](const ClassedTrace& trace) {
+        return nlohmann::json{{"row", row_metrics_summary_classed(trace)}};
+      };
   }
   BatchOptions batch{.workers = options.workers, .progress = options.progress};
   if (options.extra && options.on_extra)

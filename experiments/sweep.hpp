@@ -41,6 +41,8 @@ std::vector<SweepRow> predict_sweep(const Network& network, const Platform& plat
 
 /** The metrics of a row (make_sweep_row) as a job's summary, and back. */
 nlohmann::json row_metrics_summary(const Trace& trace);
+/** row_metrics_summary of ClassedTrace::expand(), without the expansion. */
+nlohmann::json row_metrics_summary_classed(const ClassedTrace& trace);
 TraceMetrics row_metrics_from_summary(const nlohmann::json& summary);
 
 }  // namespace cnnpar

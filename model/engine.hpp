@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/classed_trace.hpp"
 #include "model/platform.hpp"
 #include "model/schedule.hpp"
 #include "model/trace.hpp"
@@ -27,6 +28,11 @@ struct EngineJob {
   /** What the caller keeps of the trace, computed where the trace was made: a forked child
    *  sends back only this. Numbers survive the trip exactly (17 significant digits). */
   std::function<nlohmann::json(const Trace&)> summarize;
+  /** Optional: the same summary read from the trace before its rank classes are expanded. An
+   *  engine that replays one rank per class calls it instead of `summarize`, sparing the copies
+   *  of the representatives' records; it must give exactly what `summarize` gives on
+   *  ClassedTrace::expand(). */
+  std::function<nlohmann::json(const ClassedTrace&)> summarize_classed;
 };
 
 struct BatchOptions {

@@ -172,7 +172,8 @@ const ServeEntry* Schedule::served(int id) const {
 
 int Schedule::add_collective(Collective collective) {
   collective.id = int(collectives.size());
-  std::sort(collective.group.begin(), collective.group.end());
+  if (!std::is_sorted(collective.group.begin(), collective.group.end()))
+    std::sort(collective.group.begin(), collective.group.end());
   collectives.push_back(std::move(collective));
   return collectives.back().id;
 }

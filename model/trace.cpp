@@ -190,7 +190,7 @@ std::vector<CollectiveLayers> read_collective_layers(const Trace& trace, std::op
   return carried;
 }
 
-Trace make_empty_trace(const Schedule& schedule, const std::string& engine) {
+Trace make_empty_trace_without_layers(const Schedule& schedule, const std::string& engine) {
   Trace trace;
   trace.engine = engine;
   trace.warmup_iterations = schedule.warmup_iterations;
@@ -201,18 +201,41 @@ Trace make_empty_trace(const Schedule& schedule, const std::string& engine) {
                     {"ranks", schedule.ranks()},
                     {"iterations", schedule.iterations}};
   // Parameter servers: their merges are no iterations (analysis/metrics.hpp server_ranks).
+  // A serve op names one of schedule.serves: without serves there is none to look for.
   nlohmann::json servers = nlohmann::json::array();
-  for (const Program& program : schedule.programs)
-    if (std::any_of(program.ops.begin(), program.ops.end(), [](const Op& op) { return op.kind == OpKind::serve; }))
-      servers.push_back(program.rank);
+  if (!schedule.serves.empty()) {
+    const OpList* previous = nullptr;  // ranks sharing one op list serve alike: scan it once
+    bool previous_serves = false;
+    for (const Program& program : schedule.programs) {
+      if (!previous || !program.ops.same_storage(*previous))
+        previous_serves = std::any_of(program.ops.begin(), program.ops.end(),
+                                      [](const Op& op) { return op.kind == OpKind::serve; });
+      previous = &program.ops;
+      if (previous_serves) servers.push_back(program.rank);
+    }
+  }
   if (!servers.empty()) trace.metadata["server_ranks"] = std::move(servers);
-  // What each collective carries, for the per-layer breakdown (analysis/layer_breakdown.hpp).
-  nlohmann::json carried = nlohmann::json::array();
-  for (const Collective& collective : schedule.collectives)
-    carried.push_back({{"payload", to_string(collective.payload)}, {"layers", collective.layers}});
-  trace.metadata["collective_layers"] = std::move(carried);
   trace.ranks.resize(std::size_t(schedule.ranks()));
   for (int r = 0; r < schedule.ranks(); ++r) trace.ranks[std::size_t(r)].rank = r;
+  return trace;
+}
+
+void add_collective_layers(Trace& trace, const Schedule& schedule) {
+  // What each collective carries, for the per-layer breakdown (analysis/layer_breakdown.hpp).
+  nlohmann::json carried = nlohmann::json::array();
+  carried.get_ref<nlohmann::json::array_t&>().reserve(schedule.collectives.size());
+  for (const Collective& collective : schedule.collectives) {
+    nlohmann::json entry = nlohmann::json::object();
+    entry["payload"] = to_string(collective.payload);
+    entry["layers"] = collective.layers;
+    carried.push_back(std::move(entry));
+  }
+  trace.metadata["collective_layers"] = std::move(carried);
+}
+
+Trace make_empty_trace(const Schedule& schedule, const std::string& engine) {
+  Trace trace = make_empty_trace_without_layers(schedule, engine);
+  add_collective_layers(trace, schedule);
   return trace;
 }
 

@@ -99,5 +99,9 @@ std::vector<CollectiveLayers> read_collective_layers(const Trace& trace,
 
 /** Helper for back-ends: a Trace with one RankTrace per rank and the schedule's metadata. */
 Trace make_empty_trace(const Schedule& schedule, const std::string& engine);
+/** make_empty_trace without metadata.collective_layers (an entry per collective), which
+ *  add_collective_layers adds: a trace that is only reduced to metrics never reads it. */
+Trace make_empty_trace_without_layers(const Schedule& schedule, const std::string& engine);
+void add_collective_layers(Trace& trace, const Schedule& schedule);
 
 }  // namespace cnnpar

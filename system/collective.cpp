@@ -94,6 +94,7 @@ CollectivePlan plan_collective(const Collective& c, Algorithm algorithm, int i) 
     add(s);
   };
   if (p <= 1) return plan;
+  plan.steps.reserve(2 * std::size_t(p));  // a ring allreduce's 2(p - 1) rounds, the most of any algorithm
 
   switch (c.kind) {
     case CollectiveKind::allreduce:

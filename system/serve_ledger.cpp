@@ -14,9 +14,11 @@ ServeLedger::ServeLedger(const Schedule& schedule)
       base_(std::size_t(schedule.ranks()), 0),
       reply_version_(schedule.collectives.size(), -1),
       state_(schedule.serves.size()) {
-  for (const Program& program : schedule.programs)
-    for (const Op& op : program.ops)
-      if (op.kind == OpKind::serve) servers_[std::size_t(op.serve)] = program.rank;
+  // A serve op names one of schedule.serves: without serves there is none to look for.
+  if (!schedule.serves.empty())
+    for (const Program& program : schedule.programs)
+      for (const Op& op : program.ops)
+        if (op.kind == OpKind::serve) servers_[std::size_t(op.serve)] = program.rank;
   for (std::size_t s = 0; s < schedule.serves.size(); ++s) {
     CNNPAR_ASSERT(servers_[s] >= 0, fmt::format("serve {} is run by no serve op (verify() rejects this)", s));
     const auto& entries = schedule.serves[s].entries;

@@ -143,11 +143,12 @@ std::span<const Op> LayerOps::ops(Step step, int layer) const {
   return {all_.data() + range[0], all_.data() + range[1]};
 }
 
-const Op* LayerOps::find(const std::string& label) const {
-  if (by_label_.empty())
-    for (const Op& op : all_) by_label_.emplace(op.label, &op);
-  auto it = by_label_.find(label);
-  return it == by_label_.end() ? nullptr : it->second;
+const Op* LayerOps::find(int layer, const std::string& label) const {
+  if (layer < 0 || std::size_t(layer) >= layer_count_) return nullptr;
+  for (std::size_t step = 0; step < kSteps; ++step)
+    for (const Op& op : ops(Step(step), layer))
+      if (op.label == label) return &op;
+  return nullptr;
 }
 
 void append(std::vector<Op>& program, std::span<const Op> ops) {
@@ -208,18 +209,25 @@ std::int64_t rank_batch(std::int64_t global_batch, int ranks, int rank) {
   return global_batch / ranks + (rank < global_batch % ranks ? 1 : 0);
 }
 
-void replicate_program(Schedule& schedule, const StrategyOptions& options, const LayerOps& smaller_batch_ops) {
+void replicate_program(Schedule& schedule, const StrategyOptions& options, const Network& network) {
   const int ranks = options.ranks;
   schedule.programs.resize(std::size_t(ranks));
   const std::int64_t larger = rank_batch(options.global_batch, ranks, 0);
   OpList smaller_program;
   if (options.global_batch % ranks != 0) {
-    std::vector<Op> ops = schedule.programs[0].ops.vector();
-    for (Op& op : ops) {
-      if (op.kind != OpKind::compute || op.batch != larger) continue;
-      const Op* replacement = smaller_batch_ops.find(op.label);
+    const LayerOps smaller_batch_ops(network, options.global_batch / ranks, options.global_batch);
+    // Each op copied once: rank 0's, or its smaller-batch twin.
+    const OpList& larger_program = schedule.programs[0].ops;
+    std::vector<Op> ops;
+    ops.reserve(larger_program.size());
+    for (const Op& op : larger_program) {
+      if (op.kind != OpKind::compute || op.batch != larger) {
+        ops.push_back(op);
+        continue;
+      }
+      const Op* replacement = smaller_batch_ops.find(op.layer, op.label);
       CNNPAR_ASSERT(replacement != nullptr, "every sub-batch op has a smaller-batch twin");
-      op = *replacement;
+      ops.push_back(*replacement);
     }
     smaller_program = OpList(std::move(ops));
   }
@@ -232,16 +240,19 @@ void replicate_program(Schedule& schedule, const StrategyOptions& options, const
 
 void set_data_partitions(Schedule& schedule, const Network& network, const std::vector<int>& replicated_layers) {
   const int ranks = schedule.ranks();
+  // Kinds and units are the same on every rank; only the batch slice differs.
+  std::vector<LayerPartition> layers;
+  layers.reserve(network.layers.size());
+  for (std::size_t l = 0; l < network.layers.size(); ++l) {
+    const bool replicated =
+        std::find(replicated_layers.begin(), replicated_layers.end(), int(l)) != replicated_layers.end();
+    layers.push_back({replicated ? PartitionKind::replicated : PartitionKind::data, {}, {0, layer_units(network.layers[l])}});
+  }
   for (int r = 0; r < ranks; ++r) {
     std::vector<LayerPartition>& partitions = schedule.programs[std::size_t(r)].partitions;
-    partitions.clear();
+    partitions = layers;
     const Range batch = even_slice(schedule.global_batch, ranks, r);
-    for (std::size_t l = 0; l < network.layers.size(); ++l) {
-      const bool replicated =
-          std::find(replicated_layers.begin(), replicated_layers.end(), int(l)) != replicated_layers.end();
-      partitions.push_back({replicated ? PartitionKind::replicated : PartitionKind::data, batch,
-                            {0, layer_units(network.layers[l])}});
-    }
+    for (LayerPartition& partition : partitions) partition.batch = batch;
   }
 }
 

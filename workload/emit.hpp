@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "model/network.hpp"
@@ -42,8 +41,10 @@ class LayerOps {
   std::span<const Op> backward_weight_full(int layer) const { return ops(Step::backward_weight_full, layer); }
   /** SGD update (momentum + weight decay); empty for layers without parameters. */
   std::span<const Op> update(int layer) const { return ops(Step::update, layer); }
-  /** The op with this label, or nullptr (labels are unique per layer and step). */
-  const Op* find(const std::string& label) const;
+  /** The op of `layer` with this label, or nullptr (labels are unique per layer and step). */
+  const Op* find(int layer, const std::string& label) const;
+  /** Ops of every layer and step. */
+  std::size_t op_count() const { return all_.size(); }
 
  private:
   enum class Step { forward, backward_data, backward_weight, backward_weight_full, update };
@@ -55,7 +56,6 @@ class LayerOps {
   std::vector<Op> all_;
   std::vector<std::array<std::uint32_t, 2>> ranges_;  // [step * layers + layer] = {begin, end}
   std::size_t layer_count_ = 0;
-  mutable std::unordered_map<std::string, const Op*> by_label_;  // built on first find()
 };
 
 void append(std::vector<Op>& program, std::span<const Op> ops);
@@ -94,8 +94,9 @@ std::int64_t rank_batch(std::int64_t global_batch, int ranks, int rank);
 
 /** Shares rank 0's program with every other rank (data-parallel programs are identical). With
  *  an uneven split, ranks that take floor(N/P) images get rank 0's program with its sub-batch
- *  ops swapped for `smaller_batch_ops`' (same labels); full-batch ops stay. */
-void replicate_program(Schedule& schedule, const StrategyOptions& options, const LayerOps& smaller_batch_ops);
+ *  ops swapped for those of LayerOps(network, N/P, N) (same layers and labels); full-batch ops
+ *  stay. */
+void replicate_program(Schedule& schedule, const StrategyOptions& options, const Network& network);
 
 /** Every rank's partitions of a data-parallel schedule: each layer data over the rank's batch
  *  slice, except `replicated_layers` (Lee's replicated gradient calculation: the same batch

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <queue>
 #include <span>
 #include <string>
@@ -13,6 +12,7 @@
 
 #include "base/error.hpp"
 #include "sim/analytic/collective_cost.hpp"
+#include "sim/analytic/collective_durations.hpp"
 #include "sim/analytic/rank_classes.hpp"
 #include "system/collective.hpp"
 #include "system/collective_algorithm.hpp"
@@ -77,7 +77,8 @@ struct RankState : RatedWork {
   int transferring = 0;      // started, not ended
   // a parameter server's receiver: pushes from any worker, one at a time, in arrival order,
   // beside the engine (which sends the replies)
-  std::deque<int> receiver_queue;
+  std::vector<int> receiver_queue;  // a vector and its head: a deque allocates even when unused
+  std::size_t receiver_head = 0;
   bool receiving = false;
 };
 
@@ -120,27 +121,30 @@ class Replay {
     serve_active_.assign(schedule.serves.size(), 0);
     pending_pushes_.resize(schedule.serves.size());
 
-    ranks_.resize(std::size_t(ranks));
-    for (int r = 0; r < ranks; ++r) ranks_[std::size_t(r)].overhead_s = iteration_overhead_s(platform, schedule, r);
-    colls_.resize(schedule.collectives.size());
-    std::size_t offset = 0;
-    for (std::size_t c = 0; c < schedule.collectives.size(); ++c) {
-      const Collective& coll = schedule.collectives[c];
-      CNNPAR_ASSERT(!coll.group.empty(), fmt::format("collective {} has an empty group", c));
-      colls_[c].duration_s = collective_time_s(coll, platform);
-      colls_[c].member_offset = offset;
-      offset += coll.group.size();
-    }
-    member_record_.assign(offset, -1);
     if (mode == ReplayMode::automatic) {
       RankClasses classes = find_rank_classes(schedule, platform);
       representatives_ = std::move(classes.representatives);
       representative_of_ = std::move(classes.representative_of);
     }
+    ranks_.resize(std::size_t(ranks));
+    for (int r = 0; r < ranks; ++r)
+      if (replayed(r)) ranks_[std::size_t(r)].overhead_s = iteration_overhead_s(platform, schedule, r);
+    colls_.resize(schedule.collectives.size());
+    std::size_t offset = 0;
+    for (std::size_t c = 0; c < schedule.collectives.size(); ++c)
+      CNNPAR_ASSERT(!schedule.collectives[c].group.empty(), fmt::format("collective {} has an empty group", c));
+    const std::vector<double> durations_s = collective_durations_s(schedule, platform);
+    for (std::size_t c = 0; c < schedule.collectives.size(); ++c) {
+      const Collective& coll = schedule.collectives[c];
+      colls_[c].duration_s = durations_s[c];
+      colls_[c].member_offset = offset;
+      offset += coll.group.size();
+    }
+    member_record_.assign(offset, -1);
 
-    trace_ = make_empty_trace(schedule, "analytic");
+    trace_ = make_empty_trace_without_layers(schedule, "analytic");
     trace_.metadata["platform"] = platform.name;
-    CNNPAR_ASSERT(int(trace_.ranks.size()) == ranks, "make_empty_trace: one RankTrace per rank");
+    CNNPAR_ASSERT(int(trace_.ranks.size()) == ranks, "make_empty_trace_without_layers: one RankTrace per rank");
     for (int r = 0; r < ranks; ++r) {
       if (!replayed(r)) continue;
       const auto& ops = schedule.programs[std::size_t(r)].ops;
@@ -159,7 +163,7 @@ class Replay {
     }
   }
 
-  Trace run() {
+  ClassedTrace run() {
     for (int r = 0; r < int(ranks_.size()); ++r)
       if (replayed(r)) advance(r);
     while (!events_.empty()) {
@@ -178,17 +182,9 @@ class Replay {
       }
     }
     check_finished();
-    if (!representatives_.empty()) {
-      // Every rank lived its class representative's timeline.
-      for (std::size_t r = 0; r < ranks_.size(); ++r) {
-        if (replayed(int(r))) continue;
-        RankTrace& rt = trace_.ranks[r];
-        const int rank = rt.rank;
-        rt = trace_.ranks[std::size_t(representative_of_[r])];
-        rt.rank = rank;
-      }
-    }
-    return std::move(trace_);
+    // Every rank lived its class representative's timeline.
+    if (representatives_.empty()) representative_of_.clear();
+    return ClassedTrace{std::move(trace_), std::move(representative_of_)};
   }
 
  private:
@@ -421,9 +417,8 @@ class Replay {
 
   void receive_next(int r, double time_s) {
     RankState& rs = ranks_[std::size_t(r)];
-    if (rs.receiving || rs.receiver_queue.empty()) return;
-    const int c = rs.receiver_queue.front();
-    rs.receiver_queue.pop_front();
+    if (rs.receiving || rs.receiver_head == rs.receiver_queue.size()) return;
+    const int c = rs.receiver_queue[rs.receiver_head++];
     rs.receiving = true;
     record_of(r, c).comm_start_s = time_s;
     CollState& cs = colls_[std::size_t(c)];
@@ -667,9 +662,13 @@ class Replay {
 
 }  // namespace
 
-Trace analytic_replay(const Schedule& schedule, const Platform& platform, ReplayMode mode) {
+ClassedTrace analytic_replay_classed(const Schedule& schedule, const Platform& platform, ReplayMode mode) {
   Replay replay(schedule, platform, mode);
   return replay.run();
+}
+
+Trace analytic_replay(const Schedule& schedule, const Platform& platform, ReplayMode mode) {
+  return analytic_replay_classed(schedule, platform, mode).expand(schedule);
 }
 
 }  // namespace cnnpar::analytic

@@ -38,6 +38,10 @@ enum class ReplayMode {
  *          malformed schedule that verify() would have rejected. */
 Trace analytic_replay(const Schedule& schedule, const Platform& platform,
                       ReplayMode mode = ReplayMode::automatic);
+/** The same before the rank classes are expanded (ClassedTrace): expand() gives analytic_replay's
+ *  Trace. */
+ClassedTrace analytic_replay_classed(const Schedule& schedule, const Platform& platform,
+                                     ReplayMode mode = ReplayMode::automatic);
 
 }  // namespace cnnpar::analytic
 

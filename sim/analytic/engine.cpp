@@ -23,7 +23,10 @@ class AnalyticEngine final : public Engine {
       if (ledger.stopping()) return;
       try {
         const EngineJob& job = jobs[j];
-        ledger.succeeded(j, job.summarize(analytic_replay(job.schedule(), *job.platform, ReplayMode::automatic)));
+        const Schedule schedule = job.schedule();
+        ClassedTrace trace = analytic_replay_classed(schedule, *job.platform, ReplayMode::automatic);
+        ledger.succeeded(j, job.summarize_classed ? job.summarize_classed(trace)
+                                                  : job.summarize(std::move(trace).expand(schedule)));
       } catch (...) {
         ledger.failed(j, std::current_exception());
       }

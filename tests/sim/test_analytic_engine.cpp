@@ -8,6 +8,8 @@
 #include "base/error.hpp"
 #include "sim/analytic/analytic_engine.hpp"
 #include "sim/analytic/collective_cost.hpp"
+#include "model/scenarios.hpp"
+#include "workload/strategy.hpp"
 
 using namespace cnnpar;
 using cnnpar::analytic::analytic_replay;
@@ -293,4 +295,28 @@ TEST_CASE("more ranks than nodes is bad input", "[analytic]") {
   Schedule s = empty_schedule(4);
   for (auto& program : s.programs) program.ops = {Op::mark_op(0)};
   CHECK_THROWS_AS(analytic_replay(s, test_platform(2)), InputError);
+}
+
+TEST_CASE("metrics of the unexpanded rank classes equal the metrics of the expanded trace", "[analytic]") {
+  // dp and lee with an uneven batch split into two classes; hybrid's model-parallel fc layers
+  // into more. The class path must give exactly (bit for bit) what the full trace gives.
+  const Network network = load_network("vgg-a");
+  const Platform platform = load_platform("cori-haswell");
+  for (const char* strategy : {"dp", "lee", "hybrid", "dp_layerwise"}) {
+    for (int ranks : {2, 7, 13}) {
+      StrategyOptions options;
+      options.name = strategy;
+      options.ranks = ranks;
+      options.iterations = 3;
+      options.uneven_batch = true;
+      const Schedule schedule = build_schedule(network, platform, options);
+      ClassedTrace classed = analytic::analytic_replay_classed(schedule, platform);
+      CAPTURE(strategy, ranks);
+      if (std::string(strategy) == "dp") CHECK_FALSE(classed.representative_of.empty());
+      const std::string from_classes = to_json(compute_metrics(classed)).dump();
+      const Trace expanded = std::move(classed).expand(schedule);
+      CHECK(from_classes == to_json(compute_metrics(expanded)).dump());
+      CHECK(to_json(expanded).dump() == to_json(analytic_replay(schedule, platform)).dump());
+    }
+  }
 }

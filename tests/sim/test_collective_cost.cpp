@@ -5,9 +5,12 @@
 #include <array>
 #include <vector>
 
+#include "model/scenarios.hpp"
 #include "sim/analytic/collective_cost.hpp"
+#include "sim/analytic/collective_durations.hpp"
 #include "system/collective.hpp"
 #include "system/collective_algorithm.hpp"
+#include "workload/strategy.hpp"
 
 using namespace cnnpar;
 using namespace cnnpar::analytic;
@@ -253,6 +256,29 @@ TEST_CASE("the steps move the right data: a replay on one value per block", "[co
           }
         }
       }
+    }
+  }
+}
+
+TEST_CASE("collective durations priced once per distinct collective equal pricing each one", "[analytic]") {
+  // Schedules that repeat collectives every iteration (dp, hybrid's transitions) and that have
+  // groups of two with different roots (param_server's sends): each duration is exactly
+  // collective_time_s of its own collective.
+  const Network network = load_network("vgg-a");
+  const Platform platform = load_platform("cori-haswell");
+  for (const char* strategy : {"dp", "hybrid", "param_server"}) {
+    for (int ranks : {3, 8}) {
+      StrategyOptions options;
+      options.name = strategy;
+      options.ranks = ranks;
+      options.iterations = 3;
+      options.uneven_batch = true;
+      const Schedule schedule = build_schedule(network, platform, options);
+      const std::vector<double> durations_s = collective_durations_s(schedule, platform);
+      REQUIRE(durations_s.size() == schedule.collectives.size());
+      CAPTURE(strategy, ranks);
+      for (std::size_t c = 0; c < schedule.collectives.size(); ++c)
+        CHECK(durations_s[c] == collective_time_s(schedule.collectives[c], platform));
     }
   }
 }

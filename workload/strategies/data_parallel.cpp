@@ -58,6 +58,5 @@ void append_statistics_allreduce(Schedule& schedule, std::vector<Op>& program, c
 }
 
 std::int64_t local_batch(const StrategyOptions& options) { return rank_batch(options.global_batch, options.ranks, 0); }
-std::int64_t smaller_batch(const StrategyOptions& options) { return options.global_batch / options.ranks; }
 
 }  // namespace cnnpar::strategies

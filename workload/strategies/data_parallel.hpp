@@ -32,7 +32,5 @@ void append_statistics_allreduce(Schedule& schedule, std::vector<Op>& program, c
 
 /** Images of rank 0, the largest share of the global batch (images). */
 std::int64_t local_batch(const StrategyOptions& options);
-/** Images of the ranks with the smaller share when N % P != 0 (images). */
-std::int64_t smaller_batch(const StrategyOptions& options);
 
 }  // namespace cnnpar::strategies

@@ -38,7 +38,7 @@ Schedule build_dp(const Network& network, const Platform& platform, const Strate
     for (int l : parameter_layers) append(program, ops.update(l));
     program.push_back(Op::mark_op(m));
   }
-  replicate_program(schedule, options, LayerOps(network, smaller_batch(options), options.global_batch));
+  replicate_program(schedule, options, network);
   set_data_partitions(schedule, network);
   return schedule;
 }

@@ -49,7 +49,7 @@ Schedule build_dp_buckets(const Network& network, const Platform& platform, cons
     }
     program.push_back(Op::mark_op(m));
   }
-  replicate_program(schedule, options, LayerOps(network, smaller_batch(options), options.global_batch));
+  replicate_program(schedule, options, network);
   set_data_partitions(schedule, network);
   return schedule;
 }

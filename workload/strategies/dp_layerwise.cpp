@@ -59,7 +59,7 @@ Schedule build_dp_layerwise(const Network& network, const Platform& platform, co
   // Flush: the last iteration's deferred updates, outside every measured iteration.
   for (int l = 0; l < layer_count; ++l)
     if (deferred_id[std::size_t(l)] >= 0) deferred_update(l);
-  replicate_program(schedule, options, LayerOps(network, smaller_batch(options), options.global_batch));
+  replicate_program(schedule, options, network);
   set_data_partitions(schedule, network);
   return schedule;
 }

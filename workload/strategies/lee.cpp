@@ -124,7 +124,7 @@ Schedule build_lee(const Network& network, const Platform& platform, const Strat
   // Flush: the last iteration's delayed fc gradients and updates.
   for (int l : replicated_layers) delayed_update(l);
 
-  replicate_program(schedule, options, LayerOps(network, options.global_batch / ranks, options.global_batch));
+  replicate_program(schedule, options, network);
   set_data_partitions(schedule, network, replicated_layers);
   return schedule;
 }
