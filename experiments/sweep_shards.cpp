@@ -159,8 +159,8 @@ std::string merge_sweep_shards(const std::vector<std::string>& shard_csvs) {
     const std::size_t count = by_index.size();
     const std::string& line = by_index[row % count]->lines[row / count];
     if (!split_csv_line(line.substr(0, line.size() - 1), fields) || fields.size() != names.size())
-      throw InputError(by_index[row % count]->csv, fmt::format("line {}", row / count + 2), line.substr(0, line.size() - 1),
-                       fmt::format("expected a row of {} fields", names.size()));
+      throw InputError(by_index[row % count]->csv, fmt::format("line {}", row / count + 2),
+                       line.substr(0, line.size() - 1), fmt::format("expected a row of {} fields", names.size()));
     std::string key;
     for (std::size_t f = 0; f <= nodes_column && f < fields.size(); ++f) {
       if (f > 0) key += ',';

@@ -25,9 +25,10 @@ platform_sets() {  # TOPOLOGY RANKS -> the --set flags of a platform that holds 
       if [ "$2" -le 1152 ]; then echo "--set network.dragonfly=3,4;6,3;16,1;4 --set nodes.count=1152"
       else echo "--set network.dragonfly=11,4;6,3;16,1;4 --set nodes.count=4224"; fi ;;
     fat_tree)
-      if [ "$2" -le 256 ]; then echo "--set network.topology=fat_tree --set network.fat_tree=2;16,16;1,16;1,1 --set nodes.count=256"
-      elif [ "$2" -le 1024 ]; then echo "--set network.topology=fat_tree --set network.fat_tree=3;16,8,8;1,8,8;1,1,1 --set nodes.count=1024"
-      else echo "--set network.topology=fat_tree --set network.fat_tree=3;16,16,16;1,16,16;1,1,1 --set nodes.count=4096"; fi ;;
+      local tree="--set network.topology=fat_tree --set network.fat_tree"
+      if [ "$2" -le 256 ]; then echo "$tree=2;16,16;1,16;1,1 --set nodes.count=256"
+      elif [ "$2" -le 1024 ]; then echo "$tree=3;16,8,8;1,8,8;1,1,1 --set nodes.count=1024"
+      else echo "$tree=3;16,16,16;1,16,16;1,1,1 --set nodes.count=4096"; fi ;;
     *) echo "bench_scale: unknown topology $1" >&2; exit 2 ;;
   esac
 }
@@ -58,6 +59,8 @@ for topology in "${topologies[@]}"; do
     done
   done
 done
-sweep=$(taskset -c 0 bash "$(dirname "$0")/bench_sweep.sh" "$cnnpar" "$repeats" | sed -n 's/^median of [0-9]*: \([0-9.]*\) s.*/\1/p')
-awk -v s="$sweep" 'BEGIN { printf "analytic: 1000 configurations in %.3f s on one core = %.0f configurations/s/core\n", s, 1000 / s }'
+sweep=$(taskset -c 0 bash "$(dirname "$0")/bench_sweep.sh" "$cnnpar" "$repeats" 2>/dev/null |
+  sed -n 's/^median of [0-9]*: \([0-9.]*\) s.*/\1/p')
+awk -v s="$sweep" 'BEGIN { printf "analytic: 1000 configurations in %.3f s on one core = %.0f configurations/s/core\n",
+                           s, 1000 / s }'
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

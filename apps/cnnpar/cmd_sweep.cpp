@@ -25,7 +25,8 @@ namespace {
 
 struct SweepCliOptions {
   ScenarioOptions scenario;
-  std::vector<std::string> files;  ///< a sweep file (docs/formats.md; flags given as well win), or with --merge the shards
+  /** A sweep file (docs/formats.md; flags given as well win), or with --merge the shards. */
+  std::vector<std::string> files;
   std::string shard;               ///< I/N
   std::string merge_out;           ///< --merge OUT.csv
   std::vector<std::string> axes;
