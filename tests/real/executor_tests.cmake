@@ -316,7 +316,7 @@ foreach(strategy dp dp_buckets)
                    --compute real)
 endforeach()
 # Synchronised batch normalisation (--sync-bn on): dp, dp_buckets and hybrid (a model-parallel
-# classifier) on 2 ranks and dp on 4 train ResNet-20 to one process's weights on the same global
+# classifier) on 2 and 4 ranks train ResNet-20 to one process's weights on the same global
 # batch (1e-4 of their scale after 20 iterations); with per-rank statistics they would not. At a small learning rate: at lr 0.1
 # (the run above) ResNet-20's training amplifies rounding so much that one process with two
 # summation orders of the statistics ends 0.13 apart after 20 iterations (1e-5 at lr 0.001).
@@ -324,7 +324,7 @@ set(syncbn_common --network ${graph_network} --batch 16 --iterations 20 --warmup
 cnnpar_mpi_run(real_run_syncbn_np1 1 real_syncbn_runs ${syncbn_common} --strategy dp
                --weights-out ${run_out}/syncbn_np1.bin)
 set(syncbn_files)
-foreach(case dp_np2 dp_buckets_np2 hybrid_np2 dp_np4)
+foreach(case dp_np2 dp_buckets_np2 hybrid_np2 dp_np4 dp_buckets_np4 hybrid_np4)
   string(REGEX MATCH "[0-9]+$" np ${case})
   string(REGEX REPLACE "_np[0-9]+$" "" strategy ${case})
   cnnpar_mpi_run(real_run_syncbn_${case} ${np} real_syncbn_runs ${syncbn_common} --strategy ${strategy} --sync-bn on
