@@ -9,6 +9,7 @@
 #include "sim/analytic/analytic_engine.hpp"
 #include "sim/analytic/collective_cost.hpp"
 #include "model/scenarios.hpp"
+#include "tests/sim/schedule_cases.hpp"
 #include "workload/strategy.hpp"
 
 using namespace cnnpar;
@@ -304,12 +305,7 @@ TEST_CASE("metrics of the unexpanded rank classes equal the metrics of the expan
   const Platform platform = load_platform("cori-haswell");
   for (const char* strategy : {"dp", "lee", "hybrid", "dp_layerwise"}) {
     for (int ranks : {2, 7, 13}) {
-      StrategyOptions options;
-      options.name = strategy;
-      options.ranks = ranks;
-      options.iterations = 3;
-      options.uneven_batch = true;
-      const Schedule schedule = build_schedule(network, platform, options);
+      const Schedule schedule = test::uneven_schedule(network, platform, strategy, ranks);
       ClassedTrace classed = analytic::analytic_replay_classed(schedule, platform);
       CAPTURE(strategy, ranks);
       if (std::string(strategy) == "dp") CHECK_FALSE(classed.representative_of.empty());

@@ -10,6 +10,7 @@
 #include "sim/analytic/collective_durations.hpp"
 #include "system/collective.hpp"
 #include "system/collective_algorithm.hpp"
+#include "tests/sim/schedule_cases.hpp"
 #include "workload/strategy.hpp"
 
 using namespace cnnpar;
@@ -268,12 +269,7 @@ TEST_CASE("collective durations priced once per distinct collective equal pricin
   const Platform platform = load_platform("cori-haswell");
   for (const char* strategy : {"dp", "hybrid", "param_server"}) {
     for (int ranks : {3, 8}) {
-      StrategyOptions options;
-      options.name = strategy;
-      options.ranks = ranks;
-      options.iterations = 3;
-      options.uneven_batch = true;
-      const Schedule schedule = build_schedule(network, platform, options);
+      const Schedule schedule = test::uneven_schedule(network, platform, strategy, ranks);
       const std::vector<double> durations_s = collective_durations_s(schedule, platform);
       REQUIRE(durations_s.size() == schedule.collectives.size());
       CAPTURE(strategy, ranks);
