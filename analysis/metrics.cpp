@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <map>
+#include <unordered_map>
 #include <utility>
 
 #include "base/error.hpp"
@@ -89,10 +90,11 @@ TraceMetrics metrics_of(const Trace& full_trace, const std::vector<RankView>& al
   std::vector<const RankTrace*> distinct;
   std::vector<std::size_t> distinct_of;
   distinct_of.reserve(views.size());
+  std::unordered_map<const RankTrace*, std::size_t> index_of;  // a full trace: every rank distinct
   for (const RankView& view : views) {
-    const auto found = std::find(distinct.begin(), distinct.end(), view.records);
-    distinct_of.push_back(std::size_t(found - distinct.begin()));
-    if (found == distinct.end()) distinct.push_back(view.records);
+    const auto [found, added] = index_of.try_emplace(view.records, distinct.size());
+    if (added) distinct.push_back(view.records);
+    distinct_of.push_back(found->second);
   }
 
   std::vector<std::map<int, double>> marks;

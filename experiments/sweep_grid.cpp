@@ -110,6 +110,15 @@ std::string sweep_grid_csv_line(const ConfigColumns& config, const std::vector<S
   return config_fields + axis_fields(axes, point) + line.substr(config_fields.size());
 }
 
+std::string sweep_row_key(const std::vector<std::string>& fields, std::size_t key_fields) {
+  std::string key;
+  for (std::size_t f = 0; f < key_fields && f < fields.size(); ++f) {
+    if (f > 0) key += ',';
+    key += csv_field(fields[f]);
+  }
+  return key;
+}
+
 bool split_csv_line(const std::string& line, std::vector<std::string>& fields) {
   fields.clear();
   std::string field;
@@ -162,9 +171,7 @@ ExistingSweepRows read_sweep_csv(const std::string& file, const std::string& hea
     std::vector<std::string> fields;
     if (!split_csv_line(line, fields) || fields.size() != all_fields)
       throw InputError(file, where, line, fmt::format("expected a row of {} fields", all_fields));
-    std::vector<std::string> key;
-    for (std::size_t f = 0; f < key_fields; ++f) key.push_back(csv_field(fields[f]));
-    rows.lines_by_key[fmt::format("{}", fmt::join(key, ","))] = line + "\n";
+    rows.lines_by_key[sweep_row_key(fields, key_fields)] = line + "\n";
   }
   return rows;
 }

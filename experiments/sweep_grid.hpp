@@ -52,6 +52,10 @@ std::string sweep_grid_csv_line(const ConfigColumns& config, const std::vector<S
 std::string sweep_grid_row_key(const ConfigColumns& config, const std::vector<SweepAxis>& axes,
                                const SweepPoint& point, int nodes);
 
+/** The key of a row read back from its fields (what sweep_grid_row_key made): the first
+ *  `key_fields` fields (configuration, axes, nodes), quoted as written and joined. */
+std::string sweep_row_key(const std::vector<std::string>& fields, std::size_t key_fields);
+
 /** Splits one RFC 4180 CSV line (no line break inside fields) into its fields.
  *  @returns false for a malformed line (an unterminated quote). */
 bool split_csv_line(const std::string& line, std::vector<std::string>& fields);

@@ -11,7 +11,6 @@
 #include "base/error.hpp"
 #include "base/hash.hpp"
 #include "base/json_node.hpp"
-#include "base/output_files.hpp"
 #include "experiments/sweep_grid.hpp"
 
 namespace cnnpar {
@@ -161,12 +160,7 @@ std::string merge_sweep_shards(const std::vector<std::string>& shard_csvs) {
     if (!split_csv_line(line.substr(0, line.size() - 1), fields) || fields.size() != names.size())
       throw InputError(by_index[row % count]->csv, fmt::format("line {}", row / count + 2),
                        line.substr(0, line.size() - 1), fmt::format("expected a row of {} fields", names.size()));
-    std::string key;
-    for (std::size_t f = 0; f <= nodes_column && f < fields.size(); ++f) {
-      if (f > 0) key += ',';
-      key += csv_field(fields[f]);
-    }
-    keys.push_back(std::move(key));
+    keys.push_back(sweep_row_key(fields, nodes_column + 1));
     merged += line;
   }
   if (const std::string fingerprint = sweep_fingerprint(first.header, keys); fingerprint != first.fingerprint)

@@ -473,30 +473,17 @@ Schedule build_per_layer_assignment(const Network& network, const Platform& plat
       continue;
     }
     const LayerOps ops(network, slices, N);
-    // A layer step's ops; post, wait and mark steps are one op of their own.
-    const auto layer_ops = [&](const Step& step) -> std::span<const Op> {
-      switch (step.kind) {
-        case Step::Kind::forward: return ops.forward(step.value);
-        case Step::Kind::backward_data: return ops.backward_data(step.value);
-        case Step::Kind::backward_weight: return ops.backward_weight(step.value);
-        case Step::Kind::backward_weight_full: return ops.backward_weight_full(step.value);
-        case Step::Kind::update: return ops.update(step.value);
-        default: return {};
-      }
-    };
-    const auto single = [](const Step& step) {
-      return step.kind == Step::Kind::post || step.kind == Step::Kind::wait || step.kind == Step::Kind::mark;
-    };
-    std::size_t op_count = 0;  // counted first, so the program is allocated once
-    for (const Step& step : steps) op_count += single(step) ? 1 : layer_ops(step).size();
     std::vector<Op>& out = program.ops.mutable_vector();
-    out.reserve(op_count);
     for (const Step& step : steps) {
       switch (step.kind) {
+        case Step::Kind::forward: append(out, ops.forward(step.value)); break;
+        case Step::Kind::backward_data: append(out, ops.backward_data(step.value)); break;
+        case Step::Kind::backward_weight: append(out, ops.backward_weight(step.value)); break;
+        case Step::Kind::backward_weight_full: append(out, ops.backward_weight_full(step.value)); break;
+        case Step::Kind::update: append(out, ops.update(step.value)); break;
         case Step::Kind::post: out.push_back(Op::post_op(step.value)); break;
         case Step::Kind::wait: out.push_back(Op::wait_op(step.value)); break;
         case Step::Kind::mark: out.push_back(Op::mark_op(step.value)); break;
-        default: append(out, layer_ops(step)); break;
       }
     }
     classes.emplace(std::move(key), program.ops);
