@@ -1,6 +1,7 @@
 #include "experiments/advice.hpp"
 
 #include <algorithm>
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -20,7 +21,7 @@ std::vector<double> iteration_times(const Network& network, const Platform& plat
   std::vector<EngineJob> jobs;
   for (std::size_t i : chosen)
     jobs.push_back({.schedule = [&network, &platform, &options = candidates[i].options] {
-                      return build_schedule(network, platform, options);
+                      return std::make_shared<const Schedule>(build_schedule(network, platform, options));
                     },
                     .platform = &platform,
                     .summarize = row_metrics_summary,

@@ -19,6 +19,7 @@
 #include "base/error.hpp"
 #include "base/json_node.hpp"
 #include "base/output_files.hpp"
+#include "experiments/shared_schedules.hpp"
 #include "experiments/sweep.hpp"
 #include "model/scenarios.hpp"
 #include "workload/node_list.hpp"
@@ -36,6 +37,9 @@ struct PreparedPoint {
   Platform platform;
   StrategyOptions strategy;  ///< ranks set per task
   ConfigColumns config;
+  /** Points with equal groups have equal schedules at every node count: the same network,
+   *  strategy options and schedule_platform_key (they differ in link rates at most). */
+  std::size_t schedule_group = 0;
 };
 
 std::vector<PreparedPoint> prepare_points(const GridSweepSettings& o, const std::vector<SweepAxis>& axes,
@@ -66,6 +70,7 @@ std::vector<PreparedPoint> prepare_points(const GridSweepSettings& o, const std:
     platform_with_overrides(base_platform.json, base_platform.origin, base_sets, origin, "--set");
   }
   std::vector<PreparedPoint> prepared;
+  std::map<std::string, std::size_t> schedule_groups;
   for (const SweepPoint& point : points) {
     std::string network_name = o.network, platform_name = o.platform;
     std::int64_t batch = o.batch;
@@ -121,6 +126,9 @@ std::vector<PreparedPoint> prepare_points(const GridSweepSettings& o, const std:
       validate_strategy_options(*p.network, at_p);
     }
     p.strategy = strategy;
+    const std::string schedule_inputs =
+        fmt::format("{}\n{}\n{}", p.network->name, to_json(strategy).dump(), schedule_platform_key(p.platform));
+    p.schedule_group = schedule_groups.emplace(schedule_inputs, schedule_groups.size()).first->second;
     p.config = config_columns(to_json(strategy), p.network->name,
                               platform_name == o.platform ? platform_shown : p.platform.name, o.engine.name);
     prepared.push_back(std::move(p));
@@ -317,16 +325,31 @@ GridSweepResult run_grid_sweep(const GridSweepSettings& o, const GridSweepCallba
   const std::unique_ptr<Engine> engine = make_engine(o.engine);
   bool stopped = false;
   // The baselines first: a row's speedup divides by its point's.
-  for (const std::vector<Job>* phase : {&baseline_jobs, &row_jobs}) {
+  for (std::vector<Job>* phase : {&baseline_jobs, &row_jobs}) {
+    // Jobs that share a schedule side by side (by node count, then group), so that each is
+    // built once and let go of soon.
+    const auto schedule_of = [&](const Job& job) { return std::make_pair(job.nodes, prepared[job.point].schedule_group); };
+    std::stable_sort(phase->begin(), phase->end(), [&](const Job& a, const Job& b) { return schedule_of(a) < schedule_of(b); });
+    SharedSchedules schedules;
+    std::vector<std::size_t> slot_of(phase->size());
+    for (std::size_t first = 0; first < phase->size();) {
+      std::size_t end = first + 1;
+      while (end < phase->size() && schedule_of((*phase)[end]) == schedule_of((*phase)[first])) ++end;
+      const PreparedPoint& p = prepared[(*phase)[first].point];
+      const std::size_t slot = schedules.add(
+          [&p, nodes = (*phase)[first].nodes] {
+            StrategyOptions strategy = nodes == 1 ? single_rank_baseline(p.strategy) : p.strategy;
+            strategy.ranks = nodes;
+            return build_schedule(*p.network, p.platform, strategy);
+          },
+          int(end - first));
+      for (std::size_t j = first; j < end; ++j) slot_of[j] = slot;
+      first = end;
+    }
     std::vector<EngineJob> jobs;
-    for (const Job& job : *phase) {
-      const PreparedPoint& p = prepared[job.point];
-      jobs.push_back({.schedule =
-                          [&p, nodes = job.nodes] {
-                            StrategyOptions strategy = nodes == 1 ? single_rank_baseline(p.strategy) : p.strategy;
-                            strategy.ranks = nodes;
-                            return build_schedule(*p.network, p.platform, strategy);
-                          },
+    for (std::size_t j = 0; j < phase->size(); ++j) {
+      const PreparedPoint& p = prepared[(*phase)[j].point];
+      jobs.push_back({.schedule = [&schedules, slot = slot_of[j]] { return schedules.take(slot); },
                       .platform = &p.platform,
                       .summarize = row_metrics_summary,
                       .summarize_classed = row_metrics_summary_classed});

@@ -1,6 +1,7 @@
 #include "experiments/sweep.hpp"
 
 #include <algorithm>
+#include <memory>
 
 #include "base/error.hpp"
 #include "workload/registry.hpp"
@@ -49,7 +50,7 @@ std::vector<SweepRow> predict_sweep(const Network& network, const Platform& plat
                         [&network, &platform, &base, p] {
                           StrategyOptions strategy = p == 1 ? single_rank_baseline(base) : base;
                           strategy.ranks = p;
-                          return build_schedule(network, platform, strategy);
+                          return std::make_shared<const Schedule>(build_schedule(network, platform, strategy));
                         },
                     .platform = &platform,
                     .summarize = [&options, p](const Trace& trace) {

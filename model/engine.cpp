@@ -1,12 +1,26 @@
 #include "model/engine.hpp"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <thread>
 
 namespace cnnpar {
+namespace {
+
+// The cores this process may run on (taskset, a Slurm allocation), not the machine's: TBB keeps
+// to them, and asking it for more workers only prints a warning.
+int usable_cores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return int(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+}  // namespace
 
 BatchLedger::BatchLedger(std::size_t jobs, const BatchOptions& options)
     : options_(options),
-      workers_(options.workers > 0 ? options.workers : int(std::max(1u, std::thread::hardware_concurrency()))),
+      workers_(options.workers > 0 ? options.workers : usable_cores()),
       summaries_(jobs),
       errors_(jobs) {}
 

@@ -22,8 +22,9 @@ namespace cnnpar {
 /** One configuration of a batch (Engine::run_all). */
 struct EngineJob {
   /** Builds the schedule where the job runs (a worker thread, or SimGrid's forked child), so a
-   *  large sweep never holds every schedule at once. @throws InputError for a bad configuration. */
-  std::function<Schedule()> schedule;
+   *  large sweep never holds every schedule at once; jobs whose schedules are equal may share
+   *  one. @throws InputError for a bad configuration. */
+  std::function<std::shared_ptr<const Schedule>()> schedule;
   const Platform* platform = nullptr;
   /** What the caller keeps of the trace, computed where the trace was made: a forked child
    *  sends back only this. Numbers survive the trip exactly (17 significant digits). */

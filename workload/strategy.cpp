@@ -148,6 +148,16 @@ Schedule build_schedule(const Network& network, const Platform& platform, const 
   return schedule;
 }
 
+std::string schedule_platform_key(const Platform& platform) {
+  nlohmann::json document = to_json(platform);
+  nlohmann::json& network = document["network"];
+  nlohmann::json read = nlohmann::json::object();
+  for (const char* key : {"algorithms", "element_bytes"})
+    if (network.contains(key)) read[key] = std::move(network[key]);
+  network = std::move(read);
+  return document.dump();
+}
+
 StrategyOptions single_rank_baseline(const StrategyOptions& options) {
   const StrategySpec& spec = strategy_spec(options.name, options.origin);
   StrategyOptions baseline = spec.one_rank_baseline != nullptr ? spec.one_rank_baseline(options) : options;

@@ -72,6 +72,12 @@ void add_column_recompute(Schedule& schedule);
  *  add_column_recompute when options.recompute_columns). */
 Schedule build_schedule(const Network& network, const Platform& platform, const StrategyOptions& options);
 
+/** What of `platform` a schedule builder reads, as text: all of it but the network's link model
+ *  (rates, latencies, topology, factors, shaping); the network's collective algorithms and
+ *  element bytes stay. Platforms with equal keys give every strategy the same schedule, so a
+ *  sweep over link rates builds each schedule once. */
+std::string schedule_platform_key(const Platform& platform);
+
 /** The options of the P = 1 run that a speedup S(P) = T(1) / T(P) divides by: the same
  *  strategy on one rank, or what the strategy registers as its baseline (one rank of plain dp
  *  for veeriah's separate worker groups; uniform shares for conv_split's per-rank list). */

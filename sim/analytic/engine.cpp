@@ -23,7 +23,8 @@ class AnalyticEngine final : public Engine {
       if (ledger.stopping()) return;
       try {
         const EngineJob& job = jobs[j];
-        const Schedule schedule = job.schedule();
+        const std::shared_ptr<const Schedule> held = job.schedule();
+        const Schedule& schedule = *held;
         ClassedTrace trace = analytic_replay_classed(schedule, *job.platform, ReplayMode::automatic);
         ledger.succeeded(j, job.summarize_classed ? job.summarize_classed(trace)
                                                   : job.summarize(std::move(trace).expand(schedule)));

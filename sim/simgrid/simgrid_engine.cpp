@@ -223,8 +223,8 @@ class SimgridEngine final : public Engine {
         [&](std::size_t j, int fd) {
           return child_body(fd, [&](const std::function<void()>& platform_ready) {
             const EngineJob& job = jobs[j];
-            const Schedule schedule = job.schedule();
-            const std::string summary = job.summarize(simulate_here(schedule, *job.platform, options_, platform_ready)).dump();
+            const std::shared_ptr<const Schedule> schedule = job.schedule();
+            const std::string summary = job.summarize(simulate_here(*schedule, *job.platform, options_, platform_ready)).dump();
             write_all(fd, &kSummary, 1);
             write_string(fd, summary);
           });

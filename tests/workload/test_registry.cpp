@@ -178,3 +178,44 @@ TEST_CASE("calibration parts: a comma list of compute, network and progress, eac
     }
   }
 }
+
+TEST_CASE("schedule_platform_key: a link model that differs leaves every strategy's schedule as it was") {
+  const Network network = load_network("lenet-5");
+  Platform platform = load_platform("bpt-cnn-cluster");  // node kinds: uneven batches and probes read them
+  Platform links = platform;
+  links.network.bandwidth_Bps *= 10;
+  links.network.latency_s *= 3;
+  links.network.overhead_s += 2e-6;
+  links.network.message_factors = {{.from_bytes = 0, .latency_factor = 2, .bandwidth_factor = 0.5}};
+  links.network.reduction_rate_Bps = 1e9;
+  links.network.busy_bandwidth_fraction = 0.5;
+  links.network.collective_concurrency = 2;
+  links.network.injection_contention = true;
+  links.network.link_burst_bytes = 256 * 1024;
+  links.network.link_peak_bandwidth_Bps = 4e9;
+  CHECK(schedule_platform_key(links) == schedule_platform_key(platform));
+
+  for (const StrategySpec& spec : strategy_registry()) {
+    for (const bool uneven : {false, true}) {
+      INFO(spec.name << (uneven ? " uneven batch" : ""));
+      StrategyOptions options;
+      options.name = spec.name;
+      options.ranks = std::max(4, spec.min_ranks);
+      options.global_batch = 64;
+      options.iterations = 4;  // param_server's IDPA needs more rounds than its increments
+      options.uneven_batch = uneven;
+      CHECK(to_json(build_schedule(network, links, options)) == to_json(build_schedule(network, platform, options)));
+    }
+  }
+
+  // What builders do read changes the key.
+  Platform elements = platform;
+  elements.network.element_bytes = 8;
+  CHECK(schedule_platform_key(elements) != schedule_platform_key(platform));
+  Platform algorithms = platform;
+  algorithms.network.algorithms["allreduce"] = Algorithm::recursive_doubling;
+  CHECK(schedule_platform_key(algorithms) != schedule_platform_key(platform));
+  Platform compute = platform;
+  compute.nodes.peak_flops *= 2;
+  CHECK(schedule_platform_key(compute) != schedule_platform_key(platform));
+}
