@@ -12,6 +12,7 @@
 
 #include "base/error.hpp"
 #include "real/kernels.hpp"
+#include "real/kernels_conv_direct.hpp"
 #include "real/reference_kernels.hpp"
 
 using namespace cnnpar::real;
@@ -120,6 +121,45 @@ TEST_CASE("conv backward weight: E columns^T equals the direct sum") {
     ref::conv_backward_weight(g, k.o, in.data(), e.data(), rw.data(), rb.data());
     CHECK(report("conv weight gradient", fw, rw) < kGemmTolerance);
     CHECK(report("conv bias gradient", fb, rb) < kGemmTolerance);
+  }
+}
+
+TEST_CASE("direct convolution (oneDNN): forward, backward data (adding) and weights equal the reference") {
+  if (!direct_convolution_available()) {
+    WARN("this build has no oneDNN (CNNPAR_ONEDNN=OFF): direct convolutions not tested");
+    return;
+  }
+  std::mt19937 rng(4);
+  for (const Case& k : kConvCases) {
+    const ConvGeometry g = geometry(k);
+    auto in = random_vector(std::size_t(k.c * k.n * k.h * k.w), rng);
+    auto w = random_vector(std::size_t(k.o * g.column_rows()), rng);
+    auto b = random_vector(std::size_t(k.o), rng);
+    auto e = random_vector(std::size_t(k.o * g.column_cols()), rng);
+    DirectConv direct(g, k.o);
+
+    std::vector<float> out(std::size_t(k.o * g.column_cols())), ref_out(out.size());
+    ref::conv_forward(g, k.o, w.data(), b.data(), in.data(), ref_out.data());
+    direct.forward(in.data(), w.data(), b.data(), out.data());
+    CHECK(report("direct conv forward", out, ref_out) < kGemmTolerance);
+    std::vector<float> zero_bias(b.size(), 0.0f);
+    ref::conv_forward(g, k.o, w.data(), zero_bias.data(), in.data(), ref_out.data());
+    direct.forward(in.data(), w.data(), nullptr, out.data());
+    CHECK(report("direct conv forward, no bias", out, ref_out) < kGemmTolerance);
+
+    // The errors add to what the tensor's other readers left there.
+    const auto earlier = random_vector(in.size(), rng);
+    std::vector<float> in_grad = earlier, ref_in_grad(in.size());
+    ref::conv_backward_data(g, k.o, w.data(), e.data(), ref_in_grad.data());
+    for (std::size_t i = 0; i < ref_in_grad.size(); ++i) ref_in_grad[i] += earlier[i];
+    direct.backward_data_add(w.data(), e.data(), in_grad.data());
+    CHECK(report("direct conv backward data (added)", in_grad, ref_in_grad) < kGemmTolerance);
+
+    std::vector<float> dw(w.size()), ref_dw(w.size()), db(b.size()), ref_db(b.size());
+    ref::conv_backward_weight(g, k.o, in.data(), e.data(), ref_dw.data(), ref_db.data());
+    direct.backward_weights(in.data(), e.data(), dw.data(), db.data());
+    CHECK(report("direct conv weight gradient", dw, ref_dw) < kGemmTolerance);
+    CHECK(report("direct conv bias gradient", db, ref_db) < kGemmTolerance);
   }
 }
 

@@ -1,0 +1,185 @@
+#include "real/kernels_conv_direct.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "base/error.hpp"
+
+#ifdef CNNPAR_HAVE_ONEDNN
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
+namespace cnnpar::real {
+
+#ifdef CNNPAR_HAVE_ONEDNN
+
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// In oneDNN's logical order (N, C, H, W) = (a, b, c, d), the executor's (C, N, H, W) is `bacd`.
+constexpr Tag kChannelMajor = Tag::bacd;
+
+}  // namespace
+
+struct DirectConv::Primitives {
+  // A user buffer and the primitive's layout for it: reorders in or out only where they differ.
+  struct Operand {
+    memory::desc user;
+    memory::desc inner;
+    memory scratch;            // the inner layout's buffer when it is not the user's
+    dnnl::reorder to_inner;    // user -> scratch
+    dnnl::reorder to_user;     // scratch -> user (with `add`: user += scratch)
+
+    Operand(const memory::desc& user_desc, const memory::desc& inner_desc, bool add = false)
+        : user(user_desc), inner(inner_desc) {
+      if (inner == user && !add) return;
+      dnnl::engine& engine = cpu_engine();
+      scratch = memory(inner, engine);
+      to_inner = dnnl::reorder(dnnl::reorder::primitive_desc(engine, user, engine, inner));
+      dnnl::primitive_attr attr;
+      if (add) {
+        dnnl::post_ops sum;
+        sum.append_sum(1.0f);
+        attr.set_post_ops(sum);
+      }
+      to_user = dnnl::reorder(dnnl::reorder::primitive_desc(engine, inner, engine, user, attr));
+    }
+    bool reordered() const { return bool(scratch); }
+  };
+
+  dnnl::stream stream{cpu_engine()};
+  dnnl::convolution_forward forward;
+  dnnl::convolution_backward_data backward_data;
+  dnnl::convolution_backward_weights backward_weights;
+  std::unique_ptr<Operand> src, weights, dst;                       // forward
+  std::unique_ptr<Operand> bd_weights, bd_diff_dst, bd_diff_src;    // backward data
+  std::unique_ptr<Operand> bw_src, bw_diff_dst, bw_diff_weights;    // backward weights
+  memory::desc bias;                                                 // (O), plain
+  std::vector<float> no_bias;                                        // (O): zeros, or a gradient nobody reads
+
+  // The user's buffer in the operand's inner layout (reordered into scratch where they differ).
+  memory in(Operand& operand, const float* user) {
+    memory user_memory(operand.user, cpu_engine(), const_cast<float*>(user));
+    if (!operand.reordered()) return user_memory;
+    operand.to_inner.execute(stream, user_memory, operand.scratch);
+    return operand.scratch;
+  }
+  // The memory a primitive writes the user's buffer through.
+  memory out(Operand& operand, float* user) {
+    return operand.reordered() ? operand.scratch : memory(operand.user, cpu_engine(), user);
+  }
+  // Moves (or adds) what a primitive wrote into scratch to the user's buffer.
+  void finish(Operand& operand, float* user) {
+    if (!operand.reordered()) return;
+    memory user_memory(operand.user, cpu_engine(), user);
+    operand.to_user.execute(stream, operand.scratch, user_memory);
+  }
+  float* bias_or_none(const float* bias) {
+    if (bias) return const_cast<float*>(bias);
+    std::fill(no_bias.begin(), no_bias.end(), 0.0f);
+    return no_bias.data();
+  }
+};
+
+bool direct_convolution_available() { return true; }
+
+DirectConv::DirectConv(const ConvGeometry& g, std::int64_t out_maps) : primitives_(std::make_unique<Primitives>()) {
+  Primitives& p = *primitives_;
+  const memory::dims src_dims = {g.batch, g.channels, g.in_h, g.in_w};
+  const memory::dims weight_dims = {out_maps, g.channels, g.kernel_h, g.kernel_w};
+  const memory::dims dst_dims = {g.batch, out_maps, g.out_h(), g.out_w()};
+  const memory::dims strides = {g.stride, g.stride};
+  // Right padding as on the left: oneDNN's output size then rounds down like window_count's.
+  const memory::dims padding = {g.pad, g.pad};
+  const auto any = [](const memory::dims& dims) { return memory::desc(dims, memory::data_type::f32, Tag::any); };
+  const memory::desc src_user(src_dims, memory::data_type::f32, kChannelMajor);
+  const memory::desc weight_user(weight_dims, memory::data_type::f32, Tag::oihw);
+  const memory::desc dst_user(dst_dims, memory::data_type::f32, kChannelMajor);
+  p.bias = memory::desc({out_maps}, memory::data_type::f32, Tag::x);
+  p.no_bias.resize(std::size_t(out_maps));
+  dnnl::engine& engine = cpu_engine();
+
+  const dnnl::convolution_forward::desc forward_desc(
+      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, any(src_dims), any(weight_dims), p.bias,
+      any(dst_dims), strides, padding, padding);
+  const dnnl::convolution_forward::primitive_desc forward_pd(forward_desc, engine);
+  p.forward = dnnl::convolution_forward(forward_pd);
+  p.src = std::make_unique<Primitives::Operand>(src_user, forward_pd.src_desc());
+  p.weights = std::make_unique<Primitives::Operand>(weight_user, forward_pd.weights_desc());
+  p.dst = std::make_unique<Primitives::Operand>(dst_user, forward_pd.dst_desc());
+
+  const dnnl::convolution_backward_data::desc data_desc(dnnl::algorithm::convolution_direct, any(src_dims),
+                                                        any(weight_dims), any(dst_dims), strides, padding, padding);
+  const dnnl::convolution_backward_data::primitive_desc data_pd(data_desc, engine, forward_pd);
+  p.backward_data = dnnl::convolution_backward_data(data_pd);
+  p.bd_weights = std::make_unique<Primitives::Operand>(weight_user, data_pd.weights_desc());
+  p.bd_diff_dst = std::make_unique<Primitives::Operand>(dst_user, data_pd.diff_dst_desc());
+  p.bd_diff_src = std::make_unique<Primitives::Operand>(src_user, data_pd.diff_src_desc(), /*add=*/true);
+
+  const dnnl::convolution_backward_weights::desc weights_desc(dnnl::algorithm::convolution_direct, any(src_dims),
+                                                              any(weight_dims), p.bias, any(dst_dims), strides,
+                                                              padding, padding);
+  const dnnl::convolution_backward_weights::primitive_desc weights_pd(weights_desc, engine, forward_pd);
+  p.backward_weights = dnnl::convolution_backward_weights(weights_pd);
+  p.bw_src = std::make_unique<Primitives::Operand>(src_user, weights_pd.src_desc());
+  p.bw_diff_dst = std::make_unique<Primitives::Operand>(dst_user, weights_pd.diff_dst_desc());
+  p.bw_diff_weights = std::make_unique<Primitives::Operand>(weight_user, weights_pd.diff_weights_desc());
+}
+
+DirectConv::~DirectConv() = default;
+
+void DirectConv::forward(const float* in, const float* weights, const float* bias, float* out) {
+  Primitives& p = *primitives_;
+  p.forward.execute(p.stream, {{DNNL_ARG_SRC, p.in(*p.src, in)},
+                               {DNNL_ARG_WEIGHTS, p.in(*p.weights, weights)},
+                               {DNNL_ARG_BIAS, memory(p.bias, cpu_engine(), p.bias_or_none(bias))},
+                               {DNNL_ARG_DST, p.out(*p.dst, out)}});
+  p.finish(*p.dst, out);
+  p.stream.wait();
+}
+
+void DirectConv::backward_data_add(const float* weights, const float* out_grad, float* in_grad) {
+  Primitives& p = *primitives_;
+  p.backward_data.execute(p.stream, {{DNNL_ARG_WEIGHTS, p.in(*p.bd_weights, weights)},
+                                     {DNNL_ARG_DIFF_DST, p.in(*p.bd_diff_dst, out_grad)},
+                                     {DNNL_ARG_DIFF_SRC, p.bd_diff_src->scratch}});
+  p.finish(*p.bd_diff_src, in_grad);
+  p.stream.wait();
+}
+
+void DirectConv::backward_weights(const float* in, const float* out_grad, float* weight_grad, float* bias_grad) {
+  Primitives& p = *primitives_;
+  p.backward_weights.execute(p.stream, {{DNNL_ARG_SRC, p.in(*p.bw_src, in)},
+                                        {DNNL_ARG_DIFF_DST, p.in(*p.bw_diff_dst, out_grad)},
+                                        {DNNL_ARG_DIFF_WEIGHTS, p.out(*p.bw_diff_weights, weight_grad)},
+                                        {DNNL_ARG_DIFF_BIAS, memory(p.bias, cpu_engine(), bias_grad ? bias_grad : p.no_bias.data())}});
+  p.finish(*p.bw_diff_weights, weight_grad);
+  p.stream.wait();
+}
+
+#else  // no oneDNN
+
+struct DirectConv::Primitives {};
+
+bool direct_convolution_available() { return false; }
+
+DirectConv::DirectConv(const ConvGeometry&, std::int64_t) {
+  CNNPAR_ASSERT(false, "direct convolutions need a build with oneDNN (CNNPAR_ONEDNN)");
+}
+
+DirectConv::~DirectConv() = default;
+
+void DirectConv::forward(const float*, const float*, const float*, float*) {}
+void DirectConv::backward_data_add(const float*, const float*, float*) {}
+void DirectConv::backward_weights(const float*, const float*, float*, float*) {}
+
+#endif
+
+}  // namespace cnnpar::real

@@ -1,0 +1,39 @@
+#pragma once
+// Direct convolutions through oneDNN's convolution primitives (forward, backward data,
+// backward weights): no column matrix, the library's own blocked layouts inside one call, and
+// reorders from and to the executor's channel-major tensors around it. The alternative to
+// im2col + GEMM (kernels.hpp) that `--conv direct` runs.
+#include <cstdint>
+#include <memory>
+
+#include "real/kernels.hpp"
+
+namespace cnnpar::real {
+
+/** True when this build has oneDNN (CNNPAR_ONEDNN), so DirectConv can run. */
+bool direct_convolution_available();
+
+/** One conv layer's shape on one batch, its primitives made once and run many times. */
+class DirectConv {
+ public:
+  /** @throws InternalError without oneDNN (check direct_convolution_available() first). */
+  DirectConv(const ConvGeometry& geometry, std::int64_t out_maps);
+  ~DirectConv();
+  DirectConv(const DirectConv&) = delete;
+  DirectConv& operator=(const DirectConv&) = delete;
+
+  /** out (O, N, OH, OW) = conv(in (C, N, H, W), W (O, C, KH, KW)) + bias (O, or null). */
+  void forward(const float* in, const float* weights, const float* bias, float* out);
+  /** in_grad (C, N, H, W) += the errors out_grad (O, N, OH, OW) carry back through W: a tensor
+   *  read by several layers sums their errors. */
+  void backward_data_add(const float* weights, const float* out_grad, float* in_grad);
+  /** weight_grad (O, C, KH, KW) and bias_grad (O, or null) = the gradients summed over the
+   *  batch (overwritten). */
+  void backward_weights(const float* in, const float* out_grad, float* weight_grad, float* bias_grad);
+
+ private:
+  struct Primitives;
+  std::unique_ptr<Primitives> primitives_;
+};
+
+}  // namespace cnnpar::real
