@@ -60,16 +60,16 @@ const char* to_string(KernelClass kernel) {
     case KernelClass::softmax: return "softmax";
     case KernelClass::update: return "update";
     case KernelClass::other: return "other";
+    case KernelClass::conv: return "conv";
   }
   return "?";
 }
 
 KernelClass kernel_class_from_string(const std::string& text) {
-  for (auto k : {KernelClass::gemm, KernelClass::im2col, KernelClass::col2im, KernelClass::pool, KernelClass::eltwise,
-                 KernelClass::lrn, KernelClass::softmax, KernelClass::update, KernelClass::other})
+  for (KernelClass k : kKernelClasses)
     if (text == to_string(k)) return k;
   throw std::invalid_argument(
-      "unknown kernel class (expected gemm, im2col, col2im, pool, eltwise, lrn, softmax, update or other)");
+      "unknown kernel class (expected gemm, im2col, col2im, pool, eltwise, lrn, softmax, update, other or conv)");
 }
 
 double Processor::efficiency_for(KernelClass kernel) const {

@@ -26,8 +26,14 @@ const char* to_string(Algorithm algorithm);
 Topology topology_from_string(const std::string& text);    ///< @throws std::invalid_argument
 Algorithm algorithm_from_string(const std::string& text);  ///< @throws std::invalid_argument
 
-/** Kernel families with their own efficiency (fraction of peak) in the roofline model. */
-enum class KernelClass { gemm, im2col, col2im, pool, eltwise, lrn, softmax, update, other };
+/** Kernel families with their own efficiency (fraction of peak) in the roofline model. `conv`
+ *  is a direct convolution (forward, backward data or weights of a conv layer without a column
+ *  matrix: `--conv direct`). */
+enum class KernelClass { gemm, im2col, col2im, pool, eltwise, lrn, softmax, update, other, conv };
+inline constexpr KernelClass kKernelClasses[] = {KernelClass::gemm,    KernelClass::im2col, KernelClass::col2im,
+                                                 KernelClass::pool,    KernelClass::eltwise, KernelClass::lrn,
+                                                 KernelClass::softmax, KernelClass::update, KernelClass::other,
+                                                 KernelClass::conv};
 const char* to_string(KernelClass kernel);
 KernelClass kernel_class_from_string(const std::string& text);  ///< @throws std::invalid_argument
 

@@ -10,6 +10,7 @@
 #include "model/partition.hpp"
 #include "model/schedule.hpp"
 #include "real/kernels.hpp"
+#include "real/kernels_conv_direct.hpp"
 #include "real/runtime.hpp"
 #include "real/runtime_regions.hpp"
 
@@ -90,6 +91,8 @@ struct Runtime::Impl {
                                          // the ranks by a statistics allreduce
     bool im2col_op = false, bias_op = false, col2im_op = false, softmax_bwd_op = false;
     bool im2col_w_op = false;            // backward_weight im2col op (recomputed columns)
+    bool direct_ops = false;             // conv ops of kernel class conv: no columns
+    std::unique_ptr<DirectConv> direct;  // their primitives (this rank's units and images)
     // Replicated with batch-sliced activations (Lee): gathered (N, K_b) inputs and (N, K_c)
     // errors by iteration parity; staged, this rank's rows (lee_rows, K_b) and (lee_rows, K_c).
     bool replicated = false;

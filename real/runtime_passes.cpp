@@ -113,7 +113,9 @@ void Runtime::Impl::forward(LayerState& x, const Op& op, int it, const Tiling& t
     case LayerKind::conv: {
       float* w = x.w(weights);
       float* b = x.bias_of(weights);
-      if (op.kernel == KernelClass::im2col) {
+      if (op.kernel == KernelClass::conv) {
+        x.direct->forward(in, w, x.bias_op ? nullptr : b, x.out.data());
+      } else if (op.kernel == KernelClass::im2col) {
         // The DAG's tasks extract their own areas in the gemm op (Algorithm 4.1).
         if (inner != InnerMode::dag) im2col(x.geo, in, columns(x));
       } else if (op.kernel == KernelClass::gemm) {
@@ -248,7 +250,11 @@ void Runtime::Impl::backward_data(LayerState& x, const Op& op, const Tiling& t) 
   switch (ly.spec.kind) {
     case LayerKind::conv: {
       const std::size_t cnt = std::size_t(x.geo.channels * n * x.geo.in_h * x.geo.in_w);
-      if (op.kernel == KernelClass::gemm) {
+      if (op.kernel == KernelClass::conv) {
+        std::memset(din, 0, sizeof(float) * cnt);
+        x.direct->backward_data_add(x.w(weights), x.err.data(), din);
+        finish_errors(x);
+      } else if (op.kernel == KernelClass::gemm) {
         conv_backward_data_gemm(x.geo, units, x.w(weights), x.err.data(), dcols.data(), t);
         if (!x.col2im_op) {
           std::memset(din, 0, sizeof(float) * cnt);
@@ -355,6 +361,12 @@ void Runtime::Impl::backward_weight(LayerState& x, const Op& op, const Tiling& t
       if (inner != InnerMode::dag) im2col(x.geo, in_of(x.index), columns(x));  // dag: in the gemm op's tasks
       return;
     }
+    if (op.kernel == KernelClass::conv) {
+      const bool add = begin_gradient(x);
+      x.direct->backward_weights(in_of(x.index), x.err.data(), gw, gb);
+      if (add) end_gradient(x);
+      return;
+    }
     CNNPAR_ASSERT(op.kernel == KernelClass::gemm, "unexpected conv backward_weight op: " + op.label);
     // The shared buffer holds another layer's columns unless an im2col_w op just refilled it.
     const bool refill = !keep_columns && !x.im2col_w_op;
@@ -412,8 +424,10 @@ void Runtime::Impl::set_active_batch(std::int64_t images) {
   const std::int64_t held = layers.back().held.batch.count;
   CNNPAR_ASSERT(images > 0 && images <= held, "a round's images outside the worker's partition");
   for (LayerState& x : layers) {
+    const bool changed = x.geo.batch != images;
     x.n = images;
     x.geo.batch = images;
+    if (x.direct && changed) x.direct = std::make_unique<DirectConv>(x.geo, x.held.units.count);  // primitives are per shape
   }
   n = images;
   label_range.count = images;

@@ -154,6 +154,7 @@ void Runtime::Impl::find_layer_ops(const Program& program) {
         (kind == LayerKind::conv || kind == LayerKind::fc))
       x.bias_op = true;
     if (op.phase == Phase::backward_data && op.kernel == KernelClass::col2im) x.col2im_op = true;
+    if (op.kernel == KernelClass::conv) x.direct_ops = true;
     if (op.phase == Phase::backward_data && kind == LayerKind::softmax) x.softmax_bwd_op = true;
   }
 }
@@ -263,7 +264,10 @@ std::int64_t Runtime::Impl::shape_layer(LayerState& x) {
                            ly.spec.kernel_h, ly.spec.kernel_w, ly.spec.stride, ly.spec.pad, ly.spec.ceil};
       CNNPAR_ASSERT(x.geo.out_h() == ly.out.h && x.geo.out_w() == ly.out.w,
                     "inferred output shape differs from the kernel geometry: " + ly.spec.name);
-      if (ly.spec.kind == LayerKind::conv) {
+      if (ly.spec.kind == LayerKind::conv && x.direct_ops) {
+        CNNPAR_ASSERT(!x.im2col_op && !x.col2im_op && !x.im2col_w_op, "a conv layer with direct and column ops: " + ly.spec.name);
+        if (!x.none()) x.direct = std::make_unique<DirectConv>(x.geo, units);
+      } else if (ly.spec.kind == LayerKind::conv) {
         columns = x.geo.column_rows() * x.geo.column_cols();
       } else if (ly.spec.pool_mode == PoolMode::max) {
         x.argmax.assign(std::size_t(n_l * units * ly.out.h * ly.out.w), 0);
@@ -434,7 +438,7 @@ void Runtime::Impl::set_owned_rows(const Schedule& schedule) {
 void Runtime::Impl::set_keep_columns(bool keep) {
   keep_columns = keep;
   for (LayerState& x : layers) {
-    if (x.layer->spec.kind != LayerKind::conv) continue;
+    if (x.layer->spec.kind != LayerKind::conv || x.direct_ops) continue;
     if (keep)
       x.cols.assign(std::size_t(x.geo.column_rows() * x.geo.column_cols()), 0.0f);
     else

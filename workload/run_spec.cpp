@@ -130,7 +130,8 @@ nlohmann::json to_json(const RunSpec& spec) {
                       {"threads", spec.threads},
                       {"gemm", spec.gemm},
                       {"inner", spec.inner},
-                      {"columns", columns_name(spec.strategy.recompute_columns)}};
+                      {"columns", columns_name(spec.strategy.recompute_columns)},
+                      {"conv", conv_path_name(spec.strategy.direct_convolutions)}};
   if (!spec.slowdown.empty()) j["slowdown"] = slowdowns_to_json(spec.slowdown);
   if (spec.learning_rate) j["lr"] = *spec.learning_rate;
   if (spec.momentum) j["momentum"] = *spec.momentum;
@@ -260,6 +261,10 @@ RunSpec run_spec_from_json(const nlohmann::json& document, const std::string& fi
   if (root.has("columns")) {
     const JsonNode node = root.at("columns");
     s.recompute_columns = parse_columns(node.as_string(), file, node.path());
+  }
+  if (root.has("conv")) {
+    const JsonNode node = root.at("conv");
+    s.direct_convolutions = parse_conv_path(node.as_string(), file, node.path());
   }
   return spec;
 }

@@ -18,6 +18,7 @@
 #include "base/error.hpp"
 #include "base/output_files.hpp"
 #include "model/scenarios.hpp"
+#include "real/kernels_conv_direct.hpp"
 #include "real/mpi_wrap.hpp"
 #include "real/probe.hpp"
 #include "system/op_time.hpp"
@@ -217,6 +218,13 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
   s.strategy.name = o.strategy.strategy();
   s.strategy.global_batch = o.batch;
   s.strategy.recompute_columns = o.strategy.recompute_columns();
+  s.strategy.direct_convolutions = o.strategy.direct_convolutions();
+  if (s.strategy.direct_convolutions && !real::direct_convolution_available())
+    throw InputError("command line", "--conv", "direct",
+                     "this build has no oneDNN (configure with -DCNNPAR_ONEDNN=ON; libdnnl-dev): use --conv im2col");
+  if (s.strategy.direct_convolutions && parse_inner_mode(o.inner, "command line", "/inner") == InnerMode::dag)
+    throw InputError("command line", "--conv", "direct",
+                     "BPT-CNN's inner task DAG (--inner dag) runs im2col + GEMM tasks: use --conv im2col with it");
   s.strategy.ranks = size;
   s.strategy.iterations = iterations;
   s.strategy.warmup_iterations = warmup;

@@ -187,6 +187,7 @@ int run(const RunOptions& o) {
   strategy.origin = file;
   strategy.values = o.strategy.values();
   strategy.recompute_columns = o.strategy.recompute_columns();
+  strategy.direct_convolutions = o.strategy.direct_convolutions();
   const Schedule schedule = build_schedule(network, platform, strategy);
   verify_or_throw(schedule, "<schedule " + strategy.name + ">", &network);
 

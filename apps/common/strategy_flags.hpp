@@ -16,8 +16,9 @@ namespace cnnpar::cli {
 class StrategyFlags {
  public:
   /** Adds --strategy (default `default_strategy`), one flag per registered option key, its
-   *  --help line stating unit, default and the strategies that take it, and --columns
-   *  (StrategyOptions::recompute_columns, default `recompute_columns`). */
+   *  --help line stating unit, default and the strategies that take it, --columns
+   *  (StrategyOptions::recompute_columns, default `recompute_columns`) and --conv
+   *  (StrategyOptions::direct_convolutions, default im2col). */
   void add(CLI::App& app, const std::string& default_strategy, bool recompute_columns = false);
 
   const std::string& strategy() const { return strategy_; }
@@ -34,12 +35,19 @@ class StrategyFlags {
   /** Sets --columns when it was not given (e.g. from a run-spec). */
   void set_recompute_columns(bool recompute);
   bool columns_given() const { return columns_option_ != nullptr && columns_option_->count() > 0; }
+  /** --conv. @throws InputError("command line", "--conv", value, reason). */
+  bool direct_convolutions() const;
+  /** Sets --conv when it was not given (e.g. from a run-spec). */
+  void set_direct_convolutions(bool direct);
+  bool conv_given() const { return conv_option_ != nullptr && conv_option_->count() > 0; }
 
  private:
   std::string strategy_;
   CLI::Option* strategy_option_ = nullptr;
   std::string columns_;
   CLI::Option* columns_option_ = nullptr;
+  std::string conv_;
+  CLI::Option* conv_option_ = nullptr;
   std::vector<std::pair<SharedOption, CLI::Option*>> options_;
   std::map<std::string, std::string> text_;  // by key; std::map keeps the bound strings in place
 };
