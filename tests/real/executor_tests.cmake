@@ -89,6 +89,30 @@ if(CNNPAR_ONEDNN AND NOT CNNPAR_SANITIZE)
                    ${run_out}/dp_np1.bin ${run_out}/onednn_np1.bin ${run_out}/onednn_np2.bin ${run_out}/onednn_np4.bin)
 endif()
 
+# Direct convolutions (oneDNN) train to the weights of im2col + oneDNN's GEMM at the same rank
+# count to 1e-5 at the weights' scale (only the summation order inside a convolution differs;
+# measured 2.1e-6), and to those of im2col + OpenBLAS to 1e-4, the tolerance between the two
+# GEMM libraries above (measured 1.1e-5, the same as oneDNN's GEMM against OpenBLAS's).
+if(CNNPAR_ONEDNN AND NOT CNNPAR_SANITIZE)
+  foreach(np 1 2 4)
+    cnnpar_mpi_run(real_run_direct_np${np} ${np} real_direct_runs ${common} --strategy dp --conv direct
+                   --trace ${run_out}/direct_np${np}.json --weights-out ${run_out}/direct_np${np}.bin)
+    cnnpar_mpi_check(real_trace_direct_np${np} real_direct_runs
+                     $<TARGET_FILE:cnnpar_trace_check> ${run_out}/direct_np${np}.json ${np}
+                     --loss-drop 0.2 --weights-identical --compute real --comm-progress poll)
+    cnnpar_mpi_check(real_weights_direct_np${np} "real_direct_runs;real_onednn_runs" $<TARGET_FILE:cnnpar_weights_compare> 1e-5
+                     ${run_out}/onednn_np${np}.bin ${run_out}/direct_np${np}.bin)
+    cnnpar_mpi_check(real_weights_direct_openblas_np${np} "real_direct_runs;real_dp_runs"
+                     $<TARGET_FILE:cnnpar_weights_compare> 1e-4 ${run_out}/dp_np${np}.bin ${run_out}/direct_np${np}.bin)
+  endforeach()
+  cnnpar_mpi_run(real_run_direct_lee_np4 4 real_direct_runs ${common} --strategy lee --k 3 --f 2 --conv direct
+                 --weights-out ${run_out}/direct_lee_np4.bin)
+  cnnpar_mpi_check(real_weights_direct_lee "real_direct_runs;real_lee_runs" $<TARGET_FILE:cnnpar_weights_compare> 1e-4
+                   ${run_out}/lee_np4.bin ${run_out}/direct_lee_np4.bin)
+  cnnpar_mpi_check(real_trace_direct_ops real_direct_runs sh -c "grep -q '\"conv\": \"direct\"' $0"
+                   ${run_out}/direct_np2.json)
+endif()
+
 # The other data-parallel builders and the communication thread on the tiny network (LRN,
 # dropout, avg pool): 2 ranks must match 1 rank of plain dp.
 set(tiny_common --network ${tiny} --batch 32 --iterations 6 --warmup 1 --seed 3)
@@ -106,10 +130,16 @@ cnnpar_mpi_run(real_run_tiny_p2p_np2 2 real_tiny_runs ${tiny_common} --strategy 
                --trace ${run_out}/tiny_p2p_np2.json --weights-out ${run_out}/tiny_p2p_np2.bin)
 cnnpar_mpi_run(real_run_tiny_thread_np2 2 real_tiny_runs ${tiny_common} --strategy dp --comm-progress thread
                --trace ${run_out}/tiny_thread_np2.json --weights-out ${run_out}/tiny_thread_np2.bin)
+set(tiny_direct)
+if(CNNPAR_ONEDNN AND NOT CNNPAR_SANITIZE)  # direct convolutions beside LRN, dropout and avg pool
+  cnnpar_mpi_run(real_run_tiny_direct_np2 2 real_tiny_runs ${tiny_common} --strategy dp --conv direct
+                 --weights-out ${run_out}/tiny_direct_np2.bin)
+  set(tiny_direct ${run_out}/tiny_direct_np2.bin)
+endif()
 cnnpar_mpi_check(real_weights_tiny real_tiny_runs $<TARGET_FILE:cnnpar_weights_compare> 1e-4
                  ${run_out}/tiny_dp_np1.bin ${run_out}/tiny_layerwise_np2.bin ${run_out}/tiny_buckets_np2.bin
                  ${run_out}/tiny_defer_np2.bin
-                 ${run_out}/tiny_thread_np2.bin)
+                 ${run_out}/tiny_thread_np2.bin ${tiny_direct})
 cnnpar_mpi_check(real_trace_tiny_thread real_tiny_runs $<TARGET_FILE:cnnpar_trace_check>
                  ${run_out}/tiny_thread_np2.json 2 --weights-identical --comm-progress thread)
 
@@ -331,6 +361,11 @@ foreach(case dp_np2 dp_buckets_np2 hybrid_np2 dp_np4 dp_buckets_np4 hybrid_np4)
                  --weights-out ${run_out}/syncbn_${case}.bin)
   list(APPEND syncbn_files ${run_out}/syncbn_${case}.bin)
 endforeach()
+if(CNNPAR_ONEDNN AND NOT CNNPAR_SANITIZE)  # a graph network's convolutions (no bias, 1x1 stride 2) run direct
+  cnnpar_mpi_run(real_run_syncbn_direct_np2 2 real_syncbn_runs ${syncbn_common} --strategy dp --sync-bn on
+                 --conv direct --weights-out ${run_out}/syncbn_direct_np2.bin)
+  list(APPEND syncbn_files ${run_out}/syncbn_direct_np2.bin)
+endif()
 cnnpar_mpi_check(real_weights_syncbn real_syncbn_runs $<TARGET_FILE:cnnpar_weights_compare> 1e-4
                  ${run_out}/syncbn_np1.bin ${syncbn_files})
 # A genuinely slower rank (--slowdown 1:2): rank 1's compute takes twice as long, the other
