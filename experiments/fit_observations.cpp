@@ -143,7 +143,7 @@ void Observations::add_trace(const Trace& trace, const std::string& file) {
   options.iterations = run.iterations.value_or(run.warmup_iterations + 1);
   options.uneven_batch = run.uneven_batch;
   options.recompute_columns = run.recompute_columns;
-  options.direct_convolutions = run.direct_convolutions;
+  options.conv = run.conv;
   options.values = run.strategy_values(strategy_spec(options.name, file));
   check_slowdown_ranks(group.slowdown, options.ranks, file, "/metadata/slowdown");
   const TraceMetrics metrics = compute_metrics(trace);

@@ -1,6 +1,7 @@
 #include "real/kernels_conv_direct.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <vector>
 
 #include "base/error.hpp"
@@ -26,6 +27,34 @@ dnnl::engine& cpu_engine() {
 // In oneDNN's logical order (N, C, H, W) = (a, b, c, d), the executor's (C, N, H, W) is `bacd`.
 constexpr Tag kChannelMajor = Tag::bacd;
 
+// A rank runs one layer's kernel at a time: the reordered copies and the library's scratchpads of
+// every DirectConv share these buffers, grown to the largest need, instead of a set per layer.
+enum Slot { kFirstOperand, kSecondOperand, kThirdOperand, kScratchpad, kSlots };
+
+// Aligned to a cache line, as oneDNN's own allocations are: its blocked kernels load whole lines.
+void* shared_slot(Slot slot, std::size_t bytes) {
+  constexpr std::size_t kAlignment = 64;
+  struct Buffer {
+    std::unique_ptr<void, decltype(&std::free)> data{nullptr, &std::free};
+    std::size_t bytes = 0;
+  };
+  static Buffer buffers[kSlots];
+  Buffer& buffer = buffers[slot];
+  if (buffer.bytes < bytes) {
+    const std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    buffer.data.reset(std::aligned_alloc(kAlignment, rounded));
+    CNNPAR_ASSERT(buffer.data != nullptr, "out of memory for a direct convolution's buffers");
+    buffer.bytes = rounded;
+  }
+  return buffer.data.get();
+}
+
+dnnl::primitive_attr user_scratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
 }  // namespace
 
 struct DirectConv::Primitives {
@@ -33,15 +62,16 @@ struct DirectConv::Primitives {
   struct Operand {
     memory::desc user;
     memory::desc inner;
+    Slot slot;                 // where its inner copy lives while a primitive runs
     memory scratch;            // the inner layout's buffer when it is not the user's
     dnnl::reorder to_inner;    // user -> scratch
     dnnl::reorder to_user;     // scratch -> user (with `add`: user += scratch)
 
-    Operand(const memory::desc& user_desc, const memory::desc& inner_desc, bool add = false)
-        : user(user_desc), inner(inner_desc) {
+    Operand(const memory::desc& user_desc, const memory::desc& inner_desc, Slot buffer_slot, bool add = false)
+        : user(user_desc), inner(inner_desc), slot(buffer_slot) {
       if (inner == user && !add) return;
       dnnl::engine& engine = cpu_engine();
-      scratch = memory(inner, engine);
+      scratch = memory(inner, engine, DNNL_MEMORY_NONE);
       to_inner = dnnl::reorder(dnnl::reorder::primitive_desc(engine, user, engine, inner));
       dnnl::primitive_attr attr;
       if (add) {
@@ -52,6 +82,11 @@ struct DirectConv::Primitives {
       to_user = dnnl::reorder(dnnl::reorder::primitive_desc(engine, inner, engine, user, attr));
     }
     bool reordered() const { return bool(scratch); }
+    // The inner copy, in its shared slot.
+    memory& copy() {
+      scratch.set_data_handle(shared_slot(slot, inner.get_size()));
+      return scratch;
+    }
   };
 
   dnnl::stream stream{cpu_engine()};
@@ -62,18 +97,19 @@ struct DirectConv::Primitives {
   std::unique_ptr<Operand> bd_weights, bd_diff_dst, bd_diff_src;    // backward data
   std::unique_ptr<Operand> bw_src, bw_diff_dst, bw_diff_weights;    // backward weights
   memory::desc bias;                                                 // (O), plain
+  memory::desc forward_scratchpad, data_scratchpad, weights_scratchpad;  // the library's work space
   std::vector<float> no_bias;                                        // (O): zeros, or a gradient nobody reads
 
   // The user's buffer in the operand's inner layout (reordered into scratch where they differ).
   memory in(Operand& operand, const float* user) {
     memory user_memory(operand.user, cpu_engine(), const_cast<float*>(user));
     if (!operand.reordered()) return user_memory;
-    operand.to_inner.execute(stream, user_memory, operand.scratch);
+    operand.to_inner.execute(stream, user_memory, operand.copy());
     return operand.scratch;
   }
   // The memory a primitive writes the user's buffer through.
   memory out(Operand& operand, float* user) {
-    return operand.reordered() ? operand.scratch : memory(operand.user, cpu_engine(), user);
+    return operand.reordered() ? operand.copy() : memory(operand.user, cpu_engine(), user);
   }
   // Moves (or adds) what a primitive wrote into scratch to the user's buffer.
   void finish(Operand& operand, float* user) {
@@ -81,6 +117,7 @@ struct DirectConv::Primitives {
     memory user_memory(operand.user, cpu_engine(), user);
     operand.to_user.execute(stream, operand.scratch, user_memory);
   }
+  memory scratchpad(const memory::desc& desc) { return memory(desc, cpu_engine(), shared_slot(kScratchpad, desc.get_size())); }
   float* bias_or_none(const float* bias) {
     if (bias) return const_cast<float*>(bias);
     std::fill(no_bias.begin(), no_bias.end(), 0.0f);
@@ -109,28 +146,31 @@ DirectConv::DirectConv(const ConvGeometry& g, std::int64_t out_maps) : primitive
   const dnnl::convolution_forward::desc forward_desc(
       dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, any(src_dims), any(weight_dims), p.bias,
       any(dst_dims), strides, padding, padding);
-  const dnnl::convolution_forward::primitive_desc forward_pd(forward_desc, engine);
+  const dnnl::convolution_forward::primitive_desc forward_pd(forward_desc, user_scratchpad(), engine);
   p.forward = dnnl::convolution_forward(forward_pd);
-  p.src = std::make_unique<Primitives::Operand>(src_user, forward_pd.src_desc());
-  p.weights = std::make_unique<Primitives::Operand>(weight_user, forward_pd.weights_desc());
-  p.dst = std::make_unique<Primitives::Operand>(dst_user, forward_pd.dst_desc());
+  p.src = std::make_unique<Primitives::Operand>(src_user, forward_pd.src_desc(), kFirstOperand);
+  p.weights = std::make_unique<Primitives::Operand>(weight_user, forward_pd.weights_desc(), kSecondOperand);
+  p.dst = std::make_unique<Primitives::Operand>(dst_user, forward_pd.dst_desc(), kThirdOperand);
+  p.forward_scratchpad = forward_pd.scratchpad_desc();
 
   const dnnl::convolution_backward_data::desc data_desc(dnnl::algorithm::convolution_direct, any(src_dims),
                                                         any(weight_dims), any(dst_dims), strides, padding, padding);
-  const dnnl::convolution_backward_data::primitive_desc data_pd(data_desc, engine, forward_pd);
+  const dnnl::convolution_backward_data::primitive_desc data_pd(data_desc, user_scratchpad(), engine, forward_pd);
   p.backward_data = dnnl::convolution_backward_data(data_pd);
-  p.bd_weights = std::make_unique<Primitives::Operand>(weight_user, data_pd.weights_desc());
-  p.bd_diff_dst = std::make_unique<Primitives::Operand>(dst_user, data_pd.diff_dst_desc());
-  p.bd_diff_src = std::make_unique<Primitives::Operand>(src_user, data_pd.diff_src_desc(), /*add=*/true);
+  p.bd_weights = std::make_unique<Primitives::Operand>(weight_user, data_pd.weights_desc(), kSecondOperand);
+  p.bd_diff_dst = std::make_unique<Primitives::Operand>(dst_user, data_pd.diff_dst_desc(), kFirstOperand);
+  p.bd_diff_src = std::make_unique<Primitives::Operand>(src_user, data_pd.diff_src_desc(), kThirdOperand, /*add=*/true);
+  p.data_scratchpad = data_pd.scratchpad_desc();
 
   const dnnl::convolution_backward_weights::desc weights_desc(dnnl::algorithm::convolution_direct, any(src_dims),
                                                               any(weight_dims), p.bias, any(dst_dims), strides,
                                                               padding, padding);
-  const dnnl::convolution_backward_weights::primitive_desc weights_pd(weights_desc, engine, forward_pd);
+  const dnnl::convolution_backward_weights::primitive_desc weights_pd(weights_desc, user_scratchpad(), engine, forward_pd);
   p.backward_weights = dnnl::convolution_backward_weights(weights_pd);
-  p.bw_src = std::make_unique<Primitives::Operand>(src_user, weights_pd.src_desc());
-  p.bw_diff_dst = std::make_unique<Primitives::Operand>(dst_user, weights_pd.diff_dst_desc());
-  p.bw_diff_weights = std::make_unique<Primitives::Operand>(weight_user, weights_pd.diff_weights_desc());
+  p.bw_src = std::make_unique<Primitives::Operand>(src_user, weights_pd.src_desc(), kFirstOperand);
+  p.bw_diff_dst = std::make_unique<Primitives::Operand>(dst_user, weights_pd.diff_dst_desc(), kSecondOperand);
+  p.bw_diff_weights = std::make_unique<Primitives::Operand>(weight_user, weights_pd.diff_weights_desc(), kThirdOperand);
+  p.weights_scratchpad = weights_pd.scratchpad_desc();
 }
 
 DirectConv::~DirectConv() = default;
@@ -140,7 +180,8 @@ void DirectConv::forward(const float* in, const float* weights, const float* bia
   p.forward.execute(p.stream, {{DNNL_ARG_SRC, p.in(*p.src, in)},
                                {DNNL_ARG_WEIGHTS, p.in(*p.weights, weights)},
                                {DNNL_ARG_BIAS, memory(p.bias, cpu_engine(), p.bias_or_none(bias))},
-                               {DNNL_ARG_DST, p.out(*p.dst, out)}});
+                               {DNNL_ARG_DST, p.out(*p.dst, out)},
+                               {DNNL_ARG_SCRATCHPAD, p.scratchpad(p.forward_scratchpad)}});
   p.finish(*p.dst, out);
   p.stream.wait();
 }
@@ -149,7 +190,8 @@ void DirectConv::backward_data_add(const float* weights, const float* out_grad, 
   Primitives& p = *primitives_;
   p.backward_data.execute(p.stream, {{DNNL_ARG_WEIGHTS, p.in(*p.bd_weights, weights)},
                                      {DNNL_ARG_DIFF_DST, p.in(*p.bd_diff_dst, out_grad)},
-                                     {DNNL_ARG_DIFF_SRC, p.bd_diff_src->scratch}});
+                                     {DNNL_ARG_DIFF_SRC, p.bd_diff_src->copy()},
+                                     {DNNL_ARG_SCRATCHPAD, p.scratchpad(p.data_scratchpad)}});
   p.finish(*p.bd_diff_src, in_grad);
   p.stream.wait();
 }
@@ -159,7 +201,8 @@ void DirectConv::backward_weights(const float* in, const float* out_grad, float*
   p.backward_weights.execute(p.stream, {{DNNL_ARG_SRC, p.in(*p.bw_src, in)},
                                         {DNNL_ARG_DIFF_DST, p.in(*p.bw_diff_dst, out_grad)},
                                         {DNNL_ARG_DIFF_WEIGHTS, p.out(*p.bw_diff_weights, weight_grad)},
-                                        {DNNL_ARG_DIFF_BIAS, memory(p.bias, cpu_engine(), bias_grad ? bias_grad : p.no_bias.data())}});
+                                        {DNNL_ARG_DIFF_BIAS, memory(p.bias, cpu_engine(), bias_grad ? bias_grad : p.no_bias.data())},
+                                        {DNNL_ARG_SCRATCHPAD, p.scratchpad(p.weights_scratchpad)}});
   p.finish(*p.bw_diff_weights, weight_grad);
   p.stream.wait();
 }

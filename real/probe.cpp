@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "real/dataset.hpp"
+#include "base/statistics.hpp"
 #include "real/kernels.hpp"
+#include "real/kernels_conv_direct.hpp"
 #include "real/local_executor.hpp"
 #include "workload/registry.hpp"
 #include "workload/strategies/marques.hpp"
@@ -92,6 +94,51 @@ double training_probe_s(const Network& network, std::int64_t batch, bool real_co
   LocalExecutor executor(network, step, 1);
   const SyntheticDataset data(network.input, network.classes(), images, 1);
   return mean_probe_s([&] { executor.run(data); }, slowdown, repeats) / double(images);
+}
+
+ConvPathSeconds conv_path_seconds(const ConvGeometry& g, std::int64_t out_maps, bool backward_data, int repeats) {
+  const std::size_t input_floats = std::size_t(g.channels * g.batch * g.in_h * g.in_w);
+  const std::size_t output_floats = std::size_t(out_maps * g.column_cols());
+  // Values only for the time (as conv_probe_s): (C, n, H, W) input, (O, C·KH·KW) weights.
+  std::vector<float> input(input_floats), weights(std::size_t(out_maps * g.column_rows()), 0.01f);
+  for (std::size_t i = 0; i < input.size(); ++i) input[i] = float((i * 2654435761u) % 1000) * 1e-3f - 0.5f;
+  std::vector<float> output(output_floats), errors(output_floats, 1e-3f), input_errors(input_floats);
+  std::vector<float> weight_grad(weights.size()), bias(std::size_t(out_maps), 0.0f), bias_grad(bias.size());
+  std::vector<float> columns(std::size_t(g.column_rows() * g.column_cols()));
+  DirectConv direct(g, out_maps);
+  const auto im2col_step = [&] {
+    im2col(g, input.data(), columns.data());
+    conv_forward_gemm(g, out_maps, weights.data(), bias.data(), columns.data(), output.data());
+    if (backward_data) {
+      conv_backward_data_gemm(g, out_maps, weights.data(), errors.data(), columns.data());
+      std::fill(input_errors.begin(), input_errors.end(), 0.0f);
+      col2im_add(g, columns.data(), input_errors.data());
+    }
+    im2col(g, input.data(), columns.data());
+    conv_backward_weight_gemm(g, out_maps, errors.data(), columns.data(), weight_grad.data(), bias_grad.data());
+  };
+  const auto direct_step = [&] {
+    direct.forward(input.data(), weights.data(), bias.data(), output.data());
+    if (backward_data) {
+      std::fill(input_errors.begin(), input_errors.end(), 0.0f);
+      direct.backward_data_add(weights.data(), errors.data(), input_errors.data());
+    }
+    direct.backward_weights(input.data(), errors.data(), weight_grad.data(), bias_grad.data());
+  };
+  using clock = std::chrono::steady_clock;
+  const auto seconds = [](const auto& step) {
+    const auto start = clock::now();
+    step();
+    return std::chrono::duration<double>(clock::now() - start).count();
+  };
+  seconds(im2col_step);
+  seconds(direct_step);
+  std::vector<double> im2col_s, direct_s;
+  for (int r = 0; r < std::max(1, repeats); ++r) {
+    im2col_s.push_back(seconds(im2col_step));
+    direct_s.push_back(seconds(direct_step));
+  }
+  return {.im2col_s = median(im2col_s), .direct_s = median(direct_s)};
 }
 
 }  // namespace cnnpar::real

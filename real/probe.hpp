@@ -6,6 +6,7 @@
 // training steps, and the seconds per sample are IDPA's t̄_j (param_server's `--per-sample probe`).
 #include "model/network.hpp"
 #include "model/platform.hpp"
+#include "real/kernels.hpp"
 
 namespace cnnpar::real {
 
@@ -24,5 +25,15 @@ double conv_probe_s(const Network& network, std::int64_t batch, bool real_comput
  *  (slowdown − 1) times each measured step, as SlowedBackend pads its ops. */
 double training_probe_s(const Network& network, std::int64_t batch, bool real_compute, const Platform& platform,
                         int rank, double slowdown, int repeats = 3);
+
+/** Seconds of one conv layer's training step on this rank's shape (`geometry` over its images,
+ *  `out_maps` output maps) by each path: im2col + GEMM (forward; W^T E + col2im when
+ *  `backward_data`; columns again + the weight GEMM) and oneDNN's direct convolutions. The
+ *  median of `repeats` runs of each, alternated, after one warm-up of each. */
+struct ConvPathSeconds {
+  double im2col_s = 0;
+  double direct_s = 0;
+};
+ConvPathSeconds conv_path_seconds(const ConvGeometry& geometry, std::int64_t out_maps, bool backward_data, int repeats = 3);
 
 }  // namespace cnnpar::real

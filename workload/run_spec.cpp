@@ -131,7 +131,7 @@ nlohmann::json to_json(const RunSpec& spec) {
                       {"gemm", spec.gemm},
                       {"inner", spec.inner},
                       {"columns", columns_name(spec.strategy.recompute_columns)},
-                      {"conv", conv_path_name(spec.strategy.direct_convolutions)}};
+                      {"conv", spec.strategy.conv.text()}};
   if (!spec.slowdown.empty()) j["slowdown"] = slowdowns_to_json(spec.slowdown);
   if (spec.learning_rate) j["lr"] = *spec.learning_rate;
   if (spec.momentum) j["momentum"] = *spec.momentum;
@@ -264,7 +264,7 @@ RunSpec run_spec_from_json(const nlohmann::json& document, const std::string& fi
   }
   if (root.has("conv")) {
     const JsonNode node = root.at("conv");
-    s.direct_convolutions = parse_conv_path(node.as_string(), file, node.path());
+    s.conv = parse_conv_paths(node.as_string(), file, node.path());
   }
   return spec;
 }

@@ -62,8 +62,8 @@ struct RunSpec {
   std::string gemm = kDefaultGemmBackend;  ///< GEMM back-end: openblas | onednn (real/kernels.hpp)
   std::string inner = "gemm";  ///< conv forward and weight gradient: gemm | dag (model/inner_mode.hpp)
   Slowdowns slowdown;                  ///< JSON "slowdown": {"RANK": FACTOR}
-  // strategy.recompute_columns is the "columns" field: "kept" | "recomputed"; strategy.direct_convolutions
-  // the "conv" field: "im2col" | "direct"
+  // strategy.recompute_columns is the "columns" field: "kept" | "recomputed"; strategy.conv
+  // the "conv" field: "im2col" | "direct" | "auto" | "LAYER,LAYER,..."
 };
 
 /** Numbers of a run that mean something only in a range. One check serves cnnpar-run's

@@ -20,7 +20,7 @@ nlohmann::json to_json(const StrategyOptions& options) {
   for (const OptionSpec& o : strategy_spec(options.name, options.origin).options) j[o.key] = options.value(o.key);
   if (options.uneven_batch) j["uneven_batch"] = true;
   if (options.recompute_columns) j["columns"] = columns_name(true);
-  if (options.direct_convolutions) j["conv"] = conv_path_name(true);
+  if (options.conv.any_direct() || options.conv.mode == ConvPaths::Mode::automatic) j["conv"] = options.conv.json();
   return j;
 }
 
@@ -39,10 +39,7 @@ StrategyOptions strategy_options_from_json(const nlohmann::json& json, const std
   options.warmup_iterations = at("warmup").get<int>();
   options.uneven_batch = json.value("uneven_batch", false);
   options.recompute_columns = json.value("columns", "") == columns_name(true);
-  if (json.contains("conv")) {
-    const nlohmann::json& conv = json.at("conv");
-    options.direct_convolutions = parse_conv_path(conv.is_string() ? conv.get<std::string>() : conv.dump(), origin, "/conv");
-  }
+  if (json.contains("conv") && !json.at("conv").is_null()) options.conv = conv_paths_from_json(json.at("conv"), origin, "/conv");
   for (const OptionSpec& o : strategy_spec(options.name, origin).options)
     if (json.contains(o.key)) options.values[o.key] = json.at(o.key);
   return options;
@@ -54,6 +51,7 @@ void validate_strategy_options(const Network& network, const StrategyOptions& op
     throw InputError(origin, path, value, reason);
   };
   const StrategySpec& spec = strategy_spec(options.name, origin);
+  validate_conv_paths(options.conv, network, origin);
   if (options.ranks < 1 || options.ranks > limits::kMaxRanks)
     fail("/nodes", std::to_string(options.ranks), fmt::format("the number of ranks must be in [1, {}]", limits::kMaxRanks));
   if (options.global_batch < 1 || options.global_batch > limits::kMaxBatch)
@@ -110,45 +108,6 @@ bool parse_columns(const std::string& text, const std::string& file, const std::
   throw InputError(file, path, text, "expected kept (Lee: im2col columns kept for the weight gradient) or recomputed");
 }
 
-const char* conv_path_name(bool direct_convolutions) { return direct_convolutions ? "direct" : "im2col"; }
-
-bool parse_conv_path(const std::string& text, const std::string& file, const std::string& path) {
-  if (text == conv_path_name(false)) return false;
-  if (text == conv_path_name(true)) return true;
-  throw InputError(file, path, text, "a conv path is im2col (im2col + GEMM) or direct (oneDNN's convolutions)");
-}
-
-void use_direct_convolutions(Schedule& schedule, const Network& network) {
-  std::vector<bool> rewritten(schedule.programs.size(), false);
-  for (std::size_t r = 0; r < schedule.programs.size(); ++r) {
-    if (rewritten[r]) continue;  // shared the list of a program rewritten before
-    const OpList before = schedule.programs[r].ops;
-    std::vector<Op> ops;
-    ops.reserve(before.size());
-    for (const Op& op : before) {
-      if (op.kind != OpKind::compute || !op.conv_layer || op.layer < 0) {
-        ops.push_back(op);
-        continue;
-      }
-      if (op.kernel == KernelClass::im2col || op.kernel == KernelClass::col2im) continue;
-      Op direct = op;
-      if (op.kernel == KernelClass::gemm) {
-        // The GEMM's shape is the layer's: m = output maps, k = C·KH·KW, n = images·OH·OW.
-        const double input_floats = double(network.layers.at(std::size_t(op.layer)).in.elements()) * double(op.batch);
-        direct.kernel = KernelClass::conv;
-        direct.bytes = 4.0 * (input_floats + double(op.gemm.m) * double(op.gemm.k) + double(op.gemm.m) * double(op.gemm.n));
-      }
-      ops.push_back(std::move(direct));
-    }
-    const OpList after(std::move(ops));
-    for (std::size_t q = r; q < schedule.programs.size(); ++q)
-      if (schedule.programs[q].ops.same_storage(before)) {
-        schedule.programs[q].ops = after;
-        rewritten[q] = true;
-      }
-  }
-}
-
 void add_column_recompute(Schedule& schedule) {
   const std::string forward_suffix = ".im2col";  // emit.cpp's label of a conv's forward im2col
   std::vector<bool> rewritten(schedule.programs.size(), false);
@@ -189,7 +148,7 @@ Schedule build_schedule(const Network& network, const Platform& platform, const 
   validate_strategy_options(network, options);
   Schedule schedule = strategy_spec(options.name, options.origin).build(network, platform, options);
   if (options.recompute_columns) add_column_recompute(schedule);  // to_json(options) records both
-  if (options.direct_convolutions) use_direct_convolutions(schedule, network);
+  if (options.conv.any_direct()) use_direct_convolutions(schedule, network, options.conv);
   return schedule;
 }
 

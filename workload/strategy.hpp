@@ -10,6 +10,7 @@
 #include "model/network.hpp"
 #include "model/platform.hpp"
 #include "model/schedule.hpp"
+#include "workload/conv_paths.hpp"
 
 namespace cnnpar {
 
@@ -33,9 +34,9 @@ struct StrategyOptions {
    *  buffer and every conv layer's backward_weight starts with an explicit `<layer>.im2col_w`
    *  op that recomputes them, so predictions and measurements still pair op by op. */
   bool recompute_columns = false;
-  /** Conv layers as direct convolutions (oneDNN's in the executor): each conv op of kernel class
-   *  conv, no im2col, im2col_w or col2im ops and no column matrix. JSON "conv": "direct". */
-  bool direct_convolutions = false;
+  /** The conv layers run as direct convolutions (oneDNN's in the executor; workload/conv_paths.hpp).
+   *  JSON "conv": "direct", "auto" or a list of layers; absent = im2col. */
+  ConvPaths conv;
   std::string origin = "<options>"; ///< where the options came from (file or "command line")
   /** The strategy's own options by schema key ("k", "bucket_bytes", ...), typed as the schema
    *  says; a key not given takes the schema's default. */
@@ -67,23 +68,13 @@ const char* columns_name(bool recompute_columns);
 /** @throws InputError(file, path, text, reason) for another text. */
 bool parse_columns(const std::string& text, const std::string& file, const std::string& path);
 
-/** "im2col" | "direct" (StrategyOptions::direct_convolutions). */
-const char* conv_path_name(bool direct_convolutions);
-/** @throws InputError(file, path, text, reason) for another text. */
-bool parse_conv_path(const std::string& text, const std::string& file, const std::string& path);
-
-/** Rewrites every conv layer's ops of every program as direct convolutions: its im2col,
- *  im2col_w and col2im ops go, its GEMM ops take kernel class conv and move its input, weights
- *  and output through memory (no columns). Identical programs stay shared. */
-void use_direct_convolutions(Schedule& schedule, const Network& network);
-
 /** Inserts a `<layer>.im2col_w` op (phase backward_weight, the forward im2col's bytes) before
  *  every conv layer's backward_weight GEMM of every program; identical programs stay shared. */
 void add_column_recompute(Schedule& schedule);
 
 /** Builds the Schedule of `options.name` after validate_strategy_options (then
- *  add_column_recompute when options.recompute_columns, use_direct_convolutions when
- *  options.direct_convolutions). */
+ *  add_column_recompute when options.recompute_columns, use_direct_convolutions for
+ *  options.conv). */
 Schedule build_schedule(const Network& network, const Platform& platform, const StrategyOptions& options);
 
 /** What of `platform` a schedule builder reads, as text: all of it but the network's link model

@@ -33,8 +33,8 @@ TraceConfiguration trace_configuration(const Trace& trace, const std::string& fi
   c.recompute_columns =
       options.has("columns") && parse_columns(options.at("columns").as_string(), file, options.at("columns").path());
   c.uneven_batch = options.has("uneven_batch") && options.at("uneven_batch").as_bool();
-  c.direct_convolutions =
-      options.has("conv") && parse_conv_path(options.at("conv").as_string(), file, options.at("conv").path());
+  if (c.options.is_object() && c.options.contains("conv") && !c.options.at("conv").is_null())
+    c.conv = conv_paths_from_json(c.options.at("conv"), file, "/metadata/options/conv");
   if (metadata.has("set"))
     for (const JsonNode& set : metadata.at("set").items()) c.sets.push_back(set.as_string());
   if (metadata.has("slowdown")) {

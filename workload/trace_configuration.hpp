@@ -25,7 +25,7 @@ struct TraceConfiguration {
   std::optional<int> iterations;             ///< metadata iterations
   std::optional<std::int64_t> global_batch;  ///< metadata options.batch, else global_batch
   bool recompute_columns = false;            ///< options.columns is "recomputed"
-  bool direct_convolutions = false;          ///< options.conv is "direct"
+  ConvPaths conv;                            ///< options.conv (absent: im2col)
   bool uneven_batch = false;                 ///< options.uneven_batch
   std::vector<std::string> sets;             ///< metadata set: the --set overrides it was predicted with
   Slowdowns slowdown;                        ///< metadata slowdown: ranks that computed slower

@@ -101,7 +101,7 @@ void apply_run_spec(const CLI::App& app, Options& o) {
     parse_gemm_backend(o.gemm, o.spec, "/gemm");  // a back-end this build lacks: name the spec
   }
   if (!o.strategy.columns_given()) o.strategy.set_recompute_columns(spec.strategy.recompute_columns);
-  if (!o.strategy.conv_given()) o.strategy.set_direct_convolutions(spec.strategy.direct_convolutions);
+  if (!o.strategy.conv_given()) o.strategy.set_conv(spec.strategy.conv);
 }
 
 void check_numbers(const CLI::App& app, Options& o) {

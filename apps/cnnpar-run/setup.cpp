@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
@@ -140,6 +141,48 @@ void probe_ranks(Setup& s, const Options& o, int rank, int size, const StrategyS
   s.probe_s = times;
 }
 
+// `--conv auto`: every rank times both paths of each of its conv layers on its own shapes, and
+// the sums over the ranks pick each layer's faster path for all of them (one schedule).
+ConvPaths choose_conv_paths(const Setup& s, const Options& o, int rank, int size) {
+  StrategyOptions im2col = s.strategy;
+  im2col.conv = {};
+  const Schedule schedule = build_schedule(s.network, s.platform, im2col);
+  const auto& ops = schedule.programs.at(std::size_t(rank)).ops;
+  const std::size_t layers = s.network.layers.size();
+  std::vector<double> mine(2 * layers, 0.0), sums(2 * layers, 0.0);  // per layer: im2col s, direct s
+  std::vector<bool> timed(layers, false);
+  for (const Op& op : ops) {
+    if (op.kind != OpKind::compute || !op.conv_layer || op.kernel != KernelClass::gemm || op.phase != Phase::forward)
+      continue;
+    const std::size_t l = std::size_t(op.layer);
+    if (timed[l]) continue;
+    timed[l] = true;
+    const Layer& layer = s.network.layers[l];
+    const real::ConvGeometry geometry{layer.in.c, op.batch, layer.in.h, layer.in.w, layer.spec.kernel_h,
+                                      layer.spec.kernel_w, layer.spec.stride, layer.spec.pad};
+    const bool backward_data = std::any_of(ops.begin(), ops.end(), [&](const Op& other) {
+      return other.kind == OpKind::compute && other.layer == op.layer && other.phase == Phase::backward_data;
+    });
+    const real::ConvPathSeconds seconds = real::conv_path_seconds(geometry, op.gemm.m, backward_data);
+    mine[2 * l] = seconds.im2col_s;
+    mine[2 * l + 1] = seconds.direct_s;
+  }
+  mpi::allreduce(mine.data(), sums.data(), int(sums.size()), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, o.timeout_s,
+                 "conv path probe");
+  ConvPaths chosen{.mode = ConvPaths::Mode::layers};
+  std::vector<std::string> lines;
+  for (std::size_t l = 0; l < layers; ++l) {
+    if (sums[2 * l] == 0 && sums[2 * l + 1] == 0) continue;  // no rank computes it
+    const bool direct = sums[2 * l + 1] < sums[2 * l];
+    if (direct) chosen.direct_layers.push_back(s.network.layers[l].spec.name);
+    lines.push_back(fmt::format("{} {} ({:.2f} ms im2col, {:.2f} ms direct)", s.network.layers[l].spec.name,
+                                direct ? "direct" : "im2col", 1e3 * sums[2 * l] / size, 1e3 * sums[2 * l + 1] / size));
+  }
+  std::sort(chosen.direct_layers.begin(), chosen.direct_layers.end());
+  if (rank == 0 && !o.quiet) fmt::print(stderr, "cnnpar-run: --conv auto, per training step: {}\n", fmt::join(lines, "; "));
+  return chosen;
+}
+
 }  // namespace
 
 std::string checkpoint_file(const Options& o) {
@@ -218,13 +261,17 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
   s.strategy.name = o.strategy.strategy();
   s.strategy.global_batch = o.batch;
   s.strategy.recompute_columns = o.strategy.recompute_columns();
-  s.strategy.direct_convolutions = o.strategy.direct_convolutions();
-  if (s.strategy.direct_convolutions && !real::direct_convolution_available())
-    throw InputError("command line", "--conv", "direct",
+  s.strategy.conv = o.strategy.conv();
+  const bool automatic = s.strategy.conv.mode == ConvPaths::Mode::automatic;
+  if ((automatic || s.strategy.conv.any_direct()) && !real::direct_convolution_available())
+    throw InputError("command line", "--conv", s.strategy.conv.text(),
                      "this build has no oneDNN (configure with -DCNNPAR_ONEDNN=ON; libdnnl-dev): use --conv im2col");
-  if (s.strategy.direct_convolutions && parse_inner_mode(o.inner, "command line", "/inner") == InnerMode::dag)
-    throw InputError("command line", "--conv", "direct",
+  if ((automatic || s.strategy.conv.any_direct()) && parse_inner_mode(o.inner, "command line", "/inner") == InnerMode::dag)
+    throw InputError("command line", "--conv", s.strategy.conv.text(),
                      "BPT-CNN's inner task DAG (--inner dag) runs im2col + GEMM tasks: use --conv im2col with it");
+  if (automatic && o.compute != "real")
+    throw InputError("command line", "--conv", "auto",
+                     "auto times the kernels, which sleep compute does not run: give im2col, direct or LAYER,LAYER,...");
   s.strategy.ranks = size;
   s.strategy.iterations = iterations;
   s.strategy.warmup_iterations = warmup;
@@ -234,6 +281,7 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
   for (const auto& [key, value] : flag_values.items()) s.strategy.values[key] = value;
   const StrategySpec& spec = strategy_spec(s.strategy.name, s.strategy.origin);
   if (spec.probes_ranks != nullptr && spec.probes_ranks(s.strategy)) probe_ranks(s, o, rank, size, spec);
+  if (automatic) s.strategy.conv = choose_conv_paths(s, o, rank, size);
   // The schedule is built for the nodes as they run: a slowed node is nominally slower too
   // (IDPA's first split, Eq. 2), as in the prediction. Sleep compute pads the unslowed times.
   Platform as_run = s.platform;

@@ -65,7 +65,7 @@ void apply_like(const std::string& path, const CLI::App& command, ScenarioOption
   if (!given("--iterations") && like.iterations) scenario.iterations = *like.iterations;
   if (!given("--batch") && like.global_batch) scenario.batch = *like.global_batch;
   if (!scenario.strategy.columns_given()) scenario.strategy.set_recompute_columns(like.recompute_columns);
-  if (!scenario.strategy.conv_given()) scenario.strategy.set_direct_convolutions(like.direct_convolutions);
+  if (!scenario.strategy.conv_given()) scenario.strategy.set_conv(like.conv);
   if (!given("--set")) scenario.sets.insert(scenario.sets.end(), like.sets.begin(), like.sets.end());
   slowdown = like.slowdown;
   const nlohmann::json values = like.strategy_values(strategy_spec(scenario.strategy.strategy(), path));

@@ -50,7 +50,7 @@ LoadedScenario load_scenario_options(const ScenarioOptions& o) {
   s.strategy.warmup_iterations = o.warmup;
   s.strategy.uneven_batch = o.uneven_batch;
   s.strategy.recompute_columns = o.strategy.recompute_columns();
-  s.strategy.direct_convolutions = o.strategy.direct_convolutions();
+  s.strategy.conv = o.strategy.conv();
   s.strategy.origin = "command line";
   s.strategy.values = o.strategy.values();
   apply_strategy_overrides(s.strategy, s.sets, "command line", "--set");

@@ -32,16 +32,17 @@ void StrategyFlags::add(CLI::App& app, const std::string& default_strategy, bool
                                    "conv im2col columns: kept from forward for the weight gradient (Lee) | "
                                    "recomputed (one shared buffer, an im2col op before each weight gradient)")
                         ->capture_default_str();
-  conv_ = conv_path_name(false);
+  conv_ = ConvPaths{}.text();
   conv_option_ = app.add_option("--conv", conv_,
-                                "conv layers: im2col (im2col + GEMM, col2im) | direct (oneDNN's direct convolutions "
-                                "in the executor, priced as kernel class conv)")
+                                "conv layers: im2col (im2col + GEMM, col2im) | direct (oneDNN's direct convolutions in "
+                                "the executor, priced as kernel class conv) | LAYER,LAYER,... (those direct) | auto "
+                                "(the executor times both per layer at start-up and takes the faster)")
                      ->capture_default_str();
 }
 
-bool StrategyFlags::direct_convolutions() const { return parse_conv_path(conv_, "command line", "--conv"); }
+ConvPaths StrategyFlags::conv() const { return parse_conv_paths(conv_, "command line", "--conv"); }
 
-void StrategyFlags::set_direct_convolutions(bool direct) { conv_ = conv_path_name(direct); }
+void StrategyFlags::set_conv(const ConvPaths& paths) { conv_ = paths.text(); }
 
 bool StrategyFlags::recompute_columns() const { return parse_columns(columns_, "command line", "/columns"); }
 

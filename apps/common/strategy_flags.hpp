@@ -18,7 +18,7 @@ class StrategyFlags {
   /** Adds --strategy (default `default_strategy`), one flag per registered option key, its
    *  --help line stating unit, default and the strategies that take it, --columns
    *  (StrategyOptions::recompute_columns, default `recompute_columns`) and --conv
-   *  (StrategyOptions::direct_convolutions, default im2col). */
+   *  (StrategyOptions::conv, default im2col). */
   void add(CLI::App& app, const std::string& default_strategy, bool recompute_columns = false);
 
   const std::string& strategy() const { return strategy_; }
@@ -36,9 +36,9 @@ class StrategyFlags {
   void set_recompute_columns(bool recompute);
   bool columns_given() const { return columns_option_ != nullptr && columns_option_->count() > 0; }
   /** --conv. @throws InputError("command line", "--conv", value, reason). */
-  bool direct_convolutions() const;
+  ConvPaths conv() const;
   /** Sets --conv when it was not given (e.g. from a run-spec). */
-  void set_direct_convolutions(bool direct);
+  void set_conv(const ConvPaths& paths);
   bool conv_given() const { return conv_option_ != nullptr && conv_option_->count() > 0; }
 
  private:
