@@ -4,8 +4,9 @@
 #
 #   scripts/bench_pytorch.sh [--build DIR] [--network NAME] [--batch N] [--repeats R]
 #                            [--iterations I] [--warmup W] [--gemm openblas|onednn]
-#                            [--cases LIST] [--out DIR] [--no-efficiency]
-#   defaults: build, vgg-a-32, 64, 3 repeats, 8 iterations (2 warm-up), openblas,
+#                            [--conv im2col|direct|auto|LAYERS] [--cases LIST] [--out DIR]
+#                            [--no-efficiency]
+#   defaults: build, vgg-a-32, 64, 3 repeats, 8 iterations (2 warm-up), openblas, im2col,
 #             cases 1x1,1x2,2x1 (processes x threads), out bench-results
 #
 # Both sides train the network of scenarios/networks/NAME.json: bench_pytorch.py builds its
@@ -20,13 +21,16 @@
 # tests/real/cnnpar_gemm_efficiency on every 1x1 trace: the medians of the GEMM efficiency
 # against the calibrated sgemm rates of the same shapes, and of the non-GEMM share of an
 # iteration.
+# The machine goes with the numbers, on stdout and in bench.json: the CPU model and vector flags,
+# OpenBLAS's core and oneDNN's ISA as cnnpar-run's trace records them, and PyTorch's CPU
+# capability and the ISA of the oneDNN it bundles (ONEDNN_VERBOSE).
 # Writes DIR/bench.json and DIR/bench.csv (whole files, replaced at the end). python3-torch
 # is installed with apt when missing (about 830 MB; never a project dependency).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
-build=build network=vgg-a-32 batch=64 repeats=3 iterations=8 warmup=2 gemm=openblas
+build=build network=vgg-a-32 batch=64 repeats=3 iterations=8 warmup=2 gemm=openblas conv=im2col
 cases=1x1,1x2,2x1 out=bench-results efficiency=1
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -37,6 +41,7 @@ while [ $# -gt 0 ]; do
     --iterations) iterations=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
     --gemm) gemm=$2; shift 2 ;;
+    --conv) conv=$2; shift 2 ;;
     --cases) cases=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --no-efficiency) efficiency=0; shift ;;
@@ -75,7 +80,7 @@ run_cnnpar() {  # procs threads tag
   local trace="$work/cnnpar-$3.json"
   OPENBLAS_NUM_THREADS=$2 OMP_NUM_THREADS=$2 /usr/bin/time -v -o "$work/time" \
     mpiexec -n "$1" "$run" --network "$json" --strategy dp --batch "$batch" --iterations $((iterations + warmup)) \
-    --warmup "$warmup" --threads "$2" --gemm "$gemm" --trace "$trace" >"$work/log" 2>&1 ||
+    --warmup "$warmup" --threads "$2" --gemm "$gemm" --conv "$conv" --trace "$trace" >"$work/log" 2>&1 ||
     { cat "$work/log" >&2; exit 1; }
   "$cli" compare "$trace" "$trace" --json "$work/metrics.json" -q
   "$py" - "$work/metrics.json" "$batch" "$(peak_kb "$work/time")" <<'PY'
@@ -94,7 +99,19 @@ run_pytorch() {  # procs threads
 
 results="$work/results.jsonl"
 : >"$results"
-echo "bench_pytorch.sh: $network, batch $batch, $repeats repeats of $iterations iterations (+$warmup warm-up), GEMMs on $gemm"
+echo "bench_pytorch.sh: $network, batch $batch, $repeats repeats of $iterations iterations (+$warmup warm-up), GEMMs on $gemm, conv $conv"
+# PyTorch's side of the machine: ATen's CPU capability and its bundled oneDNN's ISA.
+torch_machine="$("$py" - <<'PY'
+import json, torch
+capability = next((l.split(":", 1)[1].strip() for l in torch.__config__.show().splitlines() if "CPU capability" in l), "unknown")
+print(json.dumps({"torch": torch.__version__, "cpu_capability": capability}))
+PY
+)"
+# The first oneDNN primitive prints the ISA line (on stdout).
+torch_isa="$(ONEDNN_VERBOSE=1 DNNL_VERBOSE=1 "$py" -c 'import torch, torch.nn.functional as F; F.conv2d(torch.randn(8, 16, 32, 32), torch.randn(16, 16, 3, 3))' 2>&1 |
+  sed -n 's/^[a-z]*_verbose,info,cpu,isa:\(.*\)$/\1/p' | head -n 1)"
+torch_machine="$("$py" -c 'import json, sys; m = json.loads(sys.argv[1]); m["onednn_isa"] = sys.argv[2] or "unknown"; print(json.dumps(m))' "$torch_machine" "$torch_isa")"
+echo "bench_pytorch.sh: pytorch $torch_machine"
 IFS=, read -r -a case_list <<<"$cases"
 for c in "${case_list[@]}"; do
   [[ "$c" =~ ^([12])x([1-9][0-9]*)$ ]] || { echo "bench_pytorch.sh: case '$c' is not PxT with P in {1,2}" >&2; exit 2; }
@@ -154,12 +171,20 @@ PY
 fi
 
 mkdir -p "$out"
-"$py" - "$results" "$out" "$network" "$batch" "$gemm" "$gemm_json" <<'PY'
+first_trace="$(ls "$work"/cnnpar-*.json | head -n 1)"
+"$py" - "$results" "$out" "$network" "$batch" "$gemm" "$gemm_json" "$conv" "$first_trace" "$torch_machine" <<'PY'
 import csv, json, os, platform, sys
-results, out, network, batch, gemm, gemm_json = sys.argv[1:7]
+results, out, network, batch, gemm, gemm_json, conv, trace, torch_machine = sys.argv[1:10]
 rows = [json.loads(line) for line in open(results)]
-doc = {"network": network, "batch": int(batch), "gemm_backend": gemm, "host": platform.node(),
-       "cases": rows, "gemm_efficiency": json.loads(gemm_json)}
+metadata = json.load(open(trace))["metadata"]
+doc = {"network": network, "batch": int(batch), "gemm_backend": gemm, "conv": conv, "host": platform.node(),
+       "cpu": metadata.get("cpu"), "conv_chosen": metadata.get("options", {}).get("conv", "im2col"),
+       "pytorch": json.loads(torch_machine), "cases": rows, "gemm_efficiency": json.loads(gemm_json)}
+cpu = doc["cpu"] or {}
+print(f"cpu: {cpu.get('model')}; flags {' '.join(cpu.get('flags', []))}; OpenBLAS core {cpu.get('openblas_core')}; "
+      f"oneDNN ISA {cpu.get('onednn_isa')}; conv {conv} (ran: {doc['conv_chosen']})")
+print(f"pytorch {doc['pytorch'].get('torch')}: CPU capability {doc['pytorch'].get('cpu_capability')}; "
+      f"its oneDNN: {doc['pytorch'].get('onednn_isa')}")
 def write(path, text):  # whole file or nothing
     tmp = path + ".tmp"
     with open(tmp, "w") as f:

@@ -30,6 +30,7 @@
 #include "model/trace.hpp"
 #include "real/checkpoint.hpp"
 #include "real/clock_sync.hpp"
+#include "real/cpu_info.hpp"
 #include "real/kernels.hpp"
 #include "real/mpi_wrap.hpp"
 #include "system/op_time.hpp"
@@ -243,6 +244,7 @@ int run_training(const Options& o, int rank, int size) {
                     {"communication_thread", s.progress == ProgressMode::thread}};
     m["inner"] = o.inner;  // conv forward and weight gradient: gemm, or BPT-CNN's task DAG
     m["gemm_backend"] = to_string(gemm_backend());
+    m["cpu"] = real::kernel_machine();
     m["im2col_columns"] = !s.runtime                 ? "none (sleep compute)"
                           : s.runtime->keep_columns() ? "kept"
                                                       : "shared, recomputed for each conv weight gradient";
