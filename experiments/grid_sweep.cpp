@@ -113,6 +113,7 @@ std::vector<PreparedPoint> prepare_points(const GridSweepSettings& o, const std:
     strategy.warmup_iterations = o.warmup;
     strategy.uneven_batch = o.uneven_batch;
     strategy.recompute_columns = o.recompute_columns;
+    strategy.conv = o.conv;
     strategy.origin = origin;
     if (!strategy_axis) strategy.values = flag_values;
     apply_strategy_overrides(strategy, point_sets, origin, "--set");

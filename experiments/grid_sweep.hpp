@@ -28,6 +28,7 @@ struct GridSweepSettings {
    *  (options then come as --set k=9). */
   nlohmann::json strategy_values = nlohmann::json::object();
   bool recompute_columns = false;
+  ConvPaths conv;  ///< --conv (im2col, direct or the layers run direct)
   std::int64_t batch = 256;
   int iterations = 3;
   int warmup = 1;

@@ -98,10 +98,15 @@ void use_direct_convolutions(Schedule& schedule, const Network& network, const C
       if (op.kernel == KernelClass::im2col || op.kernel == KernelClass::col2im) continue;
       Op rewrite = op;
       if (op.kernel == KernelClass::gemm) {
-        // The GEMM's shape is the layer's: m = output maps, k = C·KH·KW, n = images·OH·OW.
-        const double input_floats = double(network.layers[std::size_t(op.layer)].in.elements()) * double(op.batch);
+        // Each of the three reads or writes the input, weights and output once (its rank's maps).
+        const Layer& layer = network.layers[std::size_t(op.layer)];
+        const double maps = double(op.units > 0 ? op.units : layer.out.c);
+        const double images = double(op.batch);
+        const double input_floats = double(layer.in.elements()) * images;
+        const double weight_floats = maps * double(layer.in.c * layer.spec.kernel_h * layer.spec.kernel_w);
+        const double output_floats = maps * double(layer.out.h * layer.out.w) * images;
         rewrite.kernel = KernelClass::conv;
-        rewrite.bytes = 4.0 * (input_floats + double(op.gemm.m) * double(op.gemm.k) + double(op.gemm.m) * double(op.gemm.n));
+        rewrite.bytes = 4.0 * (input_floats + weight_floats + output_floats);
       }
       ops.push_back(std::move(rewrite));
     }

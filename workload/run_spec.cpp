@@ -180,7 +180,7 @@ RunSpec run_spec_from_json(const nlohmann::json& document, const std::string& fi
   root.check_keys({"format", "network", "platform", "strategy", "options", "batch", "iterations", "warmup", "seed",
                    "lr", "momentum", "weight_decay", "dataset", "compute", "comm_progress", "progress", "collectives", "poll_interval_us",
                    "timeout_s", "concurrency", "trace", "weights_out", "checkpoint", "checkpoint_every",
-                   "resume", "threads", "gemm", "inner", "columns", "slowdown"});
+                   "resume", "threads", "gemm", "inner", "columns", "conv", "slowdown"});
   if (root.string_or("format", "cnnpar-run-spec") != "cnnpar-run-spec")
     root.at("format").fail("expected \"cnnpar-run-spec\"");
   RunSpec spec;

@@ -108,6 +108,7 @@ int run_sweep(SweepCliOptions o) {
                              .platform = o.scenario.platform,
                              .strategy = o.scenario.strategy.strategy(),
                              .recompute_columns = o.scenario.strategy.recompute_columns(),
+                             .conv = o.scenario.strategy.conv(),
                              .batch = o.scenario.batch,
                              .iterations = o.scenario.iterations,
                              .warmup = o.scenario.warmup,
