@@ -160,6 +160,7 @@ void Platform::resolve_speed_factors() {
 
 void Platform::resolve_gemm_grid() {
   gemm_grid_ = measured_gemm_flops.empty() ? nullptr : std::make_shared<const GemmGrid>(measured_gemm_flops);
+  conv_grid_ = measured_conv_flops.empty() ? nullptr : std::make_shared<const GemmGrid>(measured_conv_flops);
 }
 
 void Platform::slow_down(int rank, double factor) {
@@ -483,13 +484,15 @@ Platform parse_platform(const nlohmann::json& document, const std::string& file)
     platform.input_per_image_s = root.at("input_per_image").as_quantity(Unit::time_s, true);
   if (root.has("calibration")) {
     const JsonNode calibration = root.at("calibration");
-    calibration.check_keys({"op_seconds", "gemm_flops", "notes"});
+    calibration.check_keys({"op_seconds", "gemm_flops", "conv_flops", "notes"});
     if (calibration.has("op_seconds")) {
       const JsonNode table = calibration.at("op_seconds");
       for (const std::string& key : table.keys()) platform.measured_op_s[key] = table.at(key).as_quantity(Unit::time_s, true);
     }
-    if (calibration.has("gemm_flops")) {
-      const JsonNode table = calibration.at("gemm_flops");
+    // Both grids are keyed by GEMM shapes (a direct convolution by the GEMM of the same work).
+    const auto read_grid = [&](const char* name, std::map<std::string, double>& rates) {
+      if (!calibration.has(name)) return;
+      const JsonNode table = calibration.at(name);
       for (const std::string& key : table.keys()) {
         const JsonNode value = table.at(key);
         const double rate = value.as_quantity(Unit::flop_rate);
@@ -498,9 +501,11 @@ Platform parse_platform(const nlohmann::json& document, const std::string& file)
         } catch (const std::invalid_argument& error) {
           throw InputError(value.file(), value.path(), key, error.what());
         }
-        platform.measured_gemm_flops[key] = rate;
+        rates[key] = rate;
       }
-    }
+    };
+    read_grid("gemm_flops", platform.measured_gemm_flops);
+    read_grid("conv_flops", platform.measured_conv_flops);
   }
   platform.resolve_speed_factors();
   platform.resolve_gemm_grid();
@@ -609,8 +614,9 @@ nlohmann::json to_json(const Platform& platform) {
     document["comm_start_wait_max"] = fmt::format("{}s", platform.comm_start_wait_max_s);
   if (platform.iteration_overhead_s > 0) document["iteration_overhead"] = fmt::format("{}s", platform.iteration_overhead_s);
   if (platform.input_per_image_s > 0) document["input_per_image"] = fmt::format("{}s", platform.input_per_image_s);
-  if (!platform.measured_op_s.empty() || !platform.measured_gemm_flops.empty()) {
+  if (!platform.measured_op_s.empty() || !platform.measured_gemm_flops.empty() || !platform.measured_conv_flops.empty()) {
     document["calibration"] = {{"gemm_flops", platform.measured_gemm_flops}};
+    if (!platform.measured_conv_flops.empty()) document["calibration"]["conv_flops"] = platform.measured_conv_flops;
     if (!platform.measured_op_s.empty()) document["calibration"]["op_seconds"] = platform.measured_op_s;
   }
   return document;

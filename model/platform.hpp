@@ -227,6 +227,10 @@ struct Platform {
   /** measured GEMM rate (FLOP/s) per key "gemm MxNxK" or "gemm MxNxK phase" (the grid of
    *  `cnnpar calibrate`, interpolated by system/gemm_rate.hpp) */
   std::map<std::string, double> measured_gemm_flops;
+  /** measured rate (FLOP/s) of direct convolutions (kernel class conv), keyed like
+   *  measured_gemm_flops by the GEMM shape of the same work ("gemm MxNxK phase"): the
+   *  `calibration.conv_flops` grid of `cnnpar calibrate --conv` */
+  std::map<std::string, double> measured_conv_flops;
 
   /** Speed factor of `rank`'s node (heterogeneity); 1 when none is given. */
   double speed_factor(int rank) const;
@@ -248,15 +252,18 @@ struct Platform {
  public:
   /** Recomputes per-node speed factors (call after changing nodes.* by hand). */
   void resolve_speed_factors();
-  /** Rebuilds the interpolation grid of measured_gemm_flops (parse_platform calls it; call it
+  /** Rebuilds the interpolation grids of measured_gemm_flops and measured_conv_flops (parse_platform calls it; call it
    *  after changing the table by hand, else only exact keys are found).
    *  @throws std::invalid_argument for a key that is not "gemm MxNxK[ phase]" or a rate <= 0. */
   void resolve_gemm_grid();
   /** The grid of measured_gemm_flops as last resolved; nullptr when none. */
   const GemmGrid* gemm_grid() const { return gemm_grid_.get(); }
+  /** The grid of measured_conv_flops as last resolved (by resolve_gemm_grid); nullptr when none. */
+  const GemmGrid* conv_grid() const { return conv_grid_.get(); }
 
  private:
   std::shared_ptr<const GemmGrid> gemm_grid_;  ///< immutable, shared by copies of the platform
+  std::shared_ptr<const GemmGrid> conv_grid_;
  public:
   /** Makes node `rank` (< nodes.count) `factor` times slower: its speed factor is divided by
    *  `factor` (a run's --slowdown). The other nodes keep theirs, Gaussian-drawn ones included. */

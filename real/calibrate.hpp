@@ -52,6 +52,8 @@ struct CalibrateOptions {
   bool max_message_given = false;
   double max_transfer_s = 2;
   bool op_seconds = false;  ///< also store calibration.op_seconds at the global batch
+  /** Also time every conv layer as a direct convolution (oneDNN): calibration.conv_flops. */
+  bool direct_convolutions = false;
   CalibrationParts parts;
   // How the runs to be predicted execute (the network and progress parts measure that mode):
   ProgressMode progress_mode = ProgressMode::poll;
@@ -94,6 +96,7 @@ struct CollectiveCurve {
 struct ComputeSummary {
   std::vector<std::int64_t> batches;  ///< per-rank batches run
   int gemm_points = 0;
+  int conv_points = 0;  ///< direct convolution shapes and phases timed (CalibrateOptions::direct_convolutions)
   int gemm_outliers = 0;     ///< GEMM repeats beyond kOutlierMads of their median
   MemoryFit memory;
   int memory_points = 0;

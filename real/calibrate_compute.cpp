@@ -22,7 +22,8 @@
 
 namespace cnnpar::real::calibration {
 
-Schedule one_rank_schedule(const Network& network, const Platform& base, std::int64_t batch, const CalibrateOptions& o) {
+Schedule one_rank_schedule(const Network& network, const Platform& base, std::int64_t batch, const CalibrateOptions& o,
+                           bool direct_convolutions) {
   StrategyOptions strategy = plain_data_parallel(StrategyOptions{});
   strategy.global_batch = batch;
   strategy.ranks = 1;
@@ -30,6 +31,7 @@ Schedule one_rank_schedule(const Network& network, const Platform& base, std::in
   strategy.warmup_iterations = 1;
   strategy.recompute_columns = kExecutorRecomputesColumns;  // the executor's default schedule
   strategy.origin = o.origin;
+  if (direct_convolutions) strategy.conv = ConvPaths{.mode = ConvPaths::Mode::direct};
   Schedule schedule = build_schedule(network, base, strategy);
   verify_or_throw(schedule, "<calibration schedule>");
   return schedule;
@@ -85,8 +87,9 @@ BatchTimings run_timed(Runtime& runtime, const Schedule& schedule, const Dataset
 
 namespace {
 
-BatchTimings time_batch(const Network& network, const Platform& base, std::int64_t batch, const CalibrateOptions& o) {
-  const Schedule schedule = one_rank_schedule(network, base, batch, o);
+BatchTimings time_batch(const Network& network, const Platform& base, std::int64_t batch, const CalibrateOptions& o,
+                        bool direct_convolutions) {
+  const Schedule schedule = one_rank_schedule(network, base, batch, o, direct_convolutions);
   SyntheticDataset data(network.input, network.classes(), 50000, o.seed);
   Runtime runtime(network, schedule, 0, o.seed);
   return run_timed(runtime, schedule, data);
@@ -135,25 +138,46 @@ void calibrate_compute(const Network& network, const Platform& base, const Calib
   // iterations of one batch: a burst of load on a shared machine then spoils one repeat of
   // many points, which their medians ignore, instead of every repeat of a few points.
   std::vector<BatchTimings> timings(summary.batches.size());
+  // With direct convolutions: the same batches with every conv layer direct, kept apart (their
+  // ops carry the im2col schedule's labels); only their conv ops are used.
+  std::vector<BatchTimings> direct_timings(o.direct_convolutions ? summary.batches.size() : 0);
+  const auto add_timings = [](BatchTimings& all, const BatchTimings& t) {
+    for (const auto& [label, entry] : t.ops) {
+      auto& kept = all.ops.try_emplace(label, entry.first, std::vector<double>{}).first->second;
+      kept.second.insert(kept.second.end(), entry.second.begin(), entry.second.end());
+    }
+    all.iteration_s.insert(all.iteration_s.end(), t.iteration_s.begin(), t.iteration_s.end());
+    all.outside_ops_s.insert(all.outside_ops_s.end(), t.outside_ops_s.begin(), t.outside_ops_s.end());
+  };
   for (int pass = 0; pass < o.repeats; ++pass) {
     const double start = now_s();
     for (std::size_t step = 0; step < summary.batches.size(); ++step) {
       const std::size_t i = pass % 2 == 0 ? step : summary.batches.size() - 1 - step;
       tight_barrier(comm, std::max(o.timeout_s, 3600.0));  // the ranks time each batch together
-      BatchTimings t = time_batch(network, base, summary.batches[i], o);
-      BatchTimings& all = timings[i];
-      for (auto& [label, entry] : t.ops) {
-        auto& kept = all.ops.try_emplace(label, entry.first, std::vector<double>{}).first->second;
-        kept.second.insert(kept.second.end(), entry.second.begin(), entry.second.end());
+      add_timings(timings[i], time_batch(network, base, summary.batches[i], o, false));
+      if (o.direct_convolutions) {
+        tight_barrier(comm, std::max(o.timeout_s, 3600.0));
+        add_timings(direct_timings[i], time_batch(network, base, summary.batches[i], o, true));
       }
-      all.iteration_s.insert(all.iteration_s.end(), t.iteration_s.begin(), t.iteration_s.end());
-      all.outside_ops_s.insert(all.outside_ops_s.end(), t.outside_ops_s.begin(), t.outside_ops_s.end());
     }
     say(o, fmt::format("compute: pass {}/{} over per-rank batches {}..{}: {:.1f} s", pass + 1, o.repeats,
                        summary.batches.front(), summary.batches.back(), now_s() - start));
   }
   pool_over_ranks(timings, comm, rank, o.timeout_s);
+  if (o.direct_convolutions) pool_over_ranks(direct_timings, comm, rank, o.timeout_s);
   if (rank != 0) return;
+  // Direct convolutions: the median time of each shape and phase, as the GEMM grid's.
+  std::map<std::string, std::pair<GemmShape, std::vector<double>>> conv_seconds;
+  for (const BatchTimings& t : direct_timings)
+    for (const auto& [label, entry] : t.ops) {
+      const auto& [op, seconds] = entry;
+      if (op.kernel != KernelClass::conv) continue;
+      auto& pooled = conv_seconds.try_emplace(gemm_key(op.gemm, op.phase), op.gemm, std::vector<double>{}).first->second;
+      pooled.second.insert(pooled.second.end(), seconds.begin(), seconds.end());
+    }
+  for (const auto& [key, entry] : conv_seconds)
+    platform.measured_conv_flops[key] = entry.first.flops() / std::max(median(entry.second), 1e-9);
+  summary.conv_points = int(conv_seconds.size());
   for (std::size_t i = 0; i < summary.batches.size(); ++i) {
     const BatchTimings& t = timings[i];
     const bool largest = i + 1 == summary.batches.size();

@@ -63,7 +63,8 @@ struct BatchTimings {
 
 /** The network's one-rank dp schedule at `batch` images as cnnpar-run builds it (same
  *  strategy defaults): one warm-up iteration (caches, allocations), one timed. */
-Schedule one_rank_schedule(const Network& network, const Platform& base, std::int64_t batch, const CalibrateOptions& o);
+Schedule one_rank_schedule(const Network& network, const Platform& base, std::int64_t batch, const CalibrateOptions& o,
+                           bool direct_convolutions = false);
 
 /** Runs `schedule` (one rank) on `runtime` with the real kernels, timing every compute op of
  *  its measured iterations. */

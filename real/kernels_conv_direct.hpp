@@ -13,7 +13,9 @@ namespace cnnpar::real {
 /** True when this build has oneDNN (CNNPAR_ONEDNN), so DirectConv can run. */
 bool direct_convolution_available();
 
-/** One conv layer's shape on one batch, its primitives made once and run many times. */
+/** One conv layer's shape on one batch, its primitives made once and run many times. Every
+ *  instance keeps its reordered copies in a few process-wide buffers: run one at a time (a
+ *  rank runs one kernel at a time). */
 class DirectConv {
  public:
   /** @throws InternalError without oneDNN (check direct_convolution_available() first). */

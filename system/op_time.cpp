@@ -11,14 +11,17 @@ namespace cnnpar {
 
 namespace {
 
-/** The calibrated FLOP rate of a GEMM op, if the platform has one (see op_time_s). */
+/** The calibrated FLOP rate of a GEMM op, or of a direct convolution by the GEMM shape of its
+ *  work, if the platform measured one (see op_time_s). */
 std::optional<GemmRate> calibrated_gemm_rate(const Platform& platform, const Op& op) {
-  if (platform.measured_gemm_flops.empty()) return std::nullopt;
+  const bool conv = op.kernel == KernelClass::conv;
+  const std::map<std::string, double>& rates = conv ? platform.measured_conv_flops : platform.measured_gemm_flops;
+  if (rates.empty()) return std::nullopt;
   for (const std::string& key : {gemm_key(op.gemm, op.phase), op.gemm.to_string()}) {
-    const auto found = platform.measured_gemm_flops.find(key);
-    if (found != platform.measured_gemm_flops.end() && found->second > 0) return GemmRate{found->second, false};
+    const auto found = rates.find(key);
+    if (found != rates.end() && found->second > 0) return GemmRate{found->second, false};
   }
-  if (const GemmGrid* grid = platform.gemm_grid()) return gemm_rate(*grid, op.gemm, op.phase);
+  if (const GemmGrid* grid = conv ? platform.conv_grid() : platform.gemm_grid()) return gemm_rate(*grid, op.gemm, op.phase);
   return std::nullopt;
 }
 
@@ -74,7 +77,7 @@ double op_time_s(const Platform& platform, const Op& op, int rank) {
   }
   if (!on_device)
     if (const auto seconds = inner_conv_s(platform, op, rank)) return *seconds;
-  if (op.kernel == KernelClass::gemm && !on_device)
+  if ((op.kernel == KernelClass::gemm || op.kernel == KernelClass::conv) && !on_device)
     if (const auto rate = calibrated_gemm_rate(platform, op))
       return op.flops / (rate->rate_flops * platform.speed_factor(rank));
   if (!on_device)
@@ -131,14 +134,24 @@ double comm_start_wait_s(const Platform& platform, const Schedule& schedule, int
 std::vector<std::string> calibration_warnings(const Platform& platform, const Schedule& schedule) {
   std::vector<std::string> warnings;
   if (platform.measured_gemm_flops.empty()) return warnings;
-  std::set<std::string> outside;
+  std::set<std::string> outside, unmeasured_conv;
   for (int rank = 0; rank < schedule.ranks(); ++rank)
     for (const Op& op : schedule.programs[std::size_t(rank)].ops) {
-      if (op.kind != OpKind::compute || op.kernel != KernelClass::gemm || platform.runs_on_device(op.kernel, rank)) continue;
+      const bool priced_by_rate = op.kernel == KernelClass::gemm || op.kernel == KernelClass::conv;
+      if (op.kind != OpKind::compute || !priced_by_rate || platform.runs_on_device(op.kernel, rank)) continue;
       if (platform.measured_op_s.count(op.label)) continue;
+      if (op.kernel == KernelClass::conv && platform.measured_conv_flops.empty()) {
+        unmeasured_conv.insert(op.label);
+        continue;
+      }
       const auto rate = calibrated_gemm_rate(platform, op);
       if (rate && rate->out_of_range) outside.insert(gemm_key(op.gemm, op.phase));
     }
+  if (!unmeasured_conv.empty())
+    warnings.push_back(fmt::format(
+        "{} direct convolution op(s) (e.g. {}) have no calibrated rate on {}: the roofline of kernel class conv "
+        "prices them; calibrate with --conv direct",
+        unmeasured_conv.size(), *unmeasured_conv.begin(), platform.name));
   if (!outside.empty())
     warnings.push_back(fmt::format(
         "{} GEMM shape(s) lie outside the calibrated grid of {} (e.g. {}): their rates are those of the nearest "

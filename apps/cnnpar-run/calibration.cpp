@@ -18,6 +18,7 @@
 #include "base/output_files.hpp"
 #include "model/scenarios.hpp"
 #include "real/calibrate.hpp"
+#include "real/kernels_conv_direct.hpp"
 #include "real/mpi_wrap.hpp"
 
 namespace cnnpar::executor {
@@ -54,6 +55,7 @@ void print_calibration(const CalibrationResult& result) {
 void print_compute_calibration(const ComputeSummary& c, const Platform& p) {
   fmt::print("cnnpar-run: GEMM grid: {} points (per-rank batches {}..{}), {} outlying repeats\n", c.gemm_points,
              c.batches.front(), c.batches.back(), c.gemm_outliers);
+  if (c.conv_points > 0) fmt::print("cnnpar-run: direct convolution grid: {} points\n", c.conv_points);
   fmt::print("cnnpar-run: non-GEMM kernels: memory bandwidth {:.3f} GB/s, call overhead {:.2f} us ({} ops: {} outlying "
              "repeats, {} ops beyond 3 MADs of the fit); iteration overhead {:.3f} ms + {:.1f} us per image\n",
              p.nodes.memory_bandwidth_Bps / 1e9, p.nodes.call_overhead_s * 1e6, c.memory_points, c.op_outliers,
@@ -148,6 +150,11 @@ int run_calibration(const Options& o, int rank, int size, bool max_message_given
     options.collectives = modes.collectives;
     options.sleep_compute = modes.sleep_compute;
     options.inner_mode = parse_inner_mode(o.inner, "command line", "/inner");
+    // --conv other than im2col: the runs to be predicted may run conv layers direct; time them so too.
+    options.direct_convolutions = o.strategy.conv().mode != ConvPaths::Mode::im2col;
+    if (options.direct_convolutions && !real::direct_convolution_available())
+      throw InputError("command line", "--conv", o.strategy.conv().text(),
+                       "this build has no oneDNN (configure with -DCNNPAR_ONEDNN=ON; libdnnl-dev): use --conv im2col");
     options.platform_file = o.platform;
     check_calibration_network(network, options);  // before any rank measures
   } catch (...) {

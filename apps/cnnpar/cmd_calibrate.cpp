@@ -21,6 +21,7 @@
 #include "launch/launcher.hpp"
 #include "model/platform.hpp"
 #include "model/scenarios.hpp"
+#include "workload/conv_paths.hpp"
 #include "workload/executor_network.hpp"
 #include "workload/run_spec.hpp"
 
@@ -47,6 +48,7 @@ struct CalibrateOptions {
   bool op_seconds = false;
   std::string parts = kAllCalibrationParts;
   std::string inner = "gemm";  // the runs' inner mode, which nodes.inner prices
+  std::string conv = "im2col";  // the runs' conv paths: anything else also times direct convolutions
   // How the runs to be predicted execute: the network and progress parts measure that mode.
   std::string comm_progress = "poll";
   std::string collectives = "mpi";
@@ -74,6 +76,7 @@ int calibrate(const CalibrateOptions& o) {
   check_run_number(RunNumber::poll_interval_us, o.poll_interval_us, "command line", "/poll-interval-us");
   const CalibrationParts parts = parse_calibration_parts(o.parts, "command line", "--calibrate-parts");
   parse_inner_mode(o.inner, "command line", "--inner");
+  parse_conv_paths(o.conv, "command line", "--conv");
   if (o.comm_progress != "poll" && o.comm_progress != "thread")
     throw InputError("command line", "--comm-progress", o.comm_progress, "expected poll or thread");
   if (o.collectives != "mpi" && o.collectives != "p2p")
@@ -92,7 +95,8 @@ int calibrate(const CalibrateOptions& o) {
                                          "--timeout-s",  fmt::format("{}", o.timeout_s), "--out", o.out,
                                          "--calibrate-parts", to_string(parts), "--comm-progress", o.comm_progress,
                                          "--collectives", o.collectives, "--compute", o.compute,
-                                         "--poll-interval-us", fmt::format("{}", o.poll_interval_us), "--inner", o.inner};
+                                         "--poll-interval-us", fmt::format("{}", o.poll_interval_us), "--inner", o.inner,
+                                         "--conv", o.conv};
   // Only a size the user asked for is measured however long it takes (else a 2 s bound).
   if (o.max_message_given) {
     args.push_back("--max-message");
@@ -160,6 +164,10 @@ Runner add_calibrate_command(CLI::App& app) {
   flags::op_seconds(*sub, o.op_seconds);
   flags::calibrate_parts(*sub, o.parts);
   flags::inner(*sub, o.inner);
+  sub->add_option("--conv", o.conv,
+                  "calibration: the conv paths of the runs to be predicted (as cnnpar run --conv); anything but "
+                  "im2col also times every conv layer as a direct convolution (calibration.conv_flops)")
+      ->capture_default_str();
   flags::comm_progress(*sub, o.comm_progress);
   flags::collectives(*sub, o.collectives);
   flags::compute(*sub, o.compute);

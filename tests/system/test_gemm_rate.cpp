@@ -140,3 +140,33 @@ TEST_CASE("op time of a GEMM between calibrated batches is interpolated, outside
   REQUIRE(warnings.size() == 1);
   CHECK_THAT(warnings[0], Catch::Contains("gemm 64x8192x27 forward"));
 }
+
+TEST_CASE("op time of a direct convolution comes from its own grid, keyed by the GEMM of the same work") {
+  // The GEMM grid says 10 GFLOP/s for this shape, the direct convolutions' grid 40 and 60.
+  nlohmann::json doc = nlohmann::json::parse(R"({"name": "cal", "nodes": {"count": 1, "peak": "1Tf"},
+      "network": {"bandwidth": "1GBps", "latency": "1us"},
+      "calibration": {"gemm_flops": {"gemm 64x2048x27 forward": "10Gf"},
+                      "conv_flops": {"gemm 64x1024x27 forward": "40Gf", "gemm 64x4096x27 forward": "60Gf"}}})");
+  const Platform platform = parse_platform(doc, "p.json");
+  const GemmShape mid{64, 2048, 27};
+  const Op gemm = Op::compute_op("c.fwd", 0, Phase::forward, KernelClass::gemm, mid.flops(), 0, 2, mid);
+  Op direct = gemm;
+  direct.kernel = KernelClass::conv;
+  // 2·64·2048·27 FLOP at 10 GFLOP/s (the GEMM) and at the interpolated 50 GFLOP/s (direct)
+  CHECK(op_time_s(platform, gemm, 0) == Approx(mid.flops() / 10e9).epsilon(kRounding));
+  CHECK(op_time_s(platform, direct, 0) == Approx(mid.flops() / 50e9).epsilon(kRounding));
+  // The grid survives a round trip through the platform JSON.
+  const Platform again = parse_platform(to_json(platform), "again.json");
+  CHECK(again.measured_conv_flops == platform.measured_conv_flops);
+  // Without a conv grid a calibrated platform prices direct ops by the roofline, and says so.
+  Platform no_conv = platform;
+  no_conv.measured_conv_flops.clear();
+  no_conv.resolve_gemm_grid();
+  Schedule schedule;
+  schedule.programs.resize(1);
+  schedule.programs[0].ops = {direct};
+  const auto warnings = calibration_warnings(no_conv, schedule);
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Catch::Contains("direct convolution"));
+  CHECK(calibration_warnings(platform, schedule).empty());
+}
