@@ -387,6 +387,16 @@ cnnpar_mpi_run(real_run_calibrate_np2 2 real_calibrate_runs --calibrate --networ
 set_tests_properties(real_run_calibrate_np2 PROPERTIES PASS_REGULAR_EXPRESSION "allreduce +1048576 +[0-9.e+-]+\\*")
 cnnpar_mpi_check(real_platform_calibrated real_calibrate_runs $<TARGET_FILE:cnnpar_platform_check>
                  ${run_out}/calibrated.json 2)
+# Calibration of direct convolutions (--conv direct): tiny's conv1 (forward, weights; it has no
+# input errors) and conv2 (forward, data, weights) at per-rank batches 1, 2, 4 and 8: 5 · 4 = 20
+# points of calibration.conv_flops.
+if(CNNPAR_ONEDNN AND NOT CNNPAR_SANITIZE)
+  cnnpar_mpi_run(real_run_calibrate_direct 1 real_calibrate_direct_runs --calibrate --calibrate-parts compute
+                 --conv direct --network ${tiny} --batch 8 --repeats 1 --out ${run_out}/calibrated_direct.json)
+  cnnpar_mpi_check(real_platform_calibrated_direct real_calibrate_direct_runs sh -c
+                   "test $(sed -n '/\"conv_flops\"/,/}/p' $0 | grep -c '\"gemm ') -eq 20"
+                   ${run_out}/calibrated_direct.json)
+endif()
 # Calibration in parts, on that platform: a part not measured keeps the base's values bit for
 # bit. Small and quick (batch 8, messages to 64 KiB); the curves also run as the engines'
 # steps (p2p), the progress probes also with a communication thread.
