@@ -164,10 +164,7 @@ Runner add_calibrate_command(CLI::App& app) {
   flags::op_seconds(*sub, o.op_seconds);
   flags::calibrate_parts(*sub, o.parts);
   flags::inner(*sub, o.inner);
-  sub->add_option("--conv", o.conv,
-                  "calibration: the conv paths of the runs to be predicted (as cnnpar run --conv); anything but "
-                  "im2col also times every conv layer as a direct convolution (calibration.conv_flops)")
-      ->capture_default_str();
+  flags::conv(*sub, o.conv);
   flags::comm_progress(*sub, o.comm_progress);
   flags::collectives(*sub, o.collectives);
   flags::compute(*sub, o.compute);

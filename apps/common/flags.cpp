@@ -240,6 +240,16 @@ CLI::Option* calibrate_parts(CLI::App& app, std::string& parts) {
       ->capture_default_str();
 }
 
+CLI::Option* conv(CLI::App& app, std::string& paths) {
+  return app
+      .add_option("--conv", paths,
+                  "conv layers: im2col (im2col + GEMM, col2im) | direct (oneDNN's direct convolutions in the executor, "
+                  "priced as kernel class conv) | LAYER,LAYER,... (those direct) | auto (the executor times both per "
+                  "layer at start-up and takes the faster); calibrate: anything but im2col also times every conv "
+                  "layer as a direct convolution (calibration.conv_flops)")
+      ->capture_default_str();
+}
+
 CLI::Option* inner(CLI::App& app, std::string& mode) {
   return app
       .add_option("--inner", mode,

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "apps/common/flags.hpp"
 #include "base/error.hpp"
 #include "workload/strategy.hpp"
 
@@ -33,11 +34,7 @@ void StrategyFlags::add(CLI::App& app, const std::string& default_strategy, bool
                                    "recomputed (one shared buffer, an im2col op before each weight gradient)")
                         ->capture_default_str();
   conv_ = ConvPaths{}.text();
-  conv_option_ = app.add_option("--conv", conv_,
-                                "conv layers: im2col (im2col + GEMM, col2im) | direct (oneDNN's direct convolutions in "
-                                "the executor, priced as kernel class conv) | LAYER,LAYER,... (those direct) | auto "
-                                "(the executor times both per layer at start-up and takes the faster)")
-                     ->capture_default_str();
+  conv_option_ = flags::conv(app, conv_);
 }
 
 ConvPaths StrategyFlags::conv() const { return parse_conv_paths(conv_, "command line", "--conv"); }

@@ -62,6 +62,18 @@ const Case kConvCases[] = {
 
 ConvGeometry geometry(const Case& k) { return ConvGeometry{k.c, k.n, k.h, k.w, k.kh, k.kw, k.stride, k.pad}; }
 
+// A case's forward operands, random in [-1, 1]: in (C, N, H, W), W (O, C·KH·KW), bias (O).
+struct ConvOperands {
+  std::vector<float> in, w, b;
+};
+ConvOperands random_operands(const Case& k, std::mt19937& rng) {
+  const std::int64_t rows = k.c * k.kh * k.kw;
+  auto in = random_vector(std::size_t(k.c * k.n * k.h * k.w), rng);
+  auto w = random_vector(std::size_t(k.o * rows), rng);
+  auto b = random_vector(std::size_t(k.o), rng);
+  return {std::move(in), std::move(w), std::move(b)};
+}
+
 // im2col/col2im GEMM path of conv, using the Runtime's composition of kernels.
 void fast_conv(const ConvGeometry& g, std::int64_t o, const std::vector<float>& w, const std::vector<float>& b,
                const std::vector<float>& in, std::vector<float>& out, std::int64_t tile) {
@@ -79,9 +91,7 @@ TEST_CASE("conv forward: im2col + sgemm equals direct convolution") {
   std::mt19937 rng(1);
   for (const Case& k : kConvCases) {
     const ConvGeometry g = geometry(k);
-    auto in = random_vector(std::size_t(k.c * k.n * k.h * k.w), rng);
-    auto w = random_vector(std::size_t(k.o * g.column_rows()), rng);
-    auto b = random_vector(std::size_t(k.o), rng);
+    const auto [in, w, b] = random_operands(k, rng);
     std::vector<float> fast(std::size_t(k.o * g.column_cols())), ref(fast.size());
     ref::conv_forward(g, k.o, w.data(), b.data(), in.data(), ref.data());
     for (std::int64_t tile : {std::int64_t(0), std::int64_t(7)}) {
@@ -132,9 +142,7 @@ TEST_CASE("direct convolution (oneDNN): forward, backward data (adding) and weig
   std::mt19937 rng(4);
   for (const Case& k : kConvCases) {
     const ConvGeometry g = geometry(k);
-    auto in = random_vector(std::size_t(k.c * k.n * k.h * k.w), rng);
-    auto w = random_vector(std::size_t(k.o * g.column_rows()), rng);
-    auto b = random_vector(std::size_t(k.o), rng);
+    const auto [in, w, b] = random_operands(k, rng);
     auto e = random_vector(std::size_t(k.o * g.column_cols()), rng);
     DirectConv direct(g, k.o);
 
