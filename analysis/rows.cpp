@@ -63,6 +63,14 @@ ConfigColumns config_columns(const nlohmann::json& strategy_options, const std::
   }
   if (const auto columns = strategy_options.find("columns"); columns != strategy_options.end() && columns->is_string())
     options.push_back("columns=" + columns->get<std::string>());
+  if (const auto conv = strategy_options.find("conv"); conv != strategy_options.end() && !conv->is_null()) {
+    std::vector<std::string> layers;  // "direct", "auto", or the layers that ran direct
+    if (conv->is_array())
+      for (const nlohmann::json& layer : *conv) layers.push_back(layer.is_string() ? layer.get<std::string>() : layer.dump());
+    else
+      layers.push_back(conv->is_string() ? conv->get<std::string>() : conv->dump());
+    options.push_back(fmt::format("conv={}", fmt::join(layers, ",")));
+  }
   config.options = fmt::format("{}", fmt::join(options, " "));
   return config;
 }

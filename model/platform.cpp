@@ -74,7 +74,10 @@ KernelClass kernel_class_from_string(const std::string& text) {
 
 double Processor::efficiency_for(KernelClass kernel) const {
   const auto it = efficiency.find(kernel);
-  return it != efficiency.end() ? it->second : default_efficiency;
+  if (it != efficiency.end()) return it->second;
+  // A direct convolution does the work of its GEMM: without a figure of its own it reaches the GEMMs'.
+  if (kernel == KernelClass::conv) return efficiency_for(KernelClass::gemm);
+  return default_efficiency;
 }
 
 double Processor::memory_bandwidth_for(KernelClass kernel) const {

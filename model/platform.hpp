@@ -49,6 +49,7 @@ struct Processor {
    *  it times). JSON `kernel_memory_bandwidth`. */
   std::map<KernelClass, double> kernel_memory_bandwidth_Bps;
 
+  /** efficiency[kernel], else default_efficiency (conv: else the gemm one). */
   double efficiency_for(KernelClass kernel) const;
   /** kernel_memory_bandwidth_Bps of the class, else memory_bandwidth_Bps (bytes per second). */
   double memory_bandwidth_for(KernelClass kernel) const;
