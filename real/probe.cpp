@@ -5,8 +5,8 @@
 #include <thread>
 #include <vector>
 
-#include "real/dataset.hpp"
 #include "base/statistics.hpp"
+#include "real/dataset.hpp"
 #include "real/kernels.hpp"
 #include "real/kernels_conv_direct.hpp"
 #include "real/local_executor.hpp"
