@@ -221,10 +221,10 @@ void calibrate_compute(const Network& network, const Platform& base, const Calib
     platform.nodes.memory_bandwidth_Bps = fit.memory.bandwidth_Bps;
     platform.nodes.kernel_memory_bandwidth_Bps = fit.kernel_bandwidth_Bps;
     platform.nodes.call_overhead_s = fit.memory.overhead_s;
-    // Every non-GEMM class gets an efficiency: the fitted one, else 1 (memory-bound), as the
+    // Every roofline-priced class gets an efficiency: the fitted one, else 1 (memory-bound), as the
     // fit assumed; never the base platform's guess.
-    for (KernelClass kernel : {KernelClass::im2col, KernelClass::col2im, KernelClass::pool, KernelClass::eltwise,
-                               KernelClass::lrn, KernelClass::softmax, KernelClass::update, KernelClass::other}) {
+    for (KernelClass kernel : kKernelClasses) {
+      if (kernel == KernelClass::gemm || kernel == KernelClass::conv) continue;  // their grids price them
       const auto found = fit.efficiency.find(kernel);
       platform.nodes.efficiency[kernel] = found == fit.efficiency.end() ? 1.0 : found->second;
     }

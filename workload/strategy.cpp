@@ -20,7 +20,7 @@ nlohmann::json to_json(const StrategyOptions& options) {
   for (const OptionSpec& o : strategy_spec(options.name, options.origin).options) j[o.key] = options.value(o.key);
   if (options.uneven_batch) j["uneven_batch"] = true;
   if (options.recompute_columns) j["columns"] = columns_name(true);
-  if (options.conv.any_direct() || options.conv.mode == ConvPaths::Mode::automatic) j["conv"] = options.conv.json();
+  if (nlohmann::json conv = options.conv.json(); !conv.is_null()) j["conv"] = std::move(conv);
   return j;
 }
 
