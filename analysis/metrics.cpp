@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <map>
+#include <span>
 #include <unordered_map>
 #include <utility>
 
@@ -29,12 +29,33 @@ double iteration_spread_percent(const TraceMetrics& metrics) {
 
 namespace {
 
-// Per rank: time of the mark ending each iteration.
-std::map<int, double> mark_times(const RankTrace& rank) {
-  std::map<int, double> marks;
-  for (const MarkRecord& mark : rank.marks) marks[mark.iteration] = mark.time_s;
-  return marks;
-}
+// Per rank: time of the mark ending each iteration, by iteration (a later mark of the same
+// iteration wins). A sorted vector: a trace has a few marks per rank, read many times.
+class MarkTimes {
+ public:
+  explicit MarkTimes(const RankTrace& rank) {
+    by_iteration_.reserve(rank.marks.size());
+    for (const MarkRecord& mark : rank.marks) by_iteration_.emplace_back(mark.iteration, mark.time_s);
+    std::stable_sort(by_iteration_.begin(), by_iteration_.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    // Of equal iterations the stable sort keeps record order: keep the last.
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < by_iteration_.size(); ++i) {
+      if (kept > 0 && by_iteration_[kept - 1].first == by_iteration_[i].first) by_iteration_[kept - 1] = by_iteration_[i];
+      else by_iteration_[kept++] = by_iteration_[i];
+    }
+    by_iteration_.resize(kept);
+  }
+  const std::vector<std::pair<int, double>>& entries() const { return by_iteration_; }
+  const double* find(int iteration) const {
+    const auto found = std::lower_bound(by_iteration_.begin(), by_iteration_.end(), iteration,
+                                        [](const auto& entry, int value) { return entry.first < value; });
+    return found != by_iteration_.end() && found->first == iteration ? &found->second : nullptr;
+  }
+
+ private:
+  std::vector<std::pair<int, double>> by_iteration_;
+};
 
 }  // namespace
 
@@ -55,6 +76,18 @@ std::vector<int> server_ranks(const Trace& trace) {
 
 namespace {
 
+// Per (measured iteration, rank) values, one row per iteration.
+class IterationGrid {
+ public:
+  IterationGrid(std::size_t iterations, std::size_t ranks) : ranks_(ranks), cells_(iterations * ranks, 0.0) {}
+  double& at(std::size_t iteration, std::size_t rank) { return cells_[iteration * ranks_ + rank]; }
+  std::span<const double> row(std::size_t iteration) const { return {cells_.data() + iteration * ranks_, ranks_}; }
+
+ private:
+  std::size_t ranks_;
+  std::vector<double> cells_;
+};
+
 // A rank and the records it lived: its own, or its class representative's (ClassedTrace).
 struct RankView {
   int rank = 0;
@@ -64,8 +97,19 @@ struct RankView {
 // What one distinct RankTrace contributes, per measured iteration and per layer slot, computed
 // once however many ranks lived it.
 struct RankSums {
-  std::vector<double> span, compute, non_gemm, comm, exposed, waits, bytes;  // per iteration
-  std::vector<double> layer_seconds;                                         // per layer slot
+  RankSums(std::size_t iterations, std::size_t layer_slots)
+      : per_iteration(7 * iterations, 0.0), layer_seconds(layer_slots, 0.0) {
+    std::span<double>* rows[] = {&span, &compute, &non_gemm, &comm, &exposed, &waits, &bytes};
+    for (std::size_t k = 0; k < 7; ++k) *rows[k] = std::span<double>(per_iteration.data() + k * iterations, iterations);
+  }
+  RankSums(const RankSums&) = delete;  // the rows point into per_iteration (a move keeps its buffer)
+  RankSums(RankSums&&) = default;
+  RankSums& operator=(const RankSums&) = delete;
+  RankSums& operator=(RankSums&&) = default;
+
+  std::vector<double> per_iteration;  // one buffer for the rows below
+  std::span<double> span, compute, non_gemm, comm, exposed, waits, bytes;  // per iteration
+  std::vector<double> layer_seconds;                                      // per layer slot
   std::vector<std::pair<double, double>> tc_tb;  // (T_c, T_b) per counted record, in order
   std::vector<CollectiveTiming> timings;         // rank left for each rank that lived them
 };
@@ -92,19 +136,24 @@ TraceMetrics metrics_of(const Trace& full_trace, const std::vector<RankView>& al
   distinct_of.reserve(views.size());
   std::unordered_map<const RankTrace*, std::size_t> index_of;  // a full trace: every rank distinct
   for (const RankView& view : views) {
+    // A class's ranks are usually neighbours: the map is asked once per run of them.
+    if (!distinct_of.empty() && view.records == distinct[distinct_of.back()]) {
+      distinct_of.push_back(distinct_of.back());
+      continue;
+    }
     const auto [found, added] = index_of.try_emplace(view.records, distinct.size());
     if (added) distinct.push_back(view.records);
     distinct_of.push_back(found->second);
   }
 
-  std::vector<std::map<int, double>> marks;
+  std::vector<MarkTimes> marks;
   marks.reserve(distinct.size());
-  for (const RankTrace* rank : distinct) marks.push_back(mark_times(*rank));
+  for (const RankTrace* rank : distinct) marks.emplace_back(*rank);
   // Measured iterations: >= warm-up and marked on every rank.
-  for (const auto& [iteration, time] : marks[distinct_of.front()]) {
+  for (const auto& [iteration, time] : marks[distinct_of.front()].entries()) {
     if (iteration < warmup_iterations) continue;
     bool everywhere = true;
-    for (const auto& rank_marks : marks) everywhere = everywhere && rank_marks.count(iteration) > 0;
+    for (const MarkTimes& rank_marks : marks) everywhere = everywhere && rank_marks.find(iteration) != nullptr;
     if (everywhere) m.measured_iterations.push_back(iteration);
   }
   if (m.measured_iterations.empty())
@@ -113,8 +162,11 @@ TraceMetrics metrics_of(const Trace& full_trace, const std::vector<RankView>& al
 
   const std::size_t n_iter = m.measured_iterations.size();
   const std::size_t n_ranks = views.size();
-  std::map<int, std::size_t> iteration_slot;
-  for (std::size_t i = 0; i < n_iter; ++i) iteration_slot[m.measured_iterations[i]] = i;
+  // The slot of a measured iteration (measured_iterations ascends), or -1.
+  const auto iteration_slot = [&](int iteration) -> std::ptrdiff_t {
+    const auto found = std::lower_bound(m.measured_iterations.begin(), m.measured_iterations.end(), iteration);
+    return found != m.measured_iterations.end() && *found == iteration ? found - m.measured_iterations.begin() : -1;
+  };
 
   // Per (layer, phase): flat index (position of the layer among the layers present) * 4 +
   // phase. Only present layers get slots: a trace's layer ids are input.
@@ -132,30 +184,25 @@ TraceMetrics metrics_of(const Trace& full_trace, const std::vector<RankView>& al
   std::vector<const std::string*> layer_label(layer_slots, nullptr);
   std::vector<std::pair<int, double>> ordered_marks;  // (iteration, time), by time
 
-  std::vector<RankSums> sums(distinct.size());
+  std::vector<RankSums> sums;
+  sums.reserve(distinct.size());
   for (std::size_t d = 0; d < distinct.size(); ++d) {
     const RankTrace& rank = *distinct[d];
     const auto& rank_marks = marks[d];
-    RankSums& out = sums[d];
-    for (auto* row : {&out.span, &out.compute, &out.non_gemm, &out.comm, &out.exposed, &out.waits, &out.bytes})
-      row->assign(n_iter, 0.0);
-    out.layer_seconds.assign(layer_slots, 0.0);
+    RankSums& out = sums.emplace_back(n_iter, layer_slots);
+    out.tc_tb.reserve(rank.collectives.size());
     for (std::size_t i = 0; i < n_iter; ++i) {
       const int iteration = m.measured_iterations[i];
-      const auto previous = rank_marks.find(iteration - 1);
-      const double begin = previous == rank_marks.end() ? 0.0 : previous->second;
-      out.span[i] = rank_marks.at(iteration) - begin;
+      const double* previous = rank_marks.find(iteration - 1);
+      out.span[i] = *rank_marks.find(iteration) - (previous ? *previous : 0.0);
     }
-    ordered_marks.assign(rank_marks.begin(), rank_marks.end());
+    ordered_marks.assign(rank_marks.entries().begin(), rank_marks.entries().end());
     std::stable_sort(ordered_marks.begin(), ordered_marks.end(),
                      [](const auto& a, const auto& b) { return a.second < b.second; });
     // Compute ops (program order, so starts do not decrease): the iteration whose
     // [previous mark, mark) holds the op's start.
     std::size_t next_mark = 0;
-    auto slot_of = [&](std::size_t mark) -> std::ptrdiff_t {
-      const auto found = iteration_slot.find(ordered_marks[mark].first);
-      return found == iteration_slot.end() ? -1 : std::ptrdiff_t(found->second);
-    };
+    auto slot_of = [&](std::size_t mark) { return iteration_slot(ordered_marks[mark].first); };
     std::ptrdiff_t slot = ordered_marks.empty() ? -1 : slot_of(0);
     for (const ComputeRecord& op : rank.compute) {
       if (next_mark < ordered_marks.size() && op.start_s >= ordered_marks[next_mark].second) {
@@ -168,8 +215,9 @@ TraceMetrics metrics_of(const Trace& full_trace, const std::vector<RankView>& al
       const double seconds = op.end_s - op.start_s;
       out.compute[std::size_t(slot)] += seconds;
       if (op.kernel != KernelClass::gemm) out.non_gemm[std::size_t(slot)] += seconds;
+      if (!detail.per_layer) continue;
       const std::size_t layer_slot = layer_position(op.layer) * 4 + std::size_t(op.phase);
-      if (detail.per_layer && layer_slot < layer_slots) {
+      if (layer_slot < layer_slots) {
         out.layer_seconds[layer_slot] += seconds;
         if (!layer_label[layer_slot]) layer_label[layer_slot] = &op.label;
       }
@@ -179,9 +227,9 @@ TraceMetrics metrics_of(const Trace& full_trace, const std::vector<RankView>& al
       const auto window = std::upper_bound(ordered_marks.begin(), ordered_marks.end(), record.wait_start_s,
                                            [](double t, const auto& mark) { return t < mark.second; });
       if (window == ordered_marks.end()) continue;  // waited after the last mark (drain)
-      const auto found = iteration_slot.find(window->first);
-      if (found == iteration_slot.end()) continue;
-      const std::size_t i = found->second;
+      const std::ptrdiff_t found = iteration_slot(window->first);
+      if (found < 0) continue;
+      const std::size_t i = std::size_t(found);
       const double comm_s = record.comm_end_s - record.comm_start_s;
       const double exposed_s = exposed_comm_s(record);
       const double wait_s = record.wait_end_s - record.wait_start_s;
@@ -206,21 +254,20 @@ TraceMetrics metrics_of(const Trace& full_trace, const std::vector<RankView>& al
 
   // Per (iteration, rank) sums, and per (layer slot, rank) seconds; the totals add rank by
   // rank, record by record, as one pass over the expanded trace would.
-  auto grid = [&] { return std::vector<std::vector<double>>(n_iter, std::vector<double>(n_ranks, 0.0)); };
-  auto iteration_span = grid(), compute = grid(), non_gemm = grid(), comm = grid(), exposed = grid(), waits = grid(),
-       bytes = grid();
+  auto iteration_span = IterationGrid(n_iter, n_ranks), compute = iteration_span, non_gemm = iteration_span,
+       comm = iteration_span, exposed = iteration_span, waits = iteration_span, bytes = iteration_span;
   std::vector<double> layer_seconds(layer_slots * n_ranks, 0.0);  // (slot, rank)
   double sum_tc = 0, sum_tb = 0;
   for (std::size_t r = 0; r < n_ranks; ++r) {
     const RankSums& in = sums[distinct_of[r]];
     for (std::size_t i = 0; i < n_iter; ++i) {
-      iteration_span[i][r] = in.span[i];
-      compute[i][r] = in.compute[i];
-      non_gemm[i][r] = in.non_gemm[i];
-      comm[i][r] = in.comm[i];
-      exposed[i][r] = in.exposed[i];
-      waits[i][r] = in.waits[i];
-      bytes[i][r] = in.bytes[i];
+      iteration_span.at(i, r) = in.span[i];
+      compute.at(i, r) = in.compute[i];
+      non_gemm.at(i, r) = in.non_gemm[i];
+      comm.at(i, r) = in.comm[i];
+      exposed.at(i, r) = in.exposed[i];
+      waits.at(i, r) = in.waits[i];
+      bytes.at(i, r) = in.bytes[i];
     }
     for (std::size_t slot = 0; slot < layer_slots; ++slot) layer_seconds[slot * n_ranks + r] = in.layer_seconds[slot];
     for (const auto& [comm_s, exposed_s] : in.tc_tb) {
@@ -233,25 +280,26 @@ TraceMetrics metrics_of(const Trace& full_trace, const std::vector<RankView>& al
     }
   }
 
-  auto max_of = [](const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); };
-  auto mean_of = [](const std::vector<double>& v) {
+  auto max_of = [](std::span<const double> v) { return *std::max_element(v.begin(), v.end()); };
+  auto mean_of = [](std::span<const double> v) {
     double s = 0;
     for (double x : v) s += x;
     return s / double(v.size());
   };
-  auto median_of_max = [&](const std::vector<std::vector<double>>& g) {
+  auto median_of_max = [&](const IterationGrid& g) {
     std::vector<double> per_iteration;
-    for (const auto& row : g) per_iteration.push_back(max_of(row));
+    for (std::size_t i = 0; i < n_iter; ++i) per_iteration.push_back(max_of(g.row(i)));
     return median(per_iteration);
   };
 
-  for (const auto& row : iteration_span) m.iteration_times_s.push_back(max_of(row));
+  for (std::size_t i = 0; i < n_iter; ++i) m.iteration_times_s.push_back(max_of(iteration_span.row(i)));
   m.iteration_s = median(m.iteration_times_s);
   m.compute_max_s = median_of_max(compute);
   m.non_gemm_compute_s = median_of_max(non_gemm);
   {
     std::vector<double> means, balances;
-    for (const auto& row : compute) {
+    for (std::size_t i = 0; i < n_iter; ++i) {
+      const std::span<const double> row = compute.row(i);
       const double mx = max_of(row), mean = mean_of(row);
       means.push_back(mean);
       balances.push_back(mx > 0 ? mean / mx : 1.0);
@@ -262,7 +310,8 @@ TraceMetrics metrics_of(const Trace& full_trace, const std::vector<RankView>& al
   }
   // A rank's busy time is its records' (RankSums::compute): once per distinct records.
   std::vector<double> busy_of(distinct.size());
-  for (std::size_t d = 0; d < distinct.size(); ++d) busy_of[d] = median(sums[d].compute);
+  for (std::size_t d = 0; d < distinct.size(); ++d)
+    busy_of[d] = median({sums[d].compute.begin(), sums[d].compute.end()});
   m.busy_s.reserve(n_ranks);
   for (std::size_t r = 0; r < n_ranks; ++r) m.busy_s.push_back(busy_of[distinct_of[r]]);
   {
@@ -280,8 +329,7 @@ TraceMetrics metrics_of(const Trace& full_trace, const std::vector<RankView>& al
 
   for (std::size_t slot = 0; slot < layer_slots; ++slot) {
     if (!layer_label[slot]) continue;
-    const std::vector<double> per_rank(layer_seconds.begin() + std::ptrdiff_t(slot * n_ranks),
-                                       layer_seconds.begin() + std::ptrdiff_t((slot + 1) * n_ranks));
+    const std::span<const double> per_rank(layer_seconds.data() + slot * n_ranks, n_ranks);
     LayerPhaseTime layer;
     layer.layer = layer_ids[slot / 4];
     layer.phase = Phase(slot % 4);

@@ -96,10 +96,15 @@ std::string config_csv_fields(const ConfigColumns& c) {
 }
 
 std::string row_csv_line(const ConfigColumns& c, const SweepRow& r, bool with_speedup) {
-  return fmt::format("{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{},{}\n", config_csv_fields(c),
-                     r.nodes, r.iteration_s, r.compute_s, r.comm_s, r.exposed_comm_s, r.overlap_ratio_percent,
-                     with_speedup ? fmt::format("{:.6g}", r.speedup) : "",
-                     with_speedup ? fmt::format("{:.6g}", r.efficiency) : "");
+  return config_csv_fields(c) + row_csv_tail(r, with_speedup);
+}
+
+std::string row_csv_tail(const SweepRow& r, bool with_speedup) {
+  if (!with_speedup)
+    return fmt::format(",{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},,\n", r.nodes, r.iteration_s, r.compute_s, r.comm_s,
+                       r.exposed_comm_s, r.overlap_ratio_percent);
+  return fmt::format(",{},{:.9g},{:.9g},{:.9g},{:.9g},{:.6g},{:.6g},{:.6g}\n", r.nodes, r.iteration_s, r.compute_s,
+                     r.comm_s, r.exposed_comm_s, r.overlap_ratio_percent, r.speedup, r.efficiency);
 }
 
 std::string sweep_csv(const ConfigColumns& config, const std::vector<SweepRow>& rows) {

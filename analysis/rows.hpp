@@ -53,6 +53,8 @@ std::string config_csv_fields(const ConfigColumns& config);
 /** One row CSV line ("\n"-terminated). Speedup and efficiency are left empty when `with_speedup`
  *  is false (a single measured configuration has no baseline). */
 std::string row_csv_line(const ConfigColumns& config, const SweepRow& row, bool with_speedup = true);
+/** The part of row_csv_line after the configuration columns: ",nodes,...\n". */
+std::string row_csv_tail(const SweepRow& row, bool with_speedup = true);
 
 std::string sweep_csv(const ConfigColumns& config, const std::vector<SweepRow>& rows);
 nlohmann::json sweep_json(const std::vector<SweepRow>& rows, const nlohmann::json& metadata);

@@ -9,6 +9,7 @@ std::size_t SharedSchedules::add(std::function<Schedule()> build, int users) {
   auto slot = std::make_unique<Slot>();
   slot->build = std::move(build);
   slot->users_left = users;
+  slot->memo = std::make_shared<ScheduleMemo>(users);
   slots_.push_back(std::move(slot));
   return slots_.size() - 1;
 }

@@ -1,6 +1,7 @@
 #pragma once
 // Jobs of a batch whose schedules are equal build it once: a sweep over link rates gives every
-// rate the same schedule (workload/strategy.hpp: schedule_platform_key).
+// rate the same schedule (workload/strategy.hpp: schedule_platform_key), and the engine derives
+// what it can from it once (ScheduleMemo).
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "model/schedule.hpp"
+#include "model/schedule_memo.hpp"
 
 namespace cnnpar {
 
@@ -19,12 +21,15 @@ class SharedSchedules {
    *  after its last taker, so a batch that runs its jobs in slot order holds about one
    *  schedule per worker. A build that throws is tried again by the next taker. Thread-safe. */
   std::shared_ptr<const Schedule> take(std::size_t slot);
+  /** The slot's memo (EngineJob::memo), for as many users as the slot has. */
+  std::shared_ptr<ScheduleMemo> memo(std::size_t slot) const { return slots_.at(slot)->memo; }
 
  private:
   struct Slot {
     std::function<Schedule()> build;
     int users_left = 0;
     std::shared_ptr<const Schedule> schedule;
+    std::shared_ptr<ScheduleMemo> memo;
     std::mutex mutex;
   };
   std::vector<std::unique_ptr<Slot>> slots_;

@@ -98,17 +98,14 @@ std::string axis_fields(const std::vector<SweepAxis>& axes, const SweepPoint& po
 }
 }  // namespace
 
-std::string sweep_grid_row_key(const ConfigColumns& config, const std::vector<SweepAxis>& axes,
-                               const SweepPoint& point, int nodes) {
-  return config_csv_fields(config) + axis_fields(axes, point) + "," + std::to_string(nodes);
+std::string sweep_grid_row_prefix(const ConfigColumns& config, const std::vector<SweepAxis>& axes,
+                                  const SweepPoint& point) {
+  return config_csv_fields(config) + axis_fields(axes, point);
 }
 
-std::string sweep_grid_csv_line(const ConfigColumns& config, const std::vector<SweepAxis>& axes,
-                                const SweepPoint& point, const SweepRow& row) {
-  const std::string line = row_csv_line(config, row);  // config fields, nodes, metrics
-  const std::string config_fields = config_csv_fields(config);
-  return config_fields + axis_fields(axes, point) + line.substr(config_fields.size());
-}
+std::string sweep_grid_row_key(const std::string& prefix, int nodes) { return prefix + "," + std::to_string(nodes); }
+
+std::string sweep_grid_csv_line(const std::string& prefix, const SweepRow& row) { return prefix + row_csv_tail(row); }
 
 std::string sweep_row_key(const std::vector<std::string>& fields, std::size_t key_fields) {
   std::string key;

@@ -45,12 +45,13 @@ std::vector<SweepPoint> sweep_points(const std::vector<SweepAxis>& axes, const s
 std::string sweep_grid_csv_header(const std::vector<SweepAxis>& axes);
 /** The number of axis columns (axes that are not scenario axes). */
 std::size_t sweep_grid_axis_columns(const std::vector<SweepAxis>& axes);
-/** One row ("\n"-terminated). */
-std::string sweep_grid_csv_line(const ConfigColumns& config, const std::vector<SweepAxis>& axes,
-                                const SweepPoint& point, const SweepRow& row);
+/** A point's fields before `nodes` (configuration, axes), which all its rows share. */
+std::string sweep_grid_row_prefix(const ConfigColumns& config, const std::vector<SweepAxis>& axes,
+                                  const SweepPoint& point);
+/** One row ("\n"-terminated) of the point with that prefix. */
+std::string sweep_grid_csv_line(const std::string& prefix, const SweepRow& row);
 /** What identifies a row: its fields before the metrics (configuration, axes, nodes), joined. */
-std::string sweep_grid_row_key(const ConfigColumns& config, const std::vector<SweepAxis>& axes,
-                               const SweepPoint& point, int nodes);
+std::string sweep_grid_row_key(const std::string& prefix, int nodes);
 
 /** The key of a row read back from its fields (what sweep_grid_row_key made): the first
  *  `key_fields` fields (configuration, axes, nodes), quoted as written and joined. */

@@ -3,6 +3,8 @@
 #include <cstddef>
 #include <utility>
 
+#include "base/error.hpp"
+
 namespace cnnpar {
 
 const RankTrace& ClassedTrace::records_of(int rank) const {
@@ -11,6 +13,7 @@ const RankTrace& ClassedTrace::records_of(int rank) const {
 }
 
 Trace ClassedTrace::expand(const Schedule& schedule) && {
+  CNNPAR_ASSERT(detail == TraceDetail::full, "ClassedTrace::expand: a timing-only trace has no labels to copy");
   for (std::size_t r = 0; r < representative_of.size(); ++r) {
     if (representative_of[r] == int(r)) continue;
     RankTrace& rt = trace.ranks[r];

@@ -17,6 +17,8 @@ struct ClassedTrace {
   /** Per rank: the rank whose records it lived (itself for a representative). Empty: every rank
    *  holds its own records. */
   std::vector<int> representative_of;
+  /** TraceDetail::timing: only for a summary (EngineJob::summarize_classed); not expanded. */
+  TraceDetail detail = TraceDetail::full;
 
   /** The records rank `rank` lived. */
   const RankTrace& records_of(int rank) const;

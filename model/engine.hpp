@@ -15,6 +15,7 @@
 #include "model/classed_trace.hpp"
 #include "model/platform.hpp"
 #include "model/schedule.hpp"
+#include "model/schedule_memo.hpp"
 #include "model/trace.hpp"
 
 namespace cnnpar {
@@ -29,11 +30,14 @@ struct EngineJob {
   /** What the caller keeps of the trace, computed where the trace was made: a forked child
    *  sends back only this. Numbers survive the trip exactly (17 significant digits). */
   std::function<nlohmann::json(const Trace&)> summarize;
-  /** Optional: the same summary read from the trace before its rank classes are expanded. An
-   *  engine that replays one rank per class calls it instead of `summarize`, sparing the copies
-   *  of the representatives' records; it must give exactly what `summarize` gives on
-   *  ClassedTrace::expand(). */
+  /** Optional: the same summary read from the trace before its rank classes are expanded, and
+   *  without labels and metadata (TraceDetail::timing). An engine that replays one rank per
+   *  class calls it instead of `summarize`, sparing the copies of the representatives' records;
+   *  it must give exactly what `summarize` gives on the full trace. */
   std::function<nlohmann::json(const ClassedTrace&)> summarize_classed;
+  /** Optional: shared by the jobs that share this job's schedule (ScheduleMemo says what else
+   *  they share); an engine that uses it calls get() once per job. */
+  std::shared_ptr<ScheduleMemo> memo;
 };
 
 struct BatchOptions {

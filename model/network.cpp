@@ -93,14 +93,22 @@ std::string chain_break(const Network& network, int index, int readers) {
 }
 }  // namespace
 
+std::vector<int> Network::reader_counts() const {
+  std::vector<int> counts(layers.size(), 0);
+  for (const Layer& layer : layers)
+    for (int input : layer.inputs)
+      if (input >= 0) ++counts[std::size_t(input)];
+  return counts;
+}
+
 std::string Network::graph_feature(int index) const {
-  return chain_break(*this, index, int(readers()[std::size_t(index)].size()));
+  return chain_break(*this, index, reader_counts()[std::size_t(index)]);
 }
 
 int Network::first_graph_layer() const {
-  const std::vector<std::vector<int>> read_by = readers();
+  const std::vector<int> read_by = reader_counts();  // a sweep asks once per schedule: no list per layer
   for (int i = 0; i < int(layers.size()); ++i)
-    if (!chain_break(*this, i, int(read_by[std::size_t(i)].size())).empty()) return i;
+    if (!chain_break(*this, i, read_by[std::size_t(i)]).empty()) return i;
   return -1;
 }
 

@@ -88,6 +88,8 @@ struct Network {
   std::int64_t classes() const;
   /** Per layer the indices of the layers that read its output, in order. */
   std::vector<std::vector<int>> readers() const;
+  /** Per layer how many layers read its output. */
+  std::vector<int> reader_counts() const;
   /** Index of the first layer that is not a plain chain link (it reads other than the one
    *  layer before it, its output is read twice, or its kind is batchnorm, add or concat, or a
    *  global, ceil-mode or bias-free layer), or -1 when the network is a chain of the original

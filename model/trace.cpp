@@ -124,24 +124,15 @@ Trace trace_from_json(const nlohmann::json& document, const std::string& file) {
   return trace;
 }
 
-ComputeRecord describe_compute(const Op& op, int op_index) {
+ComputeRecord describe_compute(const Op& op, int op_index, TraceDetail detail) {
   ComputeRecord record;
-  record.op = op_index;
-  record.label = op.label;
-  record.layer = op.layer;
-  record.phase = op.phase;
-  record.kernel = op.kernel;
-  record.flops = op.flops;
+  describe_compute_into(record, op, op_index, detail);
   return record;
 }
 
-CollectiveRecord describe_collective(const Collective& collective) {
+CollectiveRecord describe_collective(const Collective& collective, TraceDetail detail) {
   CollectiveRecord record;
-  record.collective = collective.id;
-  record.label = collective.label;
-  record.kind = collective.kind;
-  record.bytes = collective.bytes;
-  record.iteration = collective.iteration;
+  describe_collective_into(record, collective, detail);
   return record;
 }
 
@@ -190,16 +181,18 @@ std::vector<CollectiveLayers> read_collective_layers(const Trace& trace, std::op
   return carried;
 }
 
-Trace make_empty_trace_without_layers(const Schedule& schedule, const std::string& engine) {
+Trace make_empty_trace_without_layers(const Schedule& schedule, const std::string& engine, TraceDetail detail) {
   Trace trace;
   trace.engine = engine;
   trace.warmup_iterations = schedule.warmup_iterations;
-  trace.metadata = {{"strategy", schedule.strategy},
-                    {"options", schedule.options.is_null() ? nlohmann::json::object() : schedule.options},
-                    {"network", schedule.network},
-                    {"global_batch", schedule.global_batch},
-                    {"ranks", schedule.ranks()},
-                    {"iterations", schedule.iterations}};
+  trace.metadata = nlohmann::json::object();
+  if (detail == TraceDetail::full)
+    trace.metadata = {{"strategy", schedule.strategy},
+                      {"options", schedule.options.is_null() ? nlohmann::json::object() : schedule.options},
+                      {"network", schedule.network},
+                      {"global_batch", schedule.global_batch},
+                      {"ranks", schedule.ranks()},
+                      {"iterations", schedule.iterations}};
   // Parameter servers: their merges are no iterations (analysis/metrics.hpp server_ranks).
   // A serve op names one of schedule.serves: without serves there is none to look for.
   nlohmann::json servers = nlohmann::json::array();

@@ -76,10 +76,35 @@ nlohmann::json to_json(const Trace& trace);
 /** @throws InputError naming file, JSON path and value. */
 Trace trace_from_json(const nlohmann::json& document, const std::string& file);
 
+/** How much of the schedule a back-end copies into a trace. */
+enum class TraceDetail {
+  full,    ///< records with their labels, metadata from the schedule
+  timing,  ///< no labels, metadata only server_ranks: what metrics without per-layer or
+           ///< per-collective detail read (a trace reduced to a sweep row and dropped)
+};
+
 /** The record of compute op `op_index` of a program, times left for the back-end to fill. */
-ComputeRecord describe_compute(const Op& op, int op_index);
+ComputeRecord describe_compute(const Op& op, int op_index, TraceDetail detail = TraceDetail::full);
+/** The same written into a default record: a trace's vector grown in place, sparing a
+ *  temporary's move (measurable in a sweep's replays). */
+inline void describe_compute_into(ComputeRecord& record, const Op& op, int op_index, TraceDetail detail) {
+  record.op = op_index;
+  if (detail == TraceDetail::full) record.label = op.label;
+  record.layer = op.layer;
+  record.phase = op.phase;
+  record.kernel = op.kernel;
+  record.flops = op.flops;
+}
 /** The record of a posted collective, times left for the back-end to fill. */
-CollectiveRecord describe_collective(const Collective& collective);
+CollectiveRecord describe_collective(const Collective& collective, TraceDetail detail = TraceDetail::full);
+/** The same written into a default record. */
+inline void describe_collective_into(CollectiveRecord& record, const Collective& collective, TraceDetail detail) {
+  record.collective = collective.id;
+  if (detail == TraceDetail::full) record.label = collective.label;
+  record.kind = collective.kind;
+  record.bytes = collective.bytes;
+  record.iteration = collective.iteration;
+}
 
 /** The 1-minute load average a measured trace's metadata records for the start of its run
  *  (cnnpar-run's "load_average": [1, 5, 15 min]); none when it records none. */
@@ -101,7 +126,8 @@ std::vector<CollectiveLayers> read_collective_layers(const Trace& trace,
 Trace make_empty_trace(const Schedule& schedule, const std::string& engine);
 /** make_empty_trace without metadata.collective_layers (an entry per collective), which
  *  add_collective_layers adds: a trace that is only reduced to metrics never reads it. */
-Trace make_empty_trace_without_layers(const Schedule& schedule, const std::string& engine);
+Trace make_empty_trace_without_layers(const Schedule& schedule, const std::string& engine,
+                                      TraceDetail detail = TraceDetail::full);
 void add_collective_layers(Trace& trace, const Schedule& schedule);
 
 }  // namespace cnnpar

@@ -21,5 +21,5 @@ for i in $(seq "$repeats"); do
   printf 'run %d: %.3f s\n' "$i" "${times[-1]}"
 done
 median=$(printf '%s\n' "${times[@]}" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}')
-printf 'median of %d: %.3f s for 1000 configurations (target <= 5 s)\n' "$repeats" "$median"
+printf 'median of %d: %.4f s for 1000 configurations (target <= 5 s)\n' "$repeats" "$median"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

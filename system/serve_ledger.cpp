@@ -7,18 +7,18 @@
 namespace cnnpar {
 
 ServeLedger::ServeLedger(const Schedule& schedule)
-    : schedule_(schedule),
-      served_(schedule.collectives.size()),
-      servers_(schedule.serves.size(), -1),
-      version_(std::size_t(schedule.ranks()), 0),
-      base_(std::size_t(schedule.ranks()), 0),
-      reply_version_(schedule.collectives.size(), -1),
-      state_(schedule.serves.size()) {
-  // A serve op names one of schedule.serves: without serves there is none to look for.
-  if (!schedule.serves.empty())
-    for (const Program& program : schedule.programs)
-      for (const Op& op : program.ops)
-        if (op.kind == OpKind::serve) servers_[std::size_t(op.serve)] = program.rank;
+    : schedule_(schedule), servers_(schedule.serves.size(), -1), state_(schedule.serves.size()) {
+  // Without serves every query answers "none" (served() of an unlisted collective): nothing
+  // to size, which each replay of a sweep would pay for.
+  if (schedule.serves.empty()) return;
+  served_.resize(schedule.collectives.size());
+  version_.assign(std::size_t(schedule.ranks()), 0);
+  base_.assign(std::size_t(schedule.ranks()), 0);
+  reply_version_.assign(schedule.collectives.size(), -1);
+  // A serve op names one of schedule.serves.
+  for (const Program& program : schedule.programs)
+    for (const Op& op : program.ops)
+      if (op.kind == OpKind::serve) servers_[std::size_t(op.serve)] = program.rank;
   for (std::size_t s = 0; s < schedule.serves.size(); ++s) {
     CNNPAR_ASSERT(servers_[s] >= 0, fmt::format("serve {} is run by no serve op (verify() rejects this)", s));
     const auto& entries = schedule.serves[s].entries;

@@ -155,6 +155,10 @@ void append(std::vector<Op>& program, std::span<const Op> ops) {
   program.insert(program.end(), ops.begin(), ops.end());
 }
 
+void reserve_program(std::vector<Op>& program, const LayerOps& ops, const Network& network, int iterations) {
+  program.reserve(std::size_t(std::max(iterations, 1)) * (ops.op_count() + 2 * network.layers.size() + 1));
+}
+
 Schedule start_schedule(const Network& network, const StrategyOptions& options, int programs) {
   Schedule schedule;
   schedule.strategy = options.name;

@@ -59,6 +59,9 @@ class LayerOps {
 };
 
 void append(std::vector<Op>& program, std::span<const Op> ops);
+/** Reserves what a program of `iterations` passes over every op of `ops`, a post and a wait per
+ *  layer and a mark holds, so that emitting it copies no op twice. */
+void reserve_program(std::vector<Op>& program, const LayerOps& ops, const Network& network, int iterations);
 
 /** A schedule with the options' header fields (strategy, options, network, batch, iterations)
  *  and `programs` empty programs numbered 0.. (no programs: the builder adds them). */

@@ -112,19 +112,25 @@ nlohmann::json OptionSpec::parse_value(const nlohmann::json& value, const std::s
 
 nlohmann::json OptionSpec::default_value() const { return parse(default_text, "<registry>", "/" + key); }
 
-std::vector<SharedOption> all_strategy_options() {
-  std::vector<SharedOption> shared;
-  for (const StrategySpec& spec : strategy_registry())
-    for (const OptionSpec& o : spec.options) {
-      auto it = std::find_if(shared.begin(), shared.end(), [&](const SharedOption& s) { return s.spec.key == o.key; });
-      if (it == shared.end()) {
-        shared.push_back({o, {spec.name}});
-      } else {
-        CNNPAR_ASSERT(it->spec.type == o.type && it->spec.default_text == o.default_text,
-                      "option " + o.key + " means one thing in every strategy: same type and default");
-        it->strategies.push_back(spec.name);
+const std::vector<SharedOption>& all_strategy_options() {
+  // The registry is fixed at start: gathered once (every command's flags and every sweep axis
+  // ask for it).
+  static const std::vector<SharedOption> shared = [] {
+    std::vector<SharedOption> gathered;
+    for (const StrategySpec& spec : strategy_registry())
+      for (const OptionSpec& o : spec.options) {
+        auto it = std::find_if(gathered.begin(), gathered.end(),
+                               [&](const SharedOption& s) { return s.spec.key == o.key; });
+        if (it == gathered.end()) {
+          gathered.push_back({o, {spec.name}});
+        } else {
+          CNNPAR_ASSERT(it->spec.type == o.type && it->spec.default_text == o.default_text,
+                        "option " + o.key + " means one thing in every strategy: same type and default");
+          it->strategies.push_back(spec.name);
+        }
       }
-    }
+    return gathered;
+  }();
   return shared;
 }
 

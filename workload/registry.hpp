@@ -117,7 +117,7 @@ struct SharedOption {
   OptionSpec spec;
   std::vector<std::string> strategies;
 };
-std::vector<SharedOption> all_strategy_options();
+const std::vector<SharedOption>& all_strategy_options();
 
 class JsonNode;
 /** The strategy of a JSON object {"strategy": NAME, OPTION: VALUE, ...} (a study's series, a

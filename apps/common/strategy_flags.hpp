@@ -48,7 +48,7 @@ class StrategyFlags {
   CLI::Option* columns_option_ = nullptr;
   std::string conv_;
   CLI::Option* conv_option_ = nullptr;
-  std::vector<std::pair<SharedOption, CLI::Option*>> options_;
+  std::vector<std::pair<const SharedOption*, CLI::Option*>> options_;  // into all_strategy_options()
   std::map<std::string, std::string> text_;  // by key; std::map keeps the bound strings in place
 };
 

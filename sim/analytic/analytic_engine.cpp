@@ -13,7 +13,6 @@
 #include "base/error.hpp"
 #include "sim/analytic/collective_cost.hpp"
 #include "sim/analytic/collective_durations.hpp"
-#include "sim/analytic/rank_classes.hpp"
 #include "system/collective.hpp"
 #include "system/collective_algorithm.hpp"
 #include "system/link_bucket.hpp"
@@ -95,13 +94,11 @@ struct CollState : RatedWork {
 
 class Replay {
  public:
-  Replay(const Schedule& schedule, const Platform& platform, ReplayMode mode)
-      : schedule_(schedule), platform_(platform), ledger_(schedule) {
+  Replay(const Schedule& schedule, const Platform& platform, const ReplayPlan& plan, ReplayMode mode,
+         TraceDetail detail)
+      : schedule_(schedule), platform_(platform), plan_(plan), detail_(detail), ledger_(schedule) {
     const int ranks = schedule.ranks();
-    if (ranks > platform.nodes.count)
-      throw InputError(platform.name, "/nodes/count", std::to_string(platform.nodes.count),
-                       fmt::format("the schedule needs {} ranks but the platform has only {} nodes", ranks,
-                                   platform.nodes.count));
+    CNNPAR_ASSERT(plan.op_s.size() == std::size_t(ranks), "Replay: the plan is of another schedule");
     concurrency_ = std::max(1, platform.network.collective_concurrency);
     slowdown_ = std::max(0.0, platform.comm_compute_slowdown);
     run_ahead_ = mode == ReplayMode::automatic && slowdown_ == 0.0 && concurrency_ == 1;
@@ -114,26 +111,26 @@ class Replay {
     // time order (comm_start_wait_s).
     if (platform.comm_start_wait_max_s > 0) run_ahead_ = false;
     // What a link's bucket holds depends on when its collectives end.
-    buckets_ = LinkBuckets(ranks, platform.network.link_burst_bytes, platform.network.bandwidth_Bps);
+    if (platform.network.link_burst_bytes > 0)
+      buckets_ = LinkBuckets(ranks, platform.network.link_burst_bytes, platform.network.bandwidth_Bps);
     if (buckets_.enabled()) run_ahead_ = false;
     // A server takes pushes in the order they arrive: that order needs every end in time order.
     if (ledger_.any()) run_ahead_ = false;
     serve_active_.assign(schedule.serves.size(), 0);
     pending_pushes_.resize(schedule.serves.size());
 
-    if (mode == ReplayMode::automatic) {
-      RankClasses classes = find_rank_classes(schedule, platform);
-      representatives_ = std::move(classes.representatives);
-      representative_of_ = std::move(classes.representative_of);
-    }
+    CNNPAR_ASSERT(mode == ReplayMode::automatic || plan.classes.representatives.empty(),
+                  "Replay: a time-ordered replay replays every rank");
+    representatives_ = plan.classes.representatives;
+    representative_of_ = plan.classes.representative_of;
     ranks_.resize(std::size_t(ranks));
     for (int r = 0; r < ranks; ++r)
-      if (replayed(r)) ranks_[std::size_t(r)].overhead_s = iteration_overhead_s(platform, schedule, r);
+      if (replayed(r)) ranks_[std::size_t(r)].overhead_s = plan.overhead_s[std::size_t(r)];
     colls_.resize(schedule.collectives.size());
     std::size_t offset = 0;
     for (std::size_t c = 0; c < schedule.collectives.size(); ++c)
       CNNPAR_ASSERT(!schedule.collectives[c].group.empty(), fmt::format("collective {} has an empty group", c));
-    const std::vector<double> durations_s = collective_durations_s(schedule, platform);
+    const std::vector<double> durations_s = collective_durations_s(schedule, platform, plan.prices);
     for (std::size_t c = 0; c < schedule.collectives.size(); ++c) {
       const Collective& coll = schedule.collectives[c];
       colls_[c].duration_s = durations_s[c];
@@ -142,24 +139,18 @@ class Replay {
     }
     member_record_.assign(offset, -1);
 
-    trace_ = make_empty_trace_without_layers(schedule, "analytic");
-    trace_.metadata["platform"] = platform.name;
+    trace_ = make_empty_trace_without_layers(schedule, "analytic", detail);
+    if (detail == TraceDetail::full) trace_.metadata["platform"] = platform.name;
     CNNPAR_ASSERT(int(trace_.ranks.size()) == ranks, "make_empty_trace_without_layers: one RankTrace per rank");
     for (int r = 0; r < ranks; ++r) {
       if (!replayed(r)) continue;
-      const auto& ops = schedule.programs[std::size_t(r)].ops;
-      std::size_t computes = 0, posts = 0, marks = 0;
-      for (const Op& op : ops) {
-        computes += op.kind == OpKind::compute;
-        posts += op.kind == OpKind::post;
-        marks += op.kind == OpKind::mark;
-      }
+      const ReplayPlan::OpCounts& counts = plan.op_counts[std::size_t(r)];
       RankTrace& rt = trace_.ranks[std::size_t(r)];
-      rt.compute.reserve(computes);
-      rt.collectives.reserve(posts);
-      rt.marks.reserve(marks);
-      ranks_[std::size_t(r)].queue.reserve(posts);
-      ranks_[std::size_t(r)].ready_s.reserve(posts);
+      rt.compute.reserve(counts.computes);
+      rt.collectives.reserve(counts.posts);
+      rt.marks.reserve(counts.marks);
+      ranks_[std::size_t(r)].queue.reserve(counts.posts);
+      ranks_[std::size_t(r)].ready_s.reserve(counts.posts);
     }
   }
 
@@ -184,7 +175,8 @@ class Replay {
     check_finished();
     // Every rank lived its class representative's timeline.
     if (representatives_.empty()) representative_of_.clear();
-    return ClassedTrace{std::move(trace_), std::move(representative_of_)};
+    return ClassedTrace{
+        .trace = std::move(trace_), .representative_of = std::move(representative_of_), .detail = detail_};
   }
 
  private:
@@ -246,9 +238,10 @@ class Replay {
       }
       switch (op.kind) {
         case OpKind::compute: {
-          const double duration_s = op_time_s(platform_, op, r);
+          const double duration_s = plan_.op_s[std::size_t(r)][rs.pc];
           CNNPAR_ASSERT(duration_s >= 0, fmt::format("negative compute time for {}", op.label));
-          ComputeRecord& record = rt.compute.emplace_back(describe_compute(op, int(rs.pc)));
+          ComputeRecord& record = rt.compute.emplace_back();
+          describe_compute_into(record, op, int(rs.pc), detail_);
           record.start_s = rs.clock_s;
           if (run_ahead_) {
             rs.clock_s += duration_s;
@@ -322,10 +315,12 @@ class Replay {
     if (ledger_.merge_ready(s)) {
       const std::vector<int> entries = ledger_.begin_merge(s);
       const Serve& serve = schedule_.serves[std::size_t(s)];
-      ComputeRecord& record = trace_.ranks[std::size_t(r)].compute.emplace_back(describe_compute(serve.merge, int(rs.pc)));
+      ComputeRecord& record =
+          trace_.ranks[std::size_t(r)].compute.emplace_back(describe_compute(serve.merge, int(rs.pc), detail_));
       const ServeEntry& first = serve.entries[std::size_t(entries.front())];
-      record.label = serve.order == ServeOrder::arrival ? fmt::format("merge w{} r{}", first.worker, first.round)
-                                                        : fmt::format("merge r{}", first.round);
+      if (detail_ == TraceDetail::full)
+        record.label = serve.order == ServeOrder::arrival ? fmt::format("merge w{} r{}", first.worker, first.round)
+                                                          : fmt::format("merge r{}", first.round);
       record.start_s = rs.clock_s;
       rs.merging_serve = s;
       start_timed(r, op_time_s(platform_, serve.merge, r));
@@ -409,7 +404,8 @@ class Replay {
     RankState& rs = ranks_[std::size_t(r)];
     auto& records = trace_.ranks[std::size_t(r)].collectives;
     record_slot(c, member_index(c, r)) = int(records.size());
-    CollectiveRecord& record = records.emplace_back(describe_collective(schedule_.collectives[std::size_t(c)]));
+    CollectiveRecord& record = records.emplace_back();
+    describe_collective_into(record, schedule_.collectives[std::size_t(c)], detail_);
     record.posted_s = record.comm_start_s = record.comm_end_s = record.wait_start_s = record.wait_end_s = time_s;
     rs.receiver_queue.push_back(c);
     receive_next(r, time_s);
@@ -437,7 +433,8 @@ class Replay {
     CNNPAR_ASSERT(slot < 0, fmt::format("rank {} posts collective {} ('{}') twice", r, c, coll.label));
     auto& records = trace_.ranks[std::size_t(r)].collectives;
     slot = int(records.size());
-    CollectiveRecord& record = records.emplace_back(describe_collective(coll));
+    CollectiveRecord& record = records.emplace_back();
+    describe_collective_into(record, coll, detail_);
     record.posted_s = time_s;
     record.comm_start_s = record.comm_end_s = record.wait_start_s = record.wait_end_s = time_s;
     const bool thread_idle = rs.active == 0 && rs.queue_head == rs.queue.size();
@@ -515,7 +512,8 @@ class Replay {
       buckets_.take_upload(v.rank, std::min(passed_bytes, v.sent_bytes), start_s);
       buckets_.take_download(v.rank, std::min(passed_bytes, v.received_bytes), start_s);
     }
-    return collective_time_s(coll, platform_, passed_bytes);
+    return collective_time_s(coll, plan_.prices.plans[plan_.prices.price_of[std::size_t(c)]], platform_.network,
+                             passed_bytes);
   }
 
   // Compute progresses at a new rate from time_s on (time-ordered replay only).
@@ -639,6 +637,8 @@ class Replay {
 
   const Schedule& schedule_;
   const Platform& platform_;
+  const ReplayPlan& plan_;
+  TraceDetail detail_;
   int concurrency_ = 1;
   double slowdown_ = 0;
   double slow_rate_ = 1;
@@ -663,7 +663,13 @@ class Replay {
 }  // namespace
 
 ClassedTrace analytic_replay_classed(const Schedule& schedule, const Platform& platform, ReplayMode mode) {
-  Replay replay(schedule, platform, mode);
+  return analytic_replay_classed(schedule, platform, make_replay_plan(schedule, platform, mode), mode,
+                                 TraceDetail::full);
+}
+
+ClassedTrace analytic_replay_classed(const Schedule& schedule, const Platform& platform, const ReplayPlan& plan,
+                                     ReplayMode mode, TraceDetail detail) {
+  Replay replay(schedule, platform, plan, mode, detail);
   return replay.run();
 }
 

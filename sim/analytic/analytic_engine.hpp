@@ -24,13 +24,9 @@
 #include <memory>
 
 #include "model/engine.hpp"
+#include "sim/analytic/replay_plan.hpp"
 
 namespace cnnpar::analytic {
-
-enum class ReplayMode {
-  automatic,     ///< run-ahead when valid, else time-ordered; rank classes when valid
-  time_ordered,  ///< always the general replay of every rank (reference for tests)
-};
 
 /** Replays `schedule` on `platform`.
  *  @throws InputError if the schedule has more ranks than the platform has nodes.
@@ -42,6 +38,10 @@ Trace analytic_replay(const Schedule& schedule, const Platform& platform,
  *  Trace. */
 ClassedTrace analytic_replay_classed(const Schedule& schedule, const Platform& platform,
                                      ReplayMode mode = ReplayMode::automatic);
+/** The same with a plan made by make_replay_plan(schedule, P, mode) on a platform P that
+ *  differs from `platform` at most where ScheduleMemo allows, at the given detail. */
+ClassedTrace analytic_replay_classed(const Schedule& schedule, const Platform& platform, const ReplayPlan& plan,
+                                     ReplayMode mode, TraceDetail detail);
 
 }  // namespace cnnpar::analytic
 

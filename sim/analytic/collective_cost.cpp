@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "base/error.hpp"
-#include "system/collective.hpp"
 #include "system/collective_algorithm.hpp"
 
 namespace cnnpar::analytic {
@@ -56,11 +55,17 @@ double collective_time_s(const Collective& collective, const Platform& platform)
 
 double collective_time_s(const Collective& collective, const Platform& platform, double burst_bytes) {
   if (collective.group.size() <= 1) return 0.0;
-  // The steps of the one collective layer (system/collective.hpp), priced round by round; the
-  // closed forms above are what this sums to (tests/sim/test_collective_cost.cpp).
   const CollectivePlan plan =
       plan_collective(collective, resolve_algorithm(collective, platform), critical_member(collective));
-  return steps_time_s(plan, platform.network, step_size_factor(collective, platform.network), burst_bytes);
+  return collective_time_s(collective, plan, platform.network, burst_bytes);
+}
+
+double collective_time_s(const Collective& collective, const CollectivePlan& critical_plan, const NetworkSpec& network,
+                         double burst_bytes) {
+  if (collective.group.size() <= 1) return 0.0;
+  // The steps of the one collective layer (system/collective.hpp), priced round by round; the
+  // closed forms above are what this sums to (tests/sim/test_collective_cost.cpp).
+  return steps_time_s(critical_plan, network, step_size_factor(collective, network), burst_bytes);
 }
 
 }  // namespace cnnpar::analytic

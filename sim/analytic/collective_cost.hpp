@@ -17,6 +17,7 @@
 // (system/collective_algorithm.hpp, rule in sim/ALGORITHM_NOTE.md).
 #include "model/platform.hpp"
 #include "model/schedule.hpp"
+#include "system/collective.hpp"
 
 namespace cnnpar::analytic {
 
@@ -39,5 +40,9 @@ double collective_time_s(const Collective& collective, const Platform& platform)
 /** The same when the critical member's first `burst_bytes` (scaled) bytes pass as a burst from
  *  its links' token buckets (system/link_bucket.hpp, steps_time_s). */
 double collective_time_s(const Collective& collective, const Platform& platform, double burst_bytes);
+/** The same from the collective's critical member's plan (critical_member, resolve_algorithm),
+ *  which depends on the network only through its algorithms. */
+double collective_time_s(const Collective& collective, const CollectivePlan& critical_plan, const NetworkSpec& network,
+                         double burst_bytes);
 
 }  // namespace cnnpar::analytic

@@ -1,8 +1,7 @@
 #include "sim/analytic/collective_durations.hpp"
 
-#include <cstddef>
-
 #include "sim/analytic/collective_cost.hpp"
+#include "system/collective_algorithm.hpp"
 
 namespace cnnpar::analytic {
 namespace {
@@ -15,24 +14,40 @@ bool same_price(const Collective& a, const Collective& b) {
 
 }  // namespace
 
-std::vector<double> collective_durations_s(const Schedule& schedule, const Platform& platform) {
+CollectivePrices collective_prices(const Schedule& schedule, const Platform& platform) {
   const std::vector<Collective>& collectives = schedule.collectives;
-  std::vector<double> durations_s(collectives.size(), 0.0);
-  std::vector<std::size_t> priced;  // ids of the first collective of each distinct price
+  CollectivePrices prices;
+  prices.price_of.reserve(collectives.size());
   for (std::size_t c = 0; c < collectives.size(); ++c) {
     const Collective& collective = collectives[c];
-    bool found = false;
-    for (std::size_t earlier : priced) {
-      if (!same_price(collectives[earlier], collective)) continue;
-      durations_s[c] = durations_s[earlier];
-      found = true;
-      break;
+    std::size_t price = 0;
+    while (price < prices.first_of.size() && !same_price(collectives[prices.first_of[price]], collective)) ++price;
+    if (price == prices.first_of.size()) {
+      prices.first_of.push_back(c);
+      prices.plans.push_back(collective.group.size() <= 1
+                                 ? CollectivePlan{}
+                                 : plan_collective(collective, resolve_algorithm(collective, platform),
+                                                   critical_member(collective)));
     }
-    if (found) continue;
-    durations_s[c] = collective_time_s(collective, platform);
-    priced.push_back(c);
+    prices.price_of.push_back(price);
   }
+  return prices;
+}
+
+std::vector<double> collective_durations_s(const Schedule& schedule, const Platform& platform,
+                                           const CollectivePrices& prices) {
+  std::vector<double> price_s(prices.plans.size());
+  for (std::size_t price = 0; price < prices.plans.size(); ++price)
+    price_s[price] = collective_time_s(schedule.collectives[prices.first_of[price]], prices.plans[price],
+                                       platform.network, 0.0);
+  std::vector<double> durations_s;
+  durations_s.reserve(prices.price_of.size());
+  for (std::size_t price : prices.price_of) durations_s.push_back(price_s[price]);
   return durations_s;
+}
+
+std::vector<double> collective_durations_s(const Schedule& schedule, const Platform& platform) {
+  return collective_durations_s(schedule, platform, collective_prices(schedule, platform));
 }
 
 }  // namespace cnnpar::analytic

@@ -1,5 +1,6 @@
 // Engine "analytic": one replay (analytic_replay), or a batch of them on TBB threads. A replay
-// holds no state beyond its own, so the threads share nothing but the ledger.
+// holds no state beyond its own, so the threads share nothing but the ledger and the replay
+// plans of jobs that share a schedule (EngineJob::memo).
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
@@ -25,7 +26,11 @@ class AnalyticEngine final : public Engine {
         const EngineJob& job = jobs[j];
         const std::shared_ptr<const Schedule> held = job.schedule();
         const Schedule& schedule = *held;
-        ClassedTrace trace = analytic_replay_classed(schedule, *job.platform, ReplayMode::automatic);
+        const auto make_plan = [&] { return make_replay_plan(schedule, *job.platform, ReplayMode::automatic); };
+        const std::shared_ptr<const ReplayPlan> plan =
+            job.memo ? job.memo->get<ReplayPlan>(make_plan) : std::make_shared<const ReplayPlan>(make_plan());
+        const TraceDetail detail = job.summarize_classed ? TraceDetail::timing : TraceDetail::full;
+        ClassedTrace trace = analytic_replay_classed(schedule, *job.platform, *plan, ReplayMode::automatic, detail);
         ledger.succeeded(j, job.summarize_classed ? job.summarize_classed(trace)
                                                   : job.summarize(std::move(trace).expand(schedule)));
       } catch (...) {

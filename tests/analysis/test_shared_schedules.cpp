@@ -76,3 +76,37 @@ TEST_CASE("shared schedules: concurrent users of one slot see one build") {
   CHECK(keep_first[0] == keep_first[1]);
   for (const Schedule* schedule : seen) CHECK(schedule == keep_first[0].get());
 }
+
+TEST_CASE("schedule memo: one value per slot, made once, let go after the last user") {
+  SharedSchedules schedules;
+  const std::size_t slot = schedules.add([] { return named_schedule("dp"); }, 3);
+  const std::shared_ptr<ScheduleMemo> memo = schedules.memo(slot);
+  CHECK(schedules.memo(slot) == memo);  // every user of the slot gets the same memo
+  int makes = 0;
+  const auto make = [&] {
+    ++makes;
+    return std::vector<int>{1, 2, 3};
+  };
+  std::shared_ptr<const std::vector<int>> first = memo->get<std::vector<int>>(make);
+  std::shared_ptr<const std::vector<int>> second = memo->get<std::vector<int>>(make);
+  CHECK(first == second);
+  std::shared_ptr<const std::vector<int>> last = memo->get<std::vector<int>>(make);
+  CHECK(makes == 1);
+  first.reset();
+  second.reset();
+  CHECK(last.use_count() == 1);  // the memo keeps nothing after its third user
+  CHECK_THROWS_AS(memo->get<std::vector<int>>(make), InternalError);  // a fourth user is a bug
+}
+
+TEST_CASE("schedule memo: a make that throws is tried again by the next user, one kind of value only") {
+  ScheduleMemo memo(3);
+  int attempts = 0;
+  const auto make = [&] {
+    if (++attempts == 1) throw std::runtime_error("first make fails");
+    return 7;
+  };
+  CHECK_THROWS_AS(memo.get<int>(make), std::runtime_error);
+  CHECK(*memo.get<int>(make) == 7);
+  CHECK(attempts == 2);
+  CHECK_THROWS_AS(memo.get<double>([] { return 1.0; }), InternalError);
+}

@@ -1,6 +1,8 @@
 // The analytic replay on hand-built schedules whose times follow from the closed forms.
+#include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -314,5 +316,53 @@ TEST_CASE("metrics of the unexpanded rank classes equal the metrics of the expan
       CHECK(from_classes == to_json(compute_metrics(expanded)).dump());
       CHECK(to_json(expanded).dump() == to_json(analytic_replay(schedule, platform)).dump());
     }
+  }
+}
+
+TEST_CASE("jobs sharing a replay plan through a memo summarise as jobs that plan alone", "[analytic]") {
+  // A sweep over link rates: one schedule, platforms that differ in the network's rates only
+  // (what ScheduleMemo allows). The memo's shared plan and the label-free timing trace of
+  // summarize_classed must give, bit for bit, the metrics of a full trace replayed alone.
+  const Network network = load_network("vgg-a");
+  const Platform base = load_platform("cori-haswell");
+  std::vector<Platform> platforms;
+  for (double bandwidth_Bps : {1.25e8, 1.25e9, 8e9}) {
+    Platform platform = base;
+    platform.network.bandwidth_Bps = bandwidth_Bps;
+    platform.network.latency_s = 1e-6 * bandwidth_Bps / 1e9;
+    platforms.push_back(platform);
+  }
+  const MetricsDetail summary_detail{.per_collective = false, .per_layer = false};
+  for (const char* strategy : {"dp", "lee", "hybrid"}) {
+    CAPTURE(strategy);
+    const auto schedule =
+        std::make_shared<const Schedule>(test::uneven_schedule(network, base, strategy, 7));
+    const auto memo = std::make_shared<ScheduleMemo>(int(platforms.size()));
+    std::vector<EngineJob> shared, alone;
+    std::size_t labelled_records = 0;
+    for (const Platform& platform : platforms) {
+      shared.push_back({.schedule = [schedule] { return schedule; },
+                        .platform = &platform,
+                        .summarize = [&](const Trace& t) { return to_json(compute_metrics(t, summary_detail)); },
+                        .summarize_classed =
+                            [&](const ClassedTrace& t) {
+                              for (const RankTrace& rank : t.trace.ranks) {
+                                for (const ComputeRecord& r : rank.compute) labelled_records += !r.label.empty();
+                                for (const CollectiveRecord& r : rank.collectives) labelled_records += !r.label.empty();
+                              }
+                              return to_json(compute_metrics(t, summary_detail));
+                            },
+                        .memo = memo});
+      alone.push_back({.schedule = [schedule] { return schedule; },
+                       .platform = &platform,
+                       .summarize = [&](const Trace& t) { return to_json(compute_metrics(t, summary_detail)); }});
+    }
+    const std::vector<nlohmann::json> with_memo = make_analytic_engine()->run_all(shared, {.workers = 1});
+    const std::vector<nlohmann::json> without = make_analytic_engine()->run_all(alone, {.workers = 1});
+    CHECK(labelled_records == 0);  // TraceDetail::timing
+    REQUIRE(with_memo.size() == without.size());
+    for (std::size_t j = 0; j < with_memo.size(); ++j) CHECK(with_memo[j].dump() == without[j].dump());
+    // The rates matter: the summaries differ between platforms.
+    CHECK(without.front().dump() != without.back().dump());
   }
 }

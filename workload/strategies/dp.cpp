@@ -16,6 +16,7 @@ Schedule build_dp(const Network& network, const Platform& platform, const Strate
   const LayerOps ops(network, local_batch(options), options.global_batch);
   const std::vector<int> parameter_layers = parameter_layers_backward(network);
   std::vector<Op>& program = schedule.programs[0].ops.mutable_vector();
+  reserve_program(program, ops, network, options.iterations);
   const int layer_count = int(network.layers.size());
   for (int m = 0; m < options.iterations; ++m) {
     for (int l = 0; l < layer_count; ++l) {

@@ -15,6 +15,7 @@ Schedule build_dp_layerwise(const Network& network, const Platform& platform, co
   Schedule schedule = start_schedule(network, options, 1);
   const LayerOps ops(network, local_batch(options), options.global_batch);
   std::vector<Op>& program = schedule.programs[0].ops.mutable_vector();
+  reserve_program(program, ops, network, options.iterations);
   const int layer_count = int(network.layers.size());
   // Das et al.: the allreduces of the last `defer` gradients of the backward pass (the layers
   // nearest the input) are waited for in the next iteration's forward pass, right before each

@@ -71,6 +71,7 @@ Schedule build_lee(const Network& network, const Platform& platform, const Strat
   const auto error_bytes = [&](int l) { return 4.0 * double(network.layers[std::size_t(l)].out.elements()) * double(batch); };
 
   std::vector<Op>& program = schedule.programs[0].ops.mutable_vector();
+  reserve_program(program, ops, network, options.iterations);
   std::vector<int> previous_a(std::size_t(layer_count), -1), previous_e(std::size_t(layer_count), -1);
   std::vector<int> current_a(std::size_t(layer_count), -1), current_e(std::size_t(layer_count), -1);
   const auto post_activation_gather = [&](int l, int m) {

@@ -473,14 +473,27 @@ Schedule build_per_layer_assignment(const Network& network, const Platform& plat
       continue;
     }
     const LayerOps ops(network, slices, N);
+    const auto step_ops = [&](const Step& step) -> std::span<const Op> {
+      switch (step.kind) {
+        case Step::Kind::forward: return ops.forward(step.value);
+        case Step::Kind::backward_data: return ops.backward_data(step.value);
+        case Step::Kind::backward_weight: return ops.backward_weight(step.value);
+        case Step::Kind::backward_weight_full: return ops.backward_weight_full(step.value);
+        case Step::Kind::update: return ops.update(step.value);
+        default: return {};
+      }
+    };
+    std::size_t op_count = 0;
+    for (const Step& step : steps) op_count += std::max<std::size_t>(1, step_ops(step).size());
     std::vector<Op>& out = program.ops.mutable_vector();
+    out.reserve(op_count);
     for (const Step& step : steps) {
       switch (step.kind) {
-        case Step::Kind::forward: append(out, ops.forward(step.value)); break;
-        case Step::Kind::backward_data: append(out, ops.backward_data(step.value)); break;
-        case Step::Kind::backward_weight: append(out, ops.backward_weight(step.value)); break;
-        case Step::Kind::backward_weight_full: append(out, ops.backward_weight_full(step.value)); break;
-        case Step::Kind::update: append(out, ops.update(step.value)); break;
+        case Step::Kind::forward:
+        case Step::Kind::backward_data:
+        case Step::Kind::backward_weight:
+        case Step::Kind::backward_weight_full:
+        case Step::Kind::update: append(out, step_ops(step)); break;
         case Step::Kind::post: out.push_back(Op::post_op(step.value)); break;
         case Step::Kind::wait: out.push_back(Op::wait_op(step.value)); break;
         case Step::Kind::mark: out.push_back(Op::mark_op(step.value)); break;
