@@ -119,19 +119,22 @@ std::vector<PreparedPoint> prepare_points(const GridSweepSettings& o, const std:
     strategy.origin = origin;
     if (!strategy_axis) strategy.values = flag_values;
     apply_strategy_overrides(strategy, point_sets, origin, "--set");
+    const std::string schedule_inputs =
+        fmt::format("{}\n{}\n{}", p.network->name, to_json(strategy).dump(), schedule_platform_key(p.platform));
+    const auto [group, new_group] = schedule_groups.emplace(schedule_inputs, schedule_groups.size());
+    p.schedule_group = group->second;
+    // The options at every node count, checked once per group (its points differ in link rates).
     for (int p_nodes : nodes) {
       if (p_nodes > p.platform.nodes.count)
         throw InputError(origin, "--nodes", o.nodes,
                          fmt::format("{} nodes asked for, but platform {} has {}", p_nodes, p.platform.name,
                                      p.platform.nodes.count));
+      if (!new_group) continue;
       StrategyOptions at_p = strategy;
       at_p.ranks = p_nodes;
       validate_strategy_options(*p.network, at_p);
     }
     p.strategy = strategy;
-    const std::string schedule_inputs =
-        fmt::format("{}\n{}\n{}", p.network->name, to_json(strategy).dump(), schedule_platform_key(p.platform));
-    p.schedule_group = schedule_groups.emplace(schedule_inputs, schedule_groups.size()).first->second;
     p.config = config_columns(to_json(strategy), p.network->name,
                               platform_name == o.platform ? platform_shown : p.platform.name, o.engine.name);
     p.row_prefix = sweep_grid_row_prefix(p.config, axes, point);

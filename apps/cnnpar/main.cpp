@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -29,31 +31,41 @@ int main(int argc, char** argv) {
   cnnpar::cli::set_one_line_failure_message(app, "cnnpar");  // before the sub-commands copy it
   app.require_subcommand(0, 1);
   app.set_version_flag("--version", std::string("cnnpar ") + CNNPAR_VERSION);
-  std::map<CLI::App*, cnnpar::cli::Runner> runners;
-  const auto add = [&](cnnpar::cli::Runner runner, const char* name) {
-    runners[app.get_subcommand(name)] = std::move(runner);
-  };
-  add(cnnpar::cli::add_predict_command(app), "predict");
+  using Adder = cnnpar::cli::Runner (*)(CLI::App&);
+  std::vector<std::pair<const char*, Adder>> commands = {{"predict", cnnpar::cli::add_predict_command}};
   const std::vector<std::string> engines = cnnpar::engine_names();
   if (std::find(engines.begin(), engines.end(), "simgrid") != engines.end())
-    add(cnnpar::cli::add_simulate_command(app), "simulate");
-  add(cnnpar::cli::add_balance_command(app), "balance");
-  add(cnnpar::cli::add_trace_command(app), "trace");
-  add(cnnpar::cli::add_compare_command(app), "compare");
-  add(cnnpar::cli::add_report_command(app), "report");
-  add(cnnpar::cli::add_sweep_command(app), "sweep");
-  add(cnnpar::cli::add_advise_command(app), "advise");
-  add(cnnpar::cli::add_layers_command(app), "layers");
-  add(cnnpar::cli::add_list_command(app), "list");
+    commands.emplace_back("simulate", cnnpar::cli::add_simulate_command);
+  for (const auto& command : std::initializer_list<std::pair<const char*, Adder>>{
+           {"balance", cnnpar::cli::add_balance_command},
+           {"trace", cnnpar::cli::add_trace_command},
+           {"compare", cnnpar::cli::add_compare_command},
+           {"report", cnnpar::cli::add_report_command},
+           {"sweep", cnnpar::cli::add_sweep_command},
+           {"advise", cnnpar::cli::add_advise_command},
+           {"layers", cnnpar::cli::add_layers_command},
+           {"list", cnnpar::cli::add_list_command},
 #ifdef CNNPAR_HAVE_FIT
-  add(cnnpar::cli::add_fit_command(app), "fit");
+           {"fit", cnnpar::cli::add_fit_command},
 #endif
 #ifdef CNNPAR_HAVE_RUN_COMMANDS
-  add(cnnpar::cli::add_run_command(app), "run");
-  add(cnnpar::cli::add_calibrate_command(app), "calibrate");
-  add(cnnpar::cli::add_validate_command(app), "validate");
+           {"run", cnnpar::cli::add_run_command},
+           {"calibrate", cnnpar::cli::add_calibrate_command},
+           {"validate", cnnpar::cli::add_validate_command},
 #endif
-  add(cnnpar::cli::add_testbed_command(app), "testbed");
+           {"testbed", cnnpar::cli::add_testbed_command}})
+    commands.push_back(command);
+  // A command named first is the only one built (each adds its tens of options: about half a
+  // millisecond of every start); otherwise all are, for the help, the default and the errors.
+  const char* first = argc > 1 ? argv[1] : "";
+  const bool named = std::any_of(commands.begin(), commands.end(),
+                                 [&](const auto& command) { return std::strcmp(command.first, first) == 0; });
+  std::map<CLI::App*, cnnpar::cli::Runner> runners;
+  for (const auto& [name, adder] : commands)
+    if (!named || std::strcmp(name, first) == 0) {
+      cnnpar::cli::Runner runner = adder(app);
+      runners[app.get_subcommand(name)] = std::move(runner);
+    }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
