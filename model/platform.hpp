@@ -253,8 +253,9 @@ struct Platform {
  public:
   /** Recomputes per-node speed factors (call after changing nodes.* by hand). */
   void resolve_speed_factors();
-  /** Rebuilds the interpolation grids of measured_gemm_flops and measured_conv_flops (parse_platform calls it; call it
-   *  after changing the table by hand, else only exact keys are found).
+  /** Rebuilds the interpolation grids of measured_gemm_flops and measured_conv_flops
+   *  (parse_platform calls it; call it after changing a table by hand, else only exact keys
+   *  are found).
    *  @throws std::invalid_argument for a key that is not "gemm MxNxK[ phase]" or a rate <= 0. */
   void resolve_gemm_grid();
   /** The grid of measured_gemm_flops as last resolved; nullptr when none. */

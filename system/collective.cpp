@@ -249,16 +249,18 @@ double steps_time_s(const CollectivePlan& plan, const NetworkSpec& network, doub
   // A ring's rounds repeat one step: price it once (what step_time_s reads equal, the same
   // seconds), and add it round by round as before.
   const CollectiveStep* previous = nullptr;
-  double previous_passed_bytes = 0, previous_s = 0;
+  double previous_message_bytes = 0, previous_passed_bytes = 0, previous_s = 0;
   for (const CollectiveStep& step : plan.steps) {
-    const double passed_bytes = std::min(burst_left_bytes, size_factor * step_message_bytes(step));
+    const double message_bytes = step_message_bytes(step);
+    const double passed_bytes = std::min(burst_left_bytes, size_factor * message_bytes);
     burst_left_bytes -= passed_bytes;
-    const bool same = previous && passed_bytes == previous_passed_bytes &&
-                      step_message_bytes(step) == step_message_bytes(*previous) && step.reduce == previous->reduce &&
+    const bool same = previous && passed_bytes == previous_passed_bytes && message_bytes == previous_message_bytes &&
+                      step.reduce == previous->reduce &&
                       (step.receive_from >= 0) == (previous->receive_from >= 0) &&
                       step.receive_bytes == previous->receive_bytes;
     if (!same) previous_s = step_time_s(step, network, size_factor, passed_bytes);
     previous = &step;
+    previous_message_bytes = message_bytes;
     previous_passed_bytes = passed_bytes;
     total_s += previous_s;
   }

@@ -32,29 +32,30 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   app.set_version_flag("--version", std::string("cnnpar ") + CNNPAR_VERSION);
   using Adder = cnnpar::cli::Runner (*)(CLI::App&);
-  std::vector<std::pair<const char*, Adder>> commands = {{"predict", cnnpar::cli::add_predict_command}};
   const std::vector<std::string> engines = cnnpar::engine_names();
-  if (std::find(engines.begin(), engines.end(), "simgrid") != engines.end())
-    commands.emplace_back("simulate", cnnpar::cli::add_simulate_command);
-  for (const auto& command : std::initializer_list<std::pair<const char*, Adder>>{
-           {"balance", cnnpar::cli::add_balance_command},
-           {"trace", cnnpar::cli::add_trace_command},
-           {"compare", cnnpar::cli::add_compare_command},
-           {"report", cnnpar::cli::add_report_command},
-           {"sweep", cnnpar::cli::add_sweep_command},
-           {"advise", cnnpar::cli::add_advise_command},
-           {"layers", cnnpar::cli::add_layers_command},
-           {"list", cnnpar::cli::add_list_command},
+  const bool has_simgrid = std::find(engines.begin(), engines.end(), "simgrid") != engines.end();
+  std::vector<std::pair<const char*, Adder>> commands = {
+      {"predict", cnnpar::cli::add_predict_command},
+      {"simulate", cnnpar::cli::add_simulate_command},
+      {"balance", cnnpar::cli::add_balance_command},
+      {"trace", cnnpar::cli::add_trace_command},
+      {"compare", cnnpar::cli::add_compare_command},
+      {"report", cnnpar::cli::add_report_command},
+      {"sweep", cnnpar::cli::add_sweep_command},
+      {"advise", cnnpar::cli::add_advise_command},
+      {"layers", cnnpar::cli::add_layers_command},
+      {"list", cnnpar::cli::add_list_command},
 #ifdef CNNPAR_HAVE_FIT
-           {"fit", cnnpar::cli::add_fit_command},
+      {"fit", cnnpar::cli::add_fit_command},
 #endif
 #ifdef CNNPAR_HAVE_RUN_COMMANDS
-           {"run", cnnpar::cli::add_run_command},
-           {"calibrate", cnnpar::cli::add_calibrate_command},
-           {"validate", cnnpar::cli::add_validate_command},
+      {"run", cnnpar::cli::add_run_command},
+      {"calibrate", cnnpar::cli::add_calibrate_command},
+      {"validate", cnnpar::cli::add_validate_command},
 #endif
-           {"testbed", cnnpar::cli::add_testbed_command}})
-    commands.push_back(command);
+      {"testbed", cnnpar::cli::add_testbed_command}};
+  if (!has_simgrid)
+    std::erase_if(commands, [](const auto& command) { return std::strcmp(command.first, "simulate") == 0; });
   // A command named first is the only one built (each adds its tens of options: about half a
   // millisecond of every start); otherwise all are, for the help, the default and the errors.
   const char* first = argc > 1 ? argv[1] : "";

@@ -96,7 +96,12 @@ class Replay {
  public:
   Replay(const Schedule& schedule, const Platform& platform, const ReplayPlan& plan, ReplayMode mode,
          TraceDetail detail)
-      : schedule_(schedule), platform_(platform), plan_(plan), detail_(detail), ledger_(schedule) {
+      : schedule_(schedule),
+        platform_(platform),
+        plan_(plan),
+        representatives_(plan.classes.representatives),
+        detail_(detail),
+        ledger_(schedule) {
     const int ranks = schedule.ranks();
     CNNPAR_ASSERT(plan.op_s.size() == std::size_t(ranks), "Replay: the plan is of another schedule");
     concurrency_ = std::max(1, platform.network.collective_concurrency);
@@ -121,8 +126,6 @@ class Replay {
 
     CNNPAR_ASSERT(mode == ReplayMode::automatic || plan.classes.representatives.empty(),
                   "Replay: a time-ordered replay replays every rank");
-    representatives_ = plan.classes.representatives;
-    representative_of_ = plan.classes.representative_of;
     ranks_.resize(std::size_t(ranks));
     for (int r = 0; r < ranks; ++r)
       if (replayed(r)) ranks_[std::size_t(r)].overhead_s = plan.overhead_s[std::size_t(r)];
@@ -174,9 +177,10 @@ class Replay {
     }
     check_finished();
     // Every rank lived its class representative's timeline.
-    if (representatives_.empty()) representative_of_.clear();
-    return ClassedTrace{
-        .trace = std::move(trace_), .representative_of = std::move(representative_of_), .detail = detail_};
+    return ClassedTrace{.trace = std::move(trace_),
+                        .representative_of = representatives_.empty() ? std::vector<int>{}
+                                                                      : plan_.classes.representative_of,
+                        .detail = detail_};
   }
 
  private:
@@ -194,7 +198,7 @@ class Replay {
     return schedule_.collectives[std::size_t(c)].group;
   }
 
-  bool replayed(int r) const { return representatives_.empty() || representative_of_[std::size_t(r)] == r; }
+  bool replayed(int r) const { return plan_.replayed(r); }
 
   int& record_slot(int c, int member) { return member_record_[colls_[std::size_t(c)].member_offset + std::size_t(member)]; }
 
@@ -638,6 +642,7 @@ class Replay {
   const Schedule& schedule_;
   const Platform& platform_;
   const ReplayPlan& plan_;
+  const std::vector<int>& representatives_;  // one rank per class; empty = replay every rank
   TraceDetail detail_;
   int concurrency_ = 1;
   double slowdown_ = 0;
@@ -650,8 +655,6 @@ class Replay {
   ServeLedger ledger_;   // parameter servers' merges and versions
   std::vector<char> serve_active_;              // per serve: its op reached
   std::vector<std::vector<int>> pending_pushes_;  // per serve: pushes posted before that
-  std::vector<int> representatives_;   // one rank per class; empty = replay every rank
-  std::vector<int> representative_of_;  // per rank: its class representative
   std::vector<RankState> ranks_;
   std::vector<CollState> colls_;
   std::vector<int> member_record_;  // per (collective, member): record index on that rank, -1 = not posted

@@ -50,14 +50,10 @@ double direct_alltoall_s(int p, double bytes, double alpha_s, double beta_Bps) {
 double direct_send_s(double bytes, double alpha_s, double beta_Bps) { return alpha_s + bytes / beta_Bps; }
 
 double collective_time_s(const Collective& collective, const Platform& platform) {
-  return collective_time_s(collective, platform, 0.0);
-}
-
-double collective_time_s(const Collective& collective, const Platform& platform, double burst_bytes) {
   if (collective.group.size() <= 1) return 0.0;
   const CollectivePlan plan =
       plan_collective(collective, resolve_algorithm(collective, platform), critical_member(collective));
-  return collective_time_s(collective, plan, platform.network, burst_bytes);
+  return collective_time_s(collective, plan, platform.network, 0.0);
 }
 
 double collective_time_s(const Collective& collective, const CollectivePlan& critical_plan, const NetworkSpec& network,

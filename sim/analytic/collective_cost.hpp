@@ -37,11 +37,10 @@ double direct_send_s(double bytes, double alpha_s, double beta_Bps);
 
 /** Closed-form duration (seconds) of `collective` on `platform`. */
 double collective_time_s(const Collective& collective, const Platform& platform);
-/** The same when the critical member's first `burst_bytes` (scaled) bytes pass as a burst from
- *  its links' token buckets (system/link_bucket.hpp, steps_time_s). */
-double collective_time_s(const Collective& collective, const Platform& platform, double burst_bytes);
 /** The same from the collective's critical member's plan (critical_member, resolve_algorithm),
- *  which depends on the network only through its algorithms. */
+ *  which depends on the network only through its algorithms, when the critical member's first
+ *  `burst_bytes` (scaled) bytes pass as a burst from its links' token buckets
+ *  (system/link_bucket.hpp, steps_time_s; 0 for none). */
 double collective_time_s(const Collective& collective, const CollectivePlan& critical_plan, const NetworkSpec& network,
                          double burst_bytes);
 
