@@ -42,6 +42,9 @@ const char* to_string(Algorithm algorithm) {
   return "?";
 }
 
+const char* to_string(DeviceTensors tensors) { return tensors == DeviceTensors::resident ? "resident" : "host"; }
+const char* to_string(DeviceMessages messages) { return messages == DeviceMessages::staged ? "staged" : "direct"; }
+
 Algorithm algorithm_from_string(const std::string& text) {
   for (auto a : {Algorithm::automatic, Algorithm::ring, Algorithm::recursive_doubling, Algorithm::binomial,
                  Algorithm::direct})
@@ -141,10 +144,15 @@ int Platform::kind_of(int rank) const {
   return -1;
 }
 
-bool Platform::runs_on_device(KernelClass kernel, int rank) const {
+const DeviceSpec* Platform::device_of(int rank) const {
   const int kind = kind_of(rank);
-  if (kind < 0) return false;
+  if (kind < 0) return nullptr;
   const auto& device = nodes.kinds[std::size_t(kind)].device;
+  return device ? &*device : nullptr;
+}
+
+bool Platform::runs_on_device(KernelClass kernel, int rank) const {
+  const DeviceSpec* device = device_of(rank);
   return device && device->runs(kernel);
 }
 
@@ -185,10 +193,14 @@ double Platform::kernel_time_s(KernelClass kernel, double flops, double bytes, i
   const int kind = kind_of(rank);
   if (kind < 0) return nodes.roofline_s(kernel, flops, bytes, speed);
   const NodeKind& node = nodes.kinds[std::size_t(kind)];
-  if (!node.device || !node.device->runs(kernel)) return node.host.roofline_s(kernel, flops, bytes, speed);
+  if (!node.device) return node.host.roofline_s(kernel, flops, bytes, speed);
   // The whole op, operand transfer included, is the node's work: the speed factor scales both.
   const DeviceSpec& device = *node.device;
-  return device.processor.roofline_s(kernel, flops, bytes, speed) + host_link_bytes / (device.host_link_Bps * speed);
+  const bool on_device = device.runs(kernel);
+  const bool crosses = on_device == (device.tensors == DeviceTensors::host);
+  const double link_s = crosses ? host_link_bytes / (device.host_link_Bps * speed) : 0.0;
+  const Processor& processor = on_device ? device.processor : node.host;
+  return processor.roofline_s(kernel, flops, bytes, speed) + link_s;
 }
 
 Algorithm Platform::algorithm_for(const std::string& collective_kind) const {
@@ -246,10 +258,12 @@ void parse_processor(const JsonNode& node, Processor& processor, bool peak_requi
 }
 
 DeviceSpec parse_device(const JsonNode& node) {
-  node.check_keys({"peak", "memory_bandwidth", "kernel_memory_bandwidth", "efficiency", "default_efficiency", "host_link", "kernels"});
+  node.check_keys({"peak", "memory_bandwidth", "kernel_memory_bandwidth", "efficiency", "default_efficiency", "host_link", "kernels",
+                   "tensors", "messages", "call_overhead"});
   DeviceSpec device;
   parse_processor(node, device.processor, true);
   device.host_link_Bps = node.at("host_link").as_quantity(Unit::bandwidth_Bps);
+  if (node.has("call_overhead")) device.call_overhead_s = node.at("call_overhead").as_quantity(Unit::time_s, true);
   const JsonNode kernels = node.at("kernels");
   for (const JsonNode& item : kernels.items()) {
     KernelClass kernel;
@@ -264,6 +278,22 @@ DeviceSpec parse_device(const JsonNode& node) {
   }
   if (device.kernels.empty()) kernels.fail("a device runs at least one kernel class (or leave the device out)");
   std::sort(device.kernels.begin(), device.kernels.end());
+  if (node.has("tensors")) {
+    const JsonNode tensors = node.at("tensors");
+    const std::string text = tensors.as_string();
+    if (text == "resident") device.tensors = DeviceTensors::resident;
+    else if (text == "host") device.tensors = DeviceTensors::host;
+    else tensors.fail("expected resident or host");
+  }
+  if (node.has("messages")) {
+    const JsonNode messages = node.at("messages");
+    const std::string text = messages.as_string();
+    if (device.tensors == DeviceTensors::host)
+      messages.fail("messages apply to resident tensors (with tensors host they leave from host memory)");
+    if (text == "staged") device.messages = DeviceMessages::staged;
+    else if (text == "direct") device.messages = DeviceMessages::direct;
+    else messages.fail("expected staged or direct");
+  }
   return device;
 }
 
@@ -539,6 +569,9 @@ nlohmann::json kind_to_json(const NodeKind& kind) {
   if (kind.device) {
     nlohmann::json device = processor_to_json(kind.device->processor);
     device["host_link"] = fmt::format("{}Bps", kind.device->host_link_Bps);
+    device["tensors"] = to_string(kind.device->tensors);
+    if (kind.device->tensors == DeviceTensors::resident) device["messages"] = to_string(kind.device->messages);
+    if (kind.device->call_overhead_s > 0) device["call_overhead"] = fmt::format("{}s", kind.device->call_overhead_s);
     device["kernels"] = nlohmann::json::array();
     for (KernelClass kernel : kind.device->kernels) device["kernels"].push_back(to_string(kernel));
     out["device"] = device;

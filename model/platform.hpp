@@ -58,13 +58,34 @@ struct Processor {
   double roofline_s(KernelClass kernel, double flops, double bytes, double speed = 1) const;
 };
 
-/** An accelerator of a node kind (Marques et al.'s GPUs): the kernel classes in `kernels` run
- *  on it, and each such op also moves its operands over the host link. */
+/** Where a device's layers keep their tensors. `resident`: weights, activations and gradients
+ *  stay in device memory (cuDNN, cuBLAS frameworks); an op of a class the device does not run
+ *  moves its operands over the host link. `host`: they live in host memory and every device op
+ *  moves its operands over the host link (a framework that copies per call, as Matlab's GPU
+ *  arrays around one convolution). */
+enum class DeviceTensors { resident, host };
+/** How messages of a rank whose tensors are resident reach the network. `staged`: the MPI
+ *  library sees host memory, so every collective and send is copied device -> host before and
+ *  host -> device after. `direct`: GPU-aware MPI or peer-to-peer copies; the network's links are
+ *  the device-to-device path and the host link is not paid. */
+enum class DeviceMessages { staged, direct };
+const char* to_string(DeviceTensors tensors);
+const char* to_string(DeviceMessages messages);
+
+/** An accelerator of a node kind (Marques et al.'s GPUs, Veeriah and Modi's): the kernel
+ *  classes in `kernels` run on it. */
 struct DeviceSpec {
   Processor processor;
   double host_link_Bps = 1e10;        ///< host <-> device bytes per second (PCIe)
   std::vector<KernelClass> kernels;   ///< classes that run on the device, sorted, no repeats
+  DeviceTensors tensors = DeviceTensors::resident;
+  DeviceMessages messages = DeviceMessages::staged;  ///< used with resident tensors only
+  /** seconds every op on the device pays on top of its roofline: the kernel's launch and the
+   *  library call around it. JSON `call_overhead`. */
+  double call_overhead_s = 0;
   bool runs(KernelClass kernel) const;
+  /** Tensors resident and messages staged: collectives pay the host link. */
+  bool stages_messages() const { return tensors == DeviceTensors::resident && messages == DeviceMessages::staged; }
 };
 
 /** Some of the nodes with their own processor (Marques et al. mix CPU and GPU laptops). Ranks
@@ -239,9 +260,13 @@ struct Platform {
   int kind_of(int rank) const;
   /** True when `kernel` runs on a device on `rank`'s node. */
   bool runs_on_device(KernelClass kernel, int rank) const;
+  /** The device of `rank`'s node, or nullptr. */
+  const DeviceSpec* device_of(int rank) const;
   /** Roofline time (seconds) of `flops` FLOPs touching `bytes` bytes of memory on `rank`'s
-   *  node, divided by its speed factor. On a device, `host_link_bytes` more cross the host
-   *  link (the 4-argument form moves `bytes`). */
+   *  node, divided by its speed factor. `host_link_bytes` more cross the host link when the op
+   *  runs on the other side of it from the tensors: on a device whose tensors live on the
+   *  host, or on the host of a node whose device keeps them resident (the 4-argument form
+   *  moves `bytes`). */
   double kernel_time_s(KernelClass kernel, double flops, double bytes, int rank) const;
   double kernel_time_s(KernelClass kernel, double flops, double bytes, int rank, double host_link_bytes) const;
   /** Algorithm configured for a collective kind ("allreduce", ...). */

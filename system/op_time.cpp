@@ -43,7 +43,7 @@ double host_roofline_s(const Platform& platform, const Op& op, int rank) {
   // Without a per-core figure every core streams memory_bandwidth / cores: the whole roofline
   // scales with the busy cores.
   if (!(nodes.core_bandwidth_Bps > 0))
-    return platform.kernel_time_s(op.kernel, op.flops, op.bytes, rank) * idle_factor;
+    return platform.kernel_time_s(op.kernel, op.flops, op.bytes, rank, 0.0) * idle_factor;
   const Processor& host = host_processor(platform, rank);
   const double busy_cores = image_loop ? double(op.batch) : double(nodes.cores);
   const double compute_s = platform.kernel_time_s(op.kernel, op.flops, 0, rank) * idle_factor;
@@ -66,29 +66,40 @@ std::optional<double> inner_conv_s(const Platform& platform, const Op& op, int r
   return (op.flops / (threads_peak_flops * efficiency) + platform.nodes.call_overhead_s) / platform.speed_factor(rank);
 }
 
+/** Bytes an op's operands take over the host link: a GEMM moves A (m×k), B (k×n) and C (m×n)
+ *  in FP32; any other op the bytes it touches. */
+double operand_link_bytes(const Op& op) {
+  const GemmShape& g = op.gemm;
+  const bool has_shape = op.kernel == KernelClass::gemm && g.m > 0 && g.n > 0 && g.k > 0;
+  return has_shape ? 4.0 * (double(g.m) * double(g.k) + double(g.k) * double(g.n) + double(g.m) * double(g.n)) : op.bytes;
+}
+
+/** Seconds of an op on its node's CPU, its operands in host memory. */
+double host_op_s(const Platform& platform, const Op& op, int rank) {
+  if (!platform.measured_op_s.empty()) {
+    const auto found = platform.measured_op_s.find(op.label);
+    if (found != platform.measured_op_s.end()) return found->second / platform.speed_factor(rank);
+  }
+  if (const auto seconds = inner_conv_s(platform, op, rank)) return *seconds;
+  if (op.kernel == KernelClass::gemm || op.kernel == KernelClass::conv)
+    if (const auto rate = calibrated_gemm_rate(platform, op))
+      return op.flops / (rate->rate_flops * platform.speed_factor(rank));
+  return host_roofline_s(platform, op, rank) + platform.nodes.call_overhead_s / platform.speed_factor(rank);
+}
+
 }  // namespace
 
 double op_time_s(const Platform& platform, const Op& op, int rank) {
   // Calibration measures the nodes' CPUs; an op on a device takes the device's roofline.
-  const bool on_device = platform.runs_on_device(op.kernel, rank);
-  if (!platform.measured_op_s.empty() && !on_device) {
-    const auto found = platform.measured_op_s.find(op.label);
-    if (found != platform.measured_op_s.end()) return found->second / platform.speed_factor(rank);
-  }
-  if (!on_device)
-    if (const auto seconds = inner_conv_s(platform, op, rank)) return *seconds;
-  if ((op.kernel == KernelClass::gemm || op.kernel == KernelClass::conv) && !on_device)
-    if (const auto rate = calibrated_gemm_rate(platform, op))
-      return op.flops / (rate->rate_flops * platform.speed_factor(rank));
-  if (!on_device)
-    return host_roofline_s(platform, op, rank) + platform.nodes.call_overhead_s / platform.speed_factor(rank);
-  // A GEMM moves A (m×k), B (k×n) and C (m×n) in FP32 between host and device; any other
-  // device op moves the bytes it touches.
-  const GemmShape& g = op.gemm;
-  const bool has_shape = op.kernel == KernelClass::gemm && g.m > 0 && g.n > 0 && g.k > 0;
-  const double link_bytes =
-      has_shape ? 4.0 * (double(g.m) * double(g.k) + double(g.k) * double(g.n) + double(g.m) * double(g.n)) : op.bytes;
-  return platform.kernel_time_s(op.kernel, op.flops, op.bytes, rank, link_bytes);
+  const DeviceSpec* device = platform.device_of(rank);
+  if (device && device->runs(op.kernel))
+    return platform.kernel_time_s(op.kernel, op.flops, op.bytes, rank, operand_link_bytes(op)) +
+           device->call_overhead_s / platform.speed_factor(rank);
+  const double host_s = host_op_s(platform, op, rank);
+  // A host op of a node whose device keeps the tensors reads and writes them over the link.
+  if (device && device->tensors == DeviceTensors::resident)
+    return host_s + operand_link_bytes(op) / (device->host_link_Bps * platform.speed_factor(rank));
+  return host_s;
 }
 
 bool input_arrives_by_collective(const Schedule& schedule, int rank) {

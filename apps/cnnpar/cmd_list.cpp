@@ -44,12 +44,24 @@ nlohmann::json list_platforms() {
   nlohmann::json rows = nlohmann::json::array();
   for (const std::string& name : scenario_names("platforms")) {
     const Platform platform = load_platform(name);
+    nlohmann::json devices = nlohmann::json::array();
+    for (const NodeKind& kind : platform.nodes.kinds) {
+      if (!kind.device) continue;
+      nlohmann::json device = {{"kind", kind.name},
+                               {"count", kind.count},
+                               {"peak_flops", kind.device->processor.peak_flops},
+                               {"host_link_Bps", kind.device->host_link_Bps},
+                               {"tensors", to_string(kind.device->tensors)}};
+      if (kind.device->tensors == DeviceTensors::resident) device["messages"] = to_string(kind.device->messages);
+      devices.push_back(device);
+    }
     rows.push_back({{"name", name},
                     {"nodes", platform.nodes.count},
                     {"peak_flops", platform.nodes.peak_flops},
                     {"bandwidth_Bps", platform.network.bandwidth_Bps},
                     {"latency_s", platform.network.latency_s},
-                    {"topology", to_string(platform.network.topology)}});
+                    {"topology", to_string(platform.network.topology)},
+                    {"devices", devices}});
   }
   return rows;
 }
@@ -80,11 +92,20 @@ void print(const std::string& what, const nlohmann::json& rows) {
       fmt::print("  {:<18} {:>3} layers ({:>2} counted), {:>6.1f} M parameters, input {}\n",
                  row.at("name").get<std::string>(), row.at("layers").get<int>(), row.at("counted_layers").get<int>(),
                  row.at("parameters").get<double>() / 1e6, row.at("input").get<std::string>());
-    else if (what == "platforms")
-      fmt::print("  {:<18} {:>5} nodes, {:>8.1f} GFLOP/s peak, {:>8.3g} GB/s, {:>8.3g} us, {}\n",
+    else if (what == "platforms") {
+      std::vector<std::string> devices;
+      for (const nlohmann::json& device : row.at("devices")) {
+        std::string where = device.at("tensors").get<std::string>();
+        if (device.contains("messages")) where += ", messages " + device.at("messages").get<std::string>();
+        devices.push_back(fmt::format("{} × {:.0f} GFLOP/s device (tensors {}, host link {:.3g} GB/s)",
+                                      device.at("count").get<int>(), device.at("peak_flops").get<double>() / 1e9, where,
+                                      device.at("host_link_Bps").get<double>() / 1e9));
+      }
+      fmt::print("  {:<19} {:>5} nodes, {:>8.1f} GFLOP/s peak, {:>8.3g} GB/s, {:>8.3g} us, {}{}\n",
                  row.at("name").get<std::string>(), row.at("nodes").get<int>(), row.at("peak_flops").get<double>() / 1e9,
                  row.at("bandwidth_Bps").get<double>() / 1e9, row.at("latency_s").get<double>() * 1e6,
-                 row.at("topology").get<std::string>());
+                 row.at("topology").get<std::string>(), devices.empty() ? "" : "; " + fmt::format("{}", fmt::join(devices, "; ")));
+    }
     else if (what == "strategies") {
       std::vector<std::string> options;
       for (const auto& [key, value] : row.at("options").items())

@@ -13,6 +13,7 @@
 #include "base/error.hpp"
 #include "sim/analytic/collective_cost.hpp"
 #include "sim/analytic/collective_durations.hpp"
+#include "system/device_staging.hpp"
 #include "system/collective.hpp"
 #include "system/collective_algorithm.hpp"
 #include "system/link_bucket.hpp"
@@ -517,7 +518,8 @@ class Replay {
       buckets_.take_download(v.rank, std::min(passed_bytes, v.received_bytes), start_s);
     }
     return collective_time_s(coll, plan_.prices.plans[plan_.prices.price_of[std::size_t(c)]], platform_.network,
-                             passed_bytes);
+                             passed_bytes) +
+           staging_times(coll, platform_).total_s();
   }
 
   // Compute progresses at a new rate from time_s on (time-ordered replay only).

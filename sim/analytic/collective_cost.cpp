@@ -4,6 +4,7 @@
 
 #include "base/error.hpp"
 #include "system/collective_algorithm.hpp"
+#include "system/device_staging.hpp"
 
 namespace cnnpar::analytic {
 
@@ -53,7 +54,7 @@ double collective_time_s(const Collective& collective, const Platform& platform)
   if (collective.group.size() <= 1) return 0.0;
   const CollectivePlan plan =
       plan_collective(collective, resolve_algorithm(collective, platform), critical_member(collective));
-  return collective_time_s(collective, plan, platform.network, 0.0);
+  return collective_time_s(collective, plan, platform.network, 0.0) + staging_times(collective, platform).total_s();
 }
 
 double collective_time_s(const Collective& collective, const CollectivePlan& critical_plan, const NetworkSpec& network,

@@ -35,7 +35,8 @@ double binomial_gather_s(int p, double total_bytes, double alpha_s, double beta_
 double direct_alltoall_s(int p, double bytes, double alpha_s, double beta_Bps);
 double direct_send_s(double bytes, double alpha_s, double beta_Bps);
 
-/** Closed-form duration (seconds) of `collective` on `platform`. */
+/** Closed-form duration (seconds) of `collective` on `platform`, with its device staging
+ *  (system/device_staging.hpp). */
 double collective_time_s(const Collective& collective, const Platform& platform);
 /** The same from the collective's critical member's plan (critical_member, resolve_algorithm),
  *  which depends on the network only through its algorithms, when the critical member's first

@@ -28,6 +28,7 @@
 #include "sim/simgrid/step_messages.hpp"
 #include "system/collective.hpp"
 #include "system/collective_algorithm.hpp"
+#include "system/device_staging.hpp"
 #include "system/link_bucket.hpp"
 #include "system/op_time.hpp"
 #include "system/serve_ledger.hpp"
@@ -174,6 +175,7 @@ class Replay {
     algorithms_.reserve(schedule.collectives.size());
     for (const Collective& c : schedule.collectives) algorithms_.push_back(resolve_algorithm(c, platform));
     overhead_s_ = platform.network.overhead_s;
+    stages_ = platform_stages_messages(platform);
     slowdown_ = platform.comm_compute_slowdown;
     busy_fraction_ = platform.network.busy_bandwidth_fraction;
     if (busy_fraction_ < 1 && hosts.size() >= 2) find_own_links(hosts);
@@ -406,6 +408,9 @@ class Replay {
       start_message(st.rank, -1, [&] { return box->get_async<int>(&payload); })->wait();
       const auto found = st.record_of.find(*payload);
       CNNPAR_ASSERT(found != st.record_of.end(), "message for a send this rank never posts");
+      // A message into a rank is taken whole, its device copies included, before the next
+      // (the analytic engine's order of receives); the source pays them after its put.
+      if (stages_) sleep_staging(schedule_.collectives[std::size_t(*payload)]);
       st.arrived_s[std::size_t(found->second)] = sg4::Engine::get_clock();
       if (const ServeLedger::Served at = ledger_.served(*payload); at.push && ledger_.server(at.serve) == st.rank)
         push_arrived(st, found->second, *payload);
@@ -500,6 +505,16 @@ class Replay {
       run_send(st, record_index, c);
       return;
     }
+    // Device <-> host copies around the steps (system/device_staging.hpp).
+    const StagingTimes staging = stages_ ? staging_times(c, platform_) : StagingTimes{};
+    if (staging.before_s > 0) sg4::this_actor::sleep_for(staging.before_s);
+    run_member_steps(st, c);
+    if (staging.after_s > 0) sg4::this_actor::sleep_for(staging.after_s);
+  }
+
+  /** This member's steps of a collective other than send, as messages. */
+  void run_member_steps(RankState& st, const Collective& c) {
+    const int p = int(c.group.size());
     const auto position = std::lower_bound(c.group.begin(), c.group.end(), st.rank);
     CNNPAR_ASSERT(position != c.group.end() && *position == st.rank, "rank runs a collective it is not in");
     const int me = st.rank;
@@ -566,10 +581,17 @@ class Replay {
                 [&](std::uint64_t size) { return inbox(destination)->put_async(const_cast<int*>(&c.id), size); })
           ->wait();
       end_put(st.rank, destination);
+      if (stages_) sleep_staging(c);
       return;
     }
     std::unique_lock lock(*st.mutex);
     while (st.arrived_s[std::size_t(record_index)] < 0) st.changed->wait(lock);
+  }
+
+  /** A send's device <-> host copies, both ways (system/device_staging.hpp). */
+  void sleep_staging(const Collective& c) const {
+    const double staging_s = staging_times(c, platform_).total_s();
+    if (staging_s > 0) sg4::this_actor::sleep_for(staging_s);
   }
 
   /** Ring steps per message for a ring of `steps` steps (SimgridOptions::ring_step_batch,
@@ -590,6 +612,7 @@ class Replay {
   std::vector<RankState> states_;
   std::vector<Algorithm> algorithms_;  ///< resolved algorithm per collective id
   double overhead_s_ = 0;
+  bool stages_ = false;  ///< some rank copies its messages between device and host
   double slowdown_ = 0;
   double busy_fraction_ = 1;
   LinkBuckets buckets_;  ///< the node links' token buckets (network.link_burst_bytes)

@@ -7,6 +7,7 @@
 #include "model/platform.hpp"
 #include "model/scenarios.hpp"
 #include "model/schedule.hpp"
+#include "system/device_staging.hpp"
 #include "system/op_time.hpp"
 #include "workload/overrides.hpp"
 
@@ -232,14 +233,14 @@ namespace {
 //  rank 0 "cpu": 100 Gf, everything else inherited (100 GB/s, gemm 0.8, default 0.5);
 //  ranks 1-3 "gpu": host 200 Gf, 20 GB/s, efficiency {gemm 0.5} (replaces the table; default
 //  0.5 inherited); device 2 Tf, 80 GB/s, gemm 0.5, default 0.25, 4 GB/s host link, runs gemm
-//  and im2col.
+//  and im2col, its tensors in host memory.
 nlohmann::json kinds_platform() {
   nlohmann::json document = minimal_platform();
   document["nodes"]["kinds"] = nlohmann::json::parse(R"([
     {"name": "cpu", "count": 1, "peak": "100Gf"},
     {"name": "gpu", "count": 3, "peak": "200Gf", "memory_bandwidth": "20GBps", "efficiency": {"gemm": 0.5},
      "device": {"peak": "2Tf", "memory_bandwidth": "80GBps", "efficiency": {"gemm": 0.5}, "default_efficiency": 0.25,
-                "host_link": "4GBps", "kernels": ["gemm", "im2col"]}}
+                "host_link": "4GBps", "kernels": ["gemm", "im2col"], "tensors": "host"}}
   ])");
   return document;
 }
@@ -555,4 +556,96 @@ TEST_CASE("core bandwidth: a few busy cores stream at their own rate, all of the
   nlohmann::json negative = minimal_platform();
   negative["nodes"]["core_bandwidth"] = "-1GBps";
   expect_error(negative, "/nodes/core_bandwidth", "-1GBps");
+}
+
+namespace {
+
+// kinds_platform with the gpu kind's tensors resident on its device (messages staged, the
+// default) and 10 us per device call.
+nlohmann::json resident_platform() {
+  nlohmann::json document = kinds_platform();
+  nlohmann::json& device = document["nodes"]["kinds"][1]["device"];
+  device["tensors"] = "resident";
+  device["call_overhead"] = "10us";
+  return document;
+}
+
+}  // namespace
+
+TEST_CASE("resident tensors: a GPU conv layer priced by hand") {
+  constexpr double kTol = 1e-12;
+  const Platform platform = parse_platform(resident_platform(), "p.json");
+  // Forward of a conv layer, 8 images, 16 -> 32 channels, 3x3, 32x32 output, on the gpu kind
+  // (rank 1): im2col reads the input (8·16·32·32·4 = 524,288 B) and writes the columns
+  // (8·144·1024·4 = 4,718,592 B), 5,242,880 B in all; the GEMM is (32 × 8192) = (32 × 144) ·
+  // (144 × 8192), 2·32·8192·144 = 75,497,472 FLOP.
+  const Op im2col = Op::compute_op("c.im2col", 0, Phase::forward, KernelClass::im2col, 0, 5242880, 8);
+  const Op gemm = Op::compute_op("c.fwd", 0, Phase::forward, KernelClass::gemm, 75497472, 5767168, 8,
+                                 GemmShape{32, 8192, 144});
+  // im2col on the device: memory 5,242,880 / 8e10 = 6.5536e-5 s, no host link (the input is on
+  // the device already) + 1e-5 s call = 7.5536e-5 s.
+  CHECK(op_time_s(platform, im2col, 1) == Approx(7.5536e-5).epsilon(kTol));
+  // GEMM on the device: 75,497,472 / (2e12 · 0.5) = 7.5497472e-5 s (memory 5,767,168 / 8e10 =
+  // 7.2090e-5 s is less) + 1e-5 s call = 8.5497472e-5 s.
+  CHECK(op_time_s(platform, gemm, 1) == Approx(8.5497472e-5).epsilon(kTol));
+  // The layer: 1.61033472e-4 s. With tensors in host memory the same two ops also move the
+  // columns' bytes and the GEMM's A, B, C (4·(32·144 + 144·8192 + 32·8192) = 5,785,600 B) over
+  // the 4 GB/s link: + (5,242,880 + 5,785,600) / 4e9 = 2.75712e-3 s.
+  nlohmann::json host = resident_platform();
+  host["nodes"]["kinds"][1]["device"]["tensors"] = "host";
+  const Platform copied = parse_platform(host, "p.json");
+  CHECK(op_time_s(copied, im2col, 1) + op_time_s(copied, gemm, 1) ==
+        Approx(1.61033472e-4 + 2.75712e-3).epsilon(kTol));
+  // An op the device does not run (col2im here) reads the resident tensors over the link: on
+  // the host 1e6 B / 2e10 B/s = 5e-5 s (compute 0) + 1e6 / 4e9 = 2.5e-4 s -> 3e-4 s; with
+  // tensors in host memory it takes the host roofline alone.
+  const Op col2im = Op::compute_op("c.col2im", 0, Phase::backward_data, KernelClass::col2im, 0, 1e6, 8);
+  CHECK(op_time_s(platform, col2im, 1) == Approx(3e-4).epsilon(kTol));
+  CHECK(op_time_s(copied, col2im, 1) == Approx(5e-5).epsilon(kTol));
+  // Rank 0 has no device: nothing changes there.
+  CHECK(op_time_s(platform, col2im, 0) == Approx(op_time_s(copied, col2im, 0)).epsilon(kTol));
+}
+
+TEST_CASE("resident tensors: staged messages copy each collective's buffers over the host link") {
+  constexpr double kTol = 1e-12;
+  const Platform platform = parse_platform(resident_platform(), "p.json");
+  Collective allreduce;
+  allreduce.kind = CollectiveKind::allreduce;
+  allreduce.bytes = 4e8;
+  allreduce.group = {1, 2, 3};
+  // Every member copies 4e8 B out and back at 4 GB/s: 0.1 s before, 0.1 s after.
+  StagingTimes times = staging_times(allreduce, platform);
+  CHECK(times.before_s == Approx(0.1).epsilon(kTol));
+  CHECK(times.after_s == Approx(0.1).epsilon(kTol));
+  // An allgather's members send their 4e8 B and receive 3 · 4e8 B: 0.1 s and 0.3 s. Rank 0
+  // (no device) in the group changes nothing.
+  Collective allgather = allreduce;
+  allgather.kind = CollectiveKind::allgather;
+  allgather.group = {0, 1, 2};
+  times = staging_times(allgather, platform);
+  CHECK(times.before_s == Approx(0.1).epsilon(kTol));
+  CHECK(times.after_s == Approx(0.3).epsilon(kTol));
+  // Direct messages (GPU-aware MPI) and tensors in host memory copy nothing.
+  nlohmann::json direct = resident_platform();
+  direct["nodes"]["kinds"][1]["device"]["messages"] = "direct";
+  CHECK(staging_times(allreduce, parse_platform(direct, "p.json")).total_s() == 0);
+  CHECK(staging_times(allreduce, parse_platform(kinds_platform(), "p.json")).total_s() == 0);
+  // A group of one rank copies nothing.
+  allreduce.group = {0};
+  CHECK(staging_times(allreduce, platform).total_s() == 0);
+}
+
+TEST_CASE("resident tensors round-trip through JSON, bad device fields name their path") {
+  const Platform platform = parse_platform(resident_platform(), "p.json");
+  const Platform again = parse_platform(to_json(platform), "again.json");
+  REQUIRE(again.nodes.kinds[1].device);
+  CHECK(again.nodes.kinds[1].device->tensors == DeviceTensors::resident);
+  CHECK(again.nodes.kinds[1].device->messages == DeviceMessages::staged);
+  CHECK(again.nodes.kinds[1].device->call_overhead_s == Approx(1e-5).epsilon(1e-12));
+  const nlohmann::json resident = resident_platform();
+  expect_value_error(resident, "/nodes/kinds/1/device/tensors", "gpu", "gpu");
+  expect_value_error(resident, "/nodes/kinds/1/device/messages", "rdma", "rdma");
+  expect_value_error(resident, "/nodes/kinds/1/device/call_overhead", "-1us", "-1us");
+  nlohmann::json host = kinds_platform();
+  expect_value_error(host, "/nodes/kinds/1/device/messages", "direct", "direct");
 }

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <functional>
 
 #include <nlohmann/json.hpp>
 
@@ -46,12 +47,14 @@ Platform crossbar_platform(const std::string& name, int ranks) {
 
 void check_agreement(const std::string& network_name, const std::string& platform_name, const std::string& strategy,
                      std::int64_t batch, const std::vector<int>& rank_counts,
-                     const nlohmann::json& values = nlohmann::json::object(), double tolerance = kAgreement) {
+                     const nlohmann::json& values = nlohmann::json::object(), double tolerance = kAgreement,
+                     const std::function<void(Platform&)>& adjust = {}) {
   const Network network = load_network(network_name);
   std::vector<Schedule> schedules;
   std::vector<Platform> platforms;
   for (int p : rank_counts) {
     platforms.push_back(crossbar_platform(platform_name, p));
+    if (adjust) adjust(platforms.back());
     StrategyOptions options;
     options.name = strategy;
     // N must divide over P: non-powers of two use 64 images per rank.
@@ -137,4 +140,21 @@ TEST_CASE("dp with synchronised batch normalisation on ResNet-50 agrees with the
 
 TEST_CASE("dp_layerwise on GoogLeNet agrees on a slow network", "[simgrid][agreement][graph]") {
   check_agreement("googlenet", "intel-xeon-10gbe", "dp_layerwise", 256, kSlowNetworkRanks);
+}
+
+// Devices with resident tensors (veeriah-node: every kernel on the GPU): compute ops pay no host
+// link; with staged messages every collective copies its buffers device -> host before and
+// host -> device after, in both engines (system/device_staging.hpp).
+TEST_CASE("resident device tensors, messages direct and staged: the engines agree on a crossbar, P = 2, 4, 8",
+          "[simgrid][agreement][device]") {
+  constexpr double kExact = 1e-6;
+  for (const DeviceMessages messages : {DeviceMessages::direct, DeviceMessages::staged}) {
+    const auto set_messages = [messages](Platform& platform) {
+      for (NodeKind& kind : platform.nodes.kinds)
+        if (kind.device) kind.device->messages = messages;
+    };
+    CAPTURE(to_string(messages));
+    check_agreement("veeriah-mnist", "veeriah-node", "dp", 256, {2, 4, 8}, {}, kExact, set_messages);
+    check_agreement("veeriah-mnist", "veeriah-node", "veeriah", 256, {2, 4, 8}, {}, kExact, set_messages);
+  }
 }
