@@ -38,6 +38,7 @@ set(CNNPAR_SCENARIO_FILES
   platforms/marques-lab.json
   platforms/marques-sim.json
   platforms/veeriah-node.json
+  platforms/veeriah-node-fitted.json
   studies/bpt-cnn-fig14.json
   studies/graph-networks-cori.json
   studies/graph-networks-xeon-10gbe.json
