@@ -35,8 +35,11 @@ set(CNNPAR_SCENARIO_FILES
   platforms/intel-xeon-phi-opa.json
   platforms/local.json
   platforms/marques-gpu.json
+  platforms/marques-gpu-fitted.json
   platforms/marques-lab.json
+  platforms/marques-lab-fitted.json
   platforms/marques-sim.json
+  platforms/marques-sim-fitted.json
   platforms/veeriah-node.json
   platforms/veeriah-node-fitted.json
   studies/bpt-cnn-fig14.json

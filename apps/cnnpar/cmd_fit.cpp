@@ -2,6 +2,7 @@
 // numbers, measured traces) by GSL's nonlinear least squares (experiments/fit.hpp); prints the
 // fitted values with their uncertainty, every observation's residual, leave-one-out
 // cross-validation and held-out studies; writes the fitted platform JSON.
+#include <filesystem>
 #include <memory>
 #include <set>
 #include <string>
@@ -36,6 +37,7 @@ struct FitCommandOptions {
   std::vector<std::string> held_out; ///< studies predicted after the fit
   std::string network;               ///< the observations' network; "*" accepts several
   std::vector<std::string> sets;     ///< --set PATH=VALUE on the fitted (and held-out) platforms
+  std::vector<std::string> also;     ///< PLATFORM=FILE: another platform written with the fitted values
   std::string out;
   std::string json_out;
   int max_iterations = 100;
@@ -152,6 +154,25 @@ int run_fit(const FitCommandOptions& o) {
   for (const FreeParameter& parameter : free) start.push_back(parameter.start);
   const Platform start_platform = platform_with_values(platform.json, platform.origin, free, start);
 
+  // Other platforms that take the fitted values (--also), read and checked before the fit runs.
+  struct AlsoOutput {
+    ScenarioDocument platform;
+    std::string file;
+    std::string name;  ///< the file's base name
+  };
+  std::vector<AlsoOutput> also;
+  for (const std::string& text : o.also) {
+    const std::size_t equals = text.find('=');
+    if (equals == std::string::npos || equals == 0 || equals + 1 == text.size())
+      throw InputError("command line", "--also", text, "expected PLATFORM=FILE");
+    AlsoOutput output{with_sets(load_scenario("platforms", text.substr(0, equals))), text.substr(equals + 1), {}};
+    output.name = std::filesystem::path(output.file).stem().string();
+    if (output.file == o.out) throw InputError("command line", "--also", text, "the file is the fitted platform's (--out)");
+    // The free paths must exist there too: checked now, with the start values.
+    platform_with_values(output.platform.json, output.platform.origin, free, start, "command line", "--also");
+    also.push_back(std::move(output));
+  }
+
   // Held-out studies are read (and checked) before the fit runs.
   struct HeldOutInput {
     LoadedStudy loaded;
@@ -207,7 +228,13 @@ int run_fit(const FitCommandOptions& o) {
   }
 
   OutputTransaction outputs;
-  outputs.file(o.out, fitted_platform_json(fitted, report.platform_fitted, report, utc_timestamp()).dump(2) + "\n");
+  const std::string when = utc_timestamp();
+  outputs.file(o.out, fitted_platform_json(fitted, report.platform_fitted, report, when).dump(2) + "\n");
+  for (const AlsoOutput& output : also) {
+    const Platform values = platform_with_values(output.platform.json, output.platform.origin, free, report.fit.values,
+                                                 "command line", "--also");
+    outputs.file(output.file, fitted_platform_json(values, output.name, report, when).dump(2) + "\n");
+  }
   if (!o.json_out.empty()) outputs.file(o.json_out, to_json(report).dump(2) + "\n");
   outputs.commit();
   if (!o.quiet && o.out != "-" && o.json_out != "-")
@@ -259,6 +286,11 @@ Runner add_fit_command(CLI::App& app) {
                   "'*' allows several");
   flags::set_values(*sub, o->sets);
   sub->add_option("--out,-o", o->out, "write the fitted platform JSON here (its source records the fit)")->required();
+  sub->add_option("--also", o->also,
+                  "also write this platform (name or JSON path) with the fitted values of the free paths and the --set "
+                  "values to FILE, named after FILE, its source recording the fit (repeatable); e.g. the platforms of "
+                  "held-out studies")
+      ->type_name("PLATFORM=FILE");
   flags::json_out(*sub, o->json_out, "the fit report (parameters, residuals, leave-one-out, held-out)");
   sub->add_option("--max-iterations", o->max_iterations,
                   "iterations of the least-squares solver before the fit counts as not converged (status 1)")

@@ -10,7 +10,7 @@ set key top left Left reverse noenhanced box opaque spacing 1.1
 set grid lc rgb '#dddddd'
 set border lc rgb '#333333'
 set datafile separator ','
-set yrange [0.00077312:40]
+set yrange [0.631311:40]
 $linear << EOD
 1,1
 32,32
