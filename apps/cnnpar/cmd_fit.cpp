@@ -165,7 +165,14 @@ int run_fit(const FitCommandOptions& o) {
     const std::size_t equals = text.find('=');
     if (equals == std::string::npos || equals == 0 || equals + 1 == text.size())
       throw InputError("command line", "--also", text, "expected PLATFORM=FILE");
-    AlsoOutput output{with_sets(load_scenario("platforms", text.substr(0, equals))), text.substr(equals + 1), {}};
+    ScenarioDocument document;
+    try {
+      document = load_scenario("platforms", text.substr(0, equals));
+    } catch (const InputError& error) {
+      if (error.file() != "<command line>") throw;  // a bad platform file names itself
+      throw InputError("command line", "--also", text, error.reason());
+    }
+    AlsoOutput output{with_sets(std::move(document)), text.substr(equals + 1), {}};
     output.name = std::filesystem::path(output.file).stem().string();
     if (output.file == o.out) throw InputError("command line", "--also", text, "the file is the fitted platform's (--out)");
     // The free paths must exist there too: checked now, with the start values.
