@@ -12,21 +12,13 @@
 # Usage: scripts/fit_lee.sh [path/to/cnnpar [OUT_DIR]]   (default: build/bin/cnnpar; OUT_DIR
 # holds the platform and the report instead of the tree, as tests/cli/lee_fit.sh uses it)
 set -eu
-root=$(cd "$(dirname "$0")/.." && pwd)
-exe=${1:-$root/build/bin/cnnpar}
-[ -x "$exe" ] || { echo "fit_lee: no cnnpar at $exe (pass its path)" >&2; exit 1; }
-cd "$root"
+study=fit_lee
 out=reports/lee2017-heldout
-platform=scenarios/platforms/cori-haswell-fitted.json
-if [ $# -ge 2 ]; then
-  out=$2
-  platform=$2/cori-haswell-fitted.json
-fi
-mkdir -p "$out"
+. "$(dirname "$0")/fit_prologue.sh"
 # The held-out studies name the fitted platform: fit predicts them on it with the fitted
 # values of the free paths (and the --set), the same numbers as written.
 "$exe" fit --platform cori-haswell --study lee2017-fig6-vgg-a --only nodes=128 \
   --set nodes.image_parallel_kernels=true --free network.bandwidth,nodes.memory_bandwidth \
   --held-out lee2017-fig8-batch,lee2017-fig9-parameters,lee2017-fig10-f,lee2017-fig11-k \
-  --out "$platform" --json "$out/fit.json" > "$out/fit.txt"
+  --out "$platforms/cori-haswell-fitted.json" --json "$out/fit.json" > "$out/fit.txt"
 [ $# -ge 2 ] || cat "$out/fit.txt"

@@ -15,17 +15,9 @@
 # Usage: scripts/fit_marques.sh [path/to/cnnpar [OUT_DIR]]   (default: build/bin/cnnpar; OUT_DIR
 # holds the platforms and the report instead of the tree, as tests/cli/heldout_fit.sh uses it)
 set -eu
-root=$(cd "$(dirname "$0")/.." && pwd)
-exe=${1:-$root/build/bin/cnnpar}
-[ -x "$exe" ] || { echo "fit_marques: no cnnpar at $exe (pass its path)" >&2; exit 1; }
-cd "$root"
+study=fit_marques
 out=reports/marques2018-heldout
-platforms=scenarios/platforms
-if [ $# -ge 2 ]; then
-  out=$2
-  platforms=$2
-fi
-mkdir -p "$out"
+. "$(dirname "$0")/fit_prologue.sh"
 "$exe" fit --platform marques-lab --study marques2018-table2-cpu --only "series=500:1500 batch 1024" \
   --free network.bandwidth,nodes.default_efficiency \
   --held-out marques2018-table2-cpu,marques2018-table2-gpu \

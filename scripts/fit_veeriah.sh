@@ -13,19 +13,11 @@
 # Usage: scripts/fit_veeriah.sh [path/to/cnnpar [OUT_DIR]]   (default: build/bin/cnnpar; OUT_DIR
 # holds the platform and the report instead of the tree, as tests/cli/heldout_fit.sh uses it)
 set -eu
-root=$(cd "$(dirname "$0")/.." && pwd)
-exe=${1:-$root/build/bin/cnnpar}
-[ -x "$exe" ] || { echo "fit_veeriah: no cnnpar at $exe (pass its path)" >&2; exit 1; }
-cd "$root"
+study=fit_veeriah
 out=reports/veeriah2017-heldout
-platform=scenarios/platforms/veeriah-node-fitted.json
-if [ $# -ge 2 ]; then
-  out=$2
-  platform=$2/veeriah-node-fitted.json
-fi
-mkdir -p "$out"
+. "$(dirname "$0")/fit_prologue.sh"
 "$exe" fit --platform veeriah-node --study veeriah2017-table1 --only "series=mnist scheme a" --only nodes=4,6 \
   --free nodes.kinds.0.device.default_efficiency,network.bandwidth \
   --held-out veeriah2017-table1 \
-  --out "$platform" --json "$out/fit.json" > "$out/fit.txt"
+  --out "$platforms/veeriah-node-fitted.json" --json "$out/fit.json" > "$out/fit.txt"
 [ $# -ge 2 ] || cat "$out/fit.txt"
