@@ -4,7 +4,7 @@
 // copies its send buffer device -> host before the collective's first step and its receive
 // buffer host -> device after its last, over its node's host link. A collective starts when
 // its slowest member has staged its input and ends when the slowest holds its output, so both
-// engines add the slowest member's copy each way to every member (docs/formats.md "Devices").
+// engines add the slowest member's copy each way to every member (docs/formats.md "Node kinds").
 #include "model/platform.hpp"
 #include "model/schedule.hpp"
 
