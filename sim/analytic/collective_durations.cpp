@@ -38,11 +38,10 @@ CollectivePrices collective_prices(const Schedule& schedule, const Platform& pla
 std::vector<double> collective_durations_s(const Schedule& schedule, const Platform& platform,
                                            const CollectivePrices& prices) {
   std::vector<double> price_s(prices.plans.size());
-  const bool stages = platform_stages_messages(platform);
   for (std::size_t price = 0; price < prices.plans.size(); ++price) {
     const Collective& collective = schedule.collectives[prices.first_of[price]];
-    price_s[price] = collective_time_s(collective, prices.plans[price], platform.network, 0.0);
-    if (stages) price_s[price] += staging_times(collective, platform).total_s();
+    price_s[price] = collective_time_s(collective, prices.plans[price], platform.network, 0.0) +
+                     staging_times(collective, platform).total_s();
   }
   std::vector<double> durations_s;
   durations_s.reserve(prices.price_of.size());
