@@ -54,6 +54,24 @@ Network load_grid_network(const JsonNode& node) {
   throw InputError(grid.file, path, error.value(), error.reason() + " (" + context + ")");
 }
 
+/** "p2p", "mpi" or a list of them, each once. */
+std::vector<std::string> parse_collective_modes(const JsonNode& node) {
+  const auto check = [](const JsonNode& item) {
+    const std::string mode = item.as_string();
+    if (mode != "mpi" && mode != "p2p") item.fail("expected mpi or p2p");
+    return mode;
+  };
+  if (node.raw().is_string()) return {check(node)};
+  std::vector<std::string> modes;
+  for (const JsonNode& item : node.items()) {
+    const std::string mode = check(item);
+    if (std::find(modes.begin(), modes.end(), mode) != modes.end()) item.fail("the same collectives mode twice");
+    modes.push_back(mode);
+  }
+  if (modes.empty()) node.fail("expected mpi, p2p or a list of them");
+  return modes;
+}
+
 std::string safe_for_file_name(const std::string& text) {
   std::string out;
   for (char c : text) {
@@ -105,8 +123,7 @@ ValidationGrid parse_validation_grid(const nlohmann::json& document, const std::
   if (root.has("run_attempts")) grid.run_attempts = int(root.at("run_attempts").as_int_in(1, kMaxRunAttempts));
   grid.comm_progress = root.string_or("comm_progress", grid.comm_progress);
   if (grid.comm_progress != "poll" && grid.comm_progress != "thread") root.at("comm_progress").fail("expected poll or thread");
-  grid.collectives = root.string_or("collectives", grid.collectives);
-  if (grid.collectives != "mpi" && grid.collectives != "p2p") root.at("collectives").fail("expected mpi or p2p");
+  if (root.has("collectives")) grid.collectives = parse_collective_modes(root.at("collectives"));
   grid.platform = root.string_or("platform", grid.platform);
   try {
     (void)load_platform(grid.platform);
@@ -243,6 +260,7 @@ ValidationGrid load_validation_grid(const std::string& path) { return parse_vali
 
 std::vector<ValidationConfig> validation_configs(const ValidationGrid& grid) {
   std::vector<ValidationConfig> configs;
+  for (const std::string& collectives : grid.collectives)
   for (const std::string& network : grid.networks)
     for (const StrategyOptions& strategy : grid.strategies)
       for (std::size_t link = 0; link < grid.links.size(); ++link)
@@ -257,6 +275,7 @@ std::vector<ValidationConfig> validation_configs(const ValidationGrid& grid) {
             config.strategy.warmup_iterations = grid.warmup;
             config.link = link;
             config.compute = ranks <= grid.real_compute_max_ranks ? "real" : "sleep";
+            config.collectives = collectives;
             configs.push_back(std::move(config));
           }
   return configs;
@@ -274,17 +293,17 @@ std::string strategy_label(const StrategyOptions& strategy) {
 }
 
 std::string config_label(const ValidationGrid& grid, const ValidationConfig& config) {
-  return fmt::format("{} {}, {}, batch {}, {} rank{}", config.network, strategy_label(config.strategy),
+  return fmt::format("{} {}, {}, batch {}, {} rank{}{}", config.network, strategy_label(config.strategy),
                      grid.links.at(config.link).label(), config.strategy.global_batch, config.strategy.ranks,
-                     config.strategy.ranks == 1 ? "" : "s");
+                     config.strategy.ranks == 1 ? "" : "s", config.collectives == "p2p" ? "" : ", mpi collectives");
 }
 
 std::string config_key(const ValidationGrid& grid, const ValidationConfig& config) {
   std::string strategy = strategy_label(config.strategy);
   strategy.erase(std::remove(strategy.begin(), strategy.end(), '='), strategy.end());
-  return fmt::format("{}_{}_{}_b{}_p{}", safe_for_file_name(std::filesystem::path(config.network).stem().string()),
+  return fmt::format("{}_{}_{}_b{}_p{}{}", safe_for_file_name(std::filesystem::path(config.network).stem().string()),
                      safe_for_file_name(strategy), grid.links.at(config.link).key(), config.strategy.global_batch,
-                     config.strategy.ranks);
+                     config.strategy.ranks, config.collectives == "p2p" ? "" : "_mpi");
 }
 
 std::string config_settings(const ValidationGrid& grid, const ValidationConfig& config) {
@@ -292,7 +311,7 @@ std::string config_settings(const ValidationGrid& grid, const ValidationConfig& 
       grid.measure_seconds > 0 ? fmt::format(", at least {:g} s measured", grid.measure_seconds) : "";
   return fmt::format("{} iterations ({} warm-up){}, {} compute, {} progress, {} collectives, platform {}",
                      config.strategy.iterations, config.strategy.warmup_iterations, measured_time, config.compute,
-                     grid.comm_progress, grid.collectives, grid.platform);
+                     grid.comm_progress, config.collectives, grid.platform);
 }
 
 int run_iterations(const ValidationGrid& grid, double predicted_iteration_s) {

@@ -67,7 +67,9 @@ struct ValidationGrid {
   /// more iterations than `iterations` (run_iterations), so its median is not a few noisy samples.
   double measure_seconds = 0;
   std::string comm_progress = "thread";      ///< the executor's progress mode: poll | thread
-  std::string collectives = "p2p";           ///< mpi (the library's algorithms) | p2p (the engines' steps)
+  /// Collective modes, each a run of every configuration: mpi (the library's algorithms) | p2p
+  /// (the engines' steps)
+  std::vector<std::string> collectives = {"p2p"};
   std::string platform = "local";            ///< base platform of the calibrations
   int testbed_nodes = 0;                     ///< nodes of the testbed; 0 = the largest rank count
   double burst_bytes = 256.0 * 1024;         ///< the testbed's tbf bucket
@@ -97,8 +99,10 @@ struct ValidationConfig {
   StrategyOptions strategy;  ///< global_batch, ranks, iterations and warm-up set
   std::size_t link = 0;      ///< index into ValidationGrid::links
   std::string compute;       ///< "real" or "sleep"
+  std::string collectives = "p2p";  ///< the executor's collectives: p2p | mpi
 };
-/** The cross product in grid order (network, strategy, link, batch, ranks; ranks fastest). */
+/** The cross product in grid order (collectives, network, strategy, link, batch, ranks; ranks
+ *  fastest): a grid of one mode keeps the order and keys it had before modes were an axis. */
 std::vector<ValidationConfig> validation_configs(const ValidationGrid& grid);
 /** Iterations (warm-up included) a run of `grid` takes when its predicted iteration is
  *  `predicted_iteration_s`: at least grid.iterations, and enough that the measured ones last
@@ -107,9 +111,9 @@ inline constexpr int kMaxValidationIterations = 1000;
 int run_iterations(const ValidationGrid& grid, double predicted_iteration_s);
 /** "lee k=3 f=1" */
 std::string strategy_label(const StrategyOptions& strategy);
-/** "vgg-a-32 lee k=3 f=1, 1Gbps, batch 64, 2 ranks" */
+/** "vgg-a-32 lee k=3 f=1, 1Gbps, batch 64, 2 ranks", with ", mpi collectives" in mpi mode */
 std::string config_label(const ValidationGrid& grid, const ValidationConfig& config);
-/** A file-name-safe, stable key: "vgg-a-32_lee-k3-f1_1Gbps_b64_p2". */
+/** A file-name-safe, stable key: "vgg-a-32_lee-k3-f1_1Gbps_b64_p2", "..._p2_mpi" in mpi mode. */
 std::string config_key(const ValidationGrid& grid, const ValidationConfig& config);
 /** How the configuration is run, beyond what its key says: "12 iterations (2 warm-up), real
  *  compute, thread progress, p2p collectives, platform local". A finished result is kept on

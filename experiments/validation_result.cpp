@@ -84,6 +84,7 @@ nlohmann::json to_json(const ConfigResult& r) {
           {"batch", r.batch},
           {"ranks", r.ranks},
           {"compute", r.compute},
+          {"collectives", r.collectives},
           {"settings", r.settings},
           {"platform", r.platform},
           {"load_average", r.load_average},
@@ -99,8 +100,8 @@ nlohmann::json to_json(const ConfigResult& r) {
 ConfigResult config_result_from_json(const nlohmann::json& document, const std::string& file) {
   const JsonNode root(document, file);
   if (!document.is_object()) root.fail("a validation result is a JSON object");
-  root.check_keys({"format", "key", "label", "network", "strategy", "link", "batch", "ranks", "compute", "settings",
-                   "platform", "load_average", "compute_speed_ratio", "attempt_compute_speed_ratios", "compute_recalibrated",
+  root.check_keys({"format", "key", "label", "network", "strategy", "link", "batch", "ranks", "compute", "collectives",
+                   "settings", "platform", "load_average", "compute_speed_ratio", "attempt_compute_speed_ratios", "compute_recalibrated",
                    "measured", "predicted", "error_percent", "diagnosis"});
   if (root.at("format").as_string() != "cnnpar-validation-result") root.at("format").fail("not a validation result");
   ConfigResult r;
@@ -112,6 +113,9 @@ ConfigResult config_result_from_json(const nlohmann::json& document, const std::
   r.batch = root.at("batch").as_int_in(1, limits::kMaxBatch);
   r.ranks = int(root.at("ranks").as_int_in(1, limits::kMaxRanks));
   r.compute = root.at("compute").as_string();
+  // Results written before collectives were a grid axis ran in the grid's one mode, p2p.
+  r.collectives = root.string_or("collectives", r.collectives);
+  if (r.collectives != "p2p" && r.collectives != "mpi") root.at("collectives").fail("expected mpi or p2p");
   r.settings = root.at("settings").as_string();
   r.platform = root.at("platform").as_string();
   r.load_average = root.at("load_average").as_number();

@@ -36,6 +36,7 @@ struct ConfigResult {
   std::int64_t batch = 0;
   int ranks = 0;
   std::string compute;      ///< real | sleep
+  std::string collectives = "p2p";  ///< the executor's collectives: p2p | mpi
   std::string settings;     ///< config_settings
   std::string platform;     ///< the calibrated platform file the predictions used
   double load_average = -1; ///< 1-minute load when the measured run started (-1: unknown)

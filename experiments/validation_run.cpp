@@ -130,45 +130,48 @@ class ValidationRun::Impl {
     int failures = 0, done = 0;
     const int total = int(std::count_if(results.begin(), results.end(), [](const auto& r) { return !r.has_value(); }));
     const auto started = std::chrono::steady_clock::now();
-    // One link setting at a time (the testbed is reshaped between them), then rank counts and
-    // networks: each (network, link, ranks) is calibrated once before its runs.
+    // One link setting at a time (the testbed is reshaped between them), then rank counts,
+    // networks and collectives modes: each (network, link, ranks, mode) is calibrated once before
+    // its runs, and a configuration's two modes run close together in time.
     for (std::size_t link = 0; link < grid_.links.size(); ++link) {
       bool link_set = false;
       for (int ranks : grid_.ranks)
-        for (const std::string& network : grid_.networks) {
-          std::vector<std::size_t> todo;
-          for (std::size_t i = 0; i < configs.size(); ++i)
-            if (!results[i] && configs[i].link == link && configs[i].strategy.ranks == ranks && configs[i].network == network)
-              todo.push_back(i);
-          if (todo.empty()) continue;
-          if (!link_set) {
-            target_->set_link(grid_.links[link]);
-            link_set = true;
-          }
-          std::string platform;
-          try {
-            platform = calibration(network, link, ranks, configs[todo.front()].compute);
-          } catch (const InterruptedError&) {
-            throw;  // Ctrl-C ends the validation (main: 128 + signal); what finished is kept
-          } catch (const std::runtime_error& error) {
-            say(fmt::format("cnnpar validate: {}", error.what()));
-            failures += int(todo.size());
-            done += int(todo.size());
-            continue;
-          }
-          for (std::size_t i : todo) {
-            ++done;
+        for (const std::string& network : grid_.networks)
+          for (const std::string& collectives : grid_.collectives) {
+            std::vector<std::size_t> todo;
+            for (std::size_t i = 0; i < configs.size(); ++i)
+              if (!results[i] && configs[i].link == link && configs[i].strategy.ranks == ranks &&
+                  configs[i].network == network && configs[i].collectives == collectives)
+                todo.push_back(i);
+            if (todo.empty()) continue;
+            if (!link_set) {
+              target_->set_link(grid_.links[link]);
+              link_set = true;
+            }
+            std::string platform;
             try {
-              results[i] = measure_one(configs[i], platform);  // may recalibrate: platform for the rest
-              say(progress_line(done, total, started, *results[i]));
+              platform = calibration(network, link, ranks, configs[todo.front()].compute, collectives);
             } catch (const InterruptedError&) {
-              throw;
+              throw;  // Ctrl-C ends the validation (main: 128 + signal); what finished is kept
             } catch (const std::runtime_error& error) {
-              ++failures;
-              say(fmt::format("[{}/{}] {}: not measured: {}", done, total, config_label(grid_, configs[i]), error.what()));
+              say(fmt::format("cnnpar validate: {}", error.what()));
+              failures += int(todo.size());
+              done += int(todo.size());
+              continue;
+            }
+            for (std::size_t i : todo) {
+              ++done;
+              try {
+                results[i] = measure_one(configs[i], platform);  // may recalibrate: platform for the rest
+                say(progress_line(done, total, started, *results[i]));
+              } catch (const InterruptedError&) {
+                throw;
+              } catch (const std::runtime_error& error) {
+                ++failures;
+                say(fmt::format("[{}/{}] {}: not measured: {}", done, total, config_label(grid_, configs[i]), error.what()));
+              }
             }
           }
-        }
     }
     target_->finish();
     return failures;
@@ -275,11 +278,13 @@ class ValidationRun::Impl {
     return file;
   }
 
-  /** Network and progress, once per (network, link setting, rank count), from the network's
-   *  compute calibration: collective curves in the runs' collective mode, and the progress
-   *  mechanisms in their progress and compute modes. */
-  std::string calibration(const std::string& network, std::size_t link, int ranks, const std::string& compute) {
-    const std::string stem = fmt::format("{}_{}_p{}", fs::path(network).stem().string(), grid_.links[link].key(), ranks);
+  /** Network and progress, once per (network, link setting, rank count, collectives mode), from
+   *  the network's compute calibration: collective curves in the runs' collective mode, and the
+   *  progress mechanisms in their progress and compute modes. */
+  std::string calibration(const std::string& network, std::size_t link, int ranks, const std::string& compute,
+                          const std::string& collectives) {
+    const std::string stem = fmt::format("{}_{}_p{}{}", fs::path(network).stem().string(), grid_.links[link].key(), ranks,
+                                         collectives == "p2p" ? "" : "_mpi");
     const fs::path file = fs::path(out_) / "calibration" / (stem + ".json");
     if (usable_platform(file)) return file.string();
     const std::string compute_file = compute_calibration(network);
@@ -288,9 +293,9 @@ class ValidationRun::Impl {
     run_calibration(file, ranks,
                     {"--calibrate-parts", "network,progress", "--network", network, "--platform", compute_file,
                      "--batch", std::to_string(batch), "--max-message", fmt::format("{:.0f}", largest),
-                     "--comm-progress", grid_.comm_progress, "--collectives", grid_.collectives, "--compute", compute},
-                    fmt::format("{} on {}, {} ranks (messages up to {})", network, grid_.links[link].label(), ranks,
-                                format_bytes(largest)));
+                     "--comm-progress", grid_.comm_progress, "--collectives", collectives, "--compute", compute},
+                    fmt::format("{} on {}, {} ranks, {} collectives (messages up to {})", network,
+                                grid_.links[link].label(), ranks, collectives, format_bytes(largest)));
     return file.string();
   }
 
@@ -341,7 +346,7 @@ class ValidationRun::Impl {
     spec.strategy = strategy;
     spec.compute = config.compute;
     spec.comm_progress = grid_.comm_progress;
-    spec.collectives = grid_.collectives;
+    spec.collectives = config.collectives;
     spec.threads = 1;
     spec.timeout_s = kRunStallTimeout_s;
     spec.trace = (folder / "measured.json").string();
@@ -420,6 +425,7 @@ class ValidationRun::Impl {
     result.batch = config.strategy.global_batch;
     result.ranks = config.strategy.ranks;
     result.compute = config.compute;
+    result.collectives = config.collectives;
     result.settings = config_settings(grid_, config);
     result.platform = prediction.platform_file;
     result.compute_recalibrated = first_counted > 0;

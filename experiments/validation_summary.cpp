@@ -19,7 +19,8 @@ namespace {
 constexpr const char* kEngines[] = {"analytic", "simgrid"};
 
 std::string group_label(const ConfigResult& r) {
-  return fmt::format("{}, {}, batch {}, {} rank{}", r.network, r.link, r.batch, r.ranks, r.ranks == 1 ? "" : "s");
+  return fmt::format("{}, {}, batch {}, {} rank{}{}", r.network, r.link, r.batch, r.ranks, r.ranks == 1 ? "" : "s",
+                     r.collectives == "p2p" ? "" : ", mpi collectives");
 }
 
 /** The strategies of a group ordered by iteration time, fastest first (ties by name). */
@@ -105,7 +106,8 @@ ValidationReport summarize_validation(const ValidationGrid& grid, std::vector<Co
       {"strategy", [](const ConfigResult& r) { return r.strategy; }},
       {"link", [](const ConfigResult& r) { return r.link; }},
       {"batch", [](const ConfigResult& r) { return std::to_string(r.batch); }},
-      {"ranks", [](const ConfigResult& r) { return std::to_string(r.ranks); }}};
+      {"ranks", [](const ConfigResult& r) { return std::to_string(r.ranks); }},
+      {"collectives", [](const ConfigResult& r) { return r.collectives; }}};
   for (const auto& [dimension, value_of] : dimensions)
     for (const std::string& engine : engines) {
       std::map<std::string, std::pair<double, int>> sums;

@@ -38,6 +38,10 @@ const char* to_string(Algorithm algorithm) {
     case Algorithm::recursive_doubling: return "recursive_doubling";
     case Algorithm::binomial: return "binomial";
     case Algorithm::direct: return "direct";
+    case Algorithm::reduce_scatter_allgather: return "reduce_scatter_allgather";
+    case Algorithm::recursive_halving: return "recursive_halving";
+    case Algorithm::pairwise: return "pairwise";
+    case Algorithm::mpich: return "mpich";
   }
   return "?";
 }
@@ -47,9 +51,12 @@ const char* to_string(DeviceMessages messages) { return messages == DeviceMessag
 
 Algorithm algorithm_from_string(const std::string& text) {
   for (auto a : {Algorithm::automatic, Algorithm::ring, Algorithm::recursive_doubling, Algorithm::binomial,
-                 Algorithm::direct})
+                 Algorithm::direct, Algorithm::reduce_scatter_allgather, Algorithm::recursive_halving, Algorithm::pairwise,
+                 Algorithm::mpich})
     if (text == to_string(a)) return a;
-  throw std::invalid_argument("unknown algorithm (expected auto, ring, recursive_doubling, binomial or direct)");
+  throw std::invalid_argument(
+      "unknown algorithm (expected auto, ring, recursive_doubling, binomial, direct, reduce_scatter_allgather, "
+      "recursive_halving, pairwise or mpich)");
 }
 
 const char* to_string(KernelClass kernel) {

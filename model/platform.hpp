@@ -18,8 +18,19 @@ namespace cnnpar {
 class GemmGrid;  // model/gemm_grid.hpp
 
 enum class Topology { crossbar, star, fat_tree, torus, dragonfly };
-/** Collective algorithms; `automatic` lets the engine pick (JSON spelling "auto"). */
-enum class Algorithm { automatic, ring, recursive_doubling, binomial, direct };
+/** Collective algorithms; `automatic` lets the engine pick (JSON spelling "auto"), `mpich`
+ *  picks what MPICH 4.0's default selection runs (system/collective_algorithm.hpp). */
+enum class Algorithm {
+  automatic,
+  ring,
+  recursive_doubling,
+  binomial,
+  direct,
+  reduce_scatter_allgather,  ///< allreduce: recursive halving, then recursive doubling (Rabenseifner)
+  recursive_halving,         ///< reduce_scatter
+  pairwise,                  ///< reduce_scatter: P - 1 rounds, each a block to member + k
+  mpich
+};
 
 const char* to_string(Topology topology);
 const char* to_string(Algorithm algorithm);

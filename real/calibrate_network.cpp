@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <numeric>
 #include <stdexcept>
@@ -143,6 +144,22 @@ constexpr int kBurstProbeRepeats = 9;
 constexpr double kBurstRefillMargin = 2;
 constexpr double kMinBurstIdle_s = 0.02, kMaxBurstIdle_s = 1.0;
 
+// MPICH's CVARs that replace its default selection of the nonblocking collectives the
+// executor posts (docs/design.md, "Which algorithms MPICH runs").
+constexpr const char* kSelectionCvars[] = {
+    "MPIR_CVAR_IALLREDUCE_INTRA_ALGORITHM", "MPIR_CVAR_IALLGATHER_INTRA_ALGORITHM",
+    "MPIR_CVAR_IREDUCE_SCATTER_BLOCK_INTRA_ALGORITHM", "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"};
+
+/** Why the library's own collectives are not MPICH 4.0's default selection ("" when they are). */
+std::string not_mpich_selection(const std::string& library_version) {
+  if (!mpi::is_mpich_4_0(library_version)) return "the MPI library is not MPICH 4.0";
+  for (const char* cvar : kSelectionCvars) {
+    const char* value = std::getenv(cvar);
+    if (value != nullptr && *value != '\0' && std::string(value) != "auto") return fmt::format("{}={}", cvar, value);
+  }
+  return "";
+}
+
 }  // namespace
 
 Collective measured_collective(CollectiveKind kind, double bytes, int size) {
@@ -176,6 +193,17 @@ void calibrate_network(const CalibrateOptions& o, const Exchange& x, MPI_Comm co
     drain_buckets(x, rank, size, drain_out, drain_in);
     tight_barrier(comm, o.timeout_s);  // every rank has received its drain: no link still carries one
   };
+  // The library's own collectives are priced as the algorithms it runs, where the engines know
+  // them: MPICH 4.0's default selection. Otherwise the base platform's algorithms stay.
+  if (x.mode == CollectiveMode::mpi) {
+    const std::string other = not_mpich_selection(mpi::library_version());
+    if (other.empty()) {
+      for (const char* kind : {"allreduce", "allgather", "reduce_scatter"}) platform.network.algorithms[kind] = Algorithm::mpich;
+      say(o, "network: allreduce, allgather and reduce_scatter priced as MPICH 4.0 selects them (network.algorithms mpich)");
+    } else {
+      say(o, fmt::format("network: {}: the base platform's collective algorithms stay", other));
+    }
+  }
   const CollectiveKind kinds[] = {CollectiveKind::send, CollectiveKind::allreduce, CollectiveKind::allgather,
                                   CollectiveKind::reduce_scatter, CollectiveKind::bcast};
   for (CollectiveKind kind : kinds) {

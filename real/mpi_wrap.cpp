@@ -48,18 +48,28 @@ std::string library_version() {
   return std::string(text, std::size_t(std::max(0, length)));
 }
 
-bool finalize_can_hang(const std::string& library_version) {
-  const auto field = [&](const std::string& name) {
-    const std::size_t at = library_version.find(name);
-    if (at == std::string::npos) return std::string();
-    const std::size_t begin = library_version.find_first_not_of(" \t", at + name.size());
-    const std::size_t end = library_version.find('\n', begin);
-    return begin == std::string::npos ? std::string() : library_version.substr(begin, end - begin);
-  };
-  const std::string version = field("MPICH Version:");
+namespace {
+
+/** The value of a "Name:\tvalue" line of MPI_Get_library_version's text ("" if absent). */
+std::string library_field(const std::string& library_version, const std::string& name) {
+  const std::size_t at = library_version.find(name);
+  if (at == std::string::npos) return std::string();
+  const std::size_t begin = library_version.find_first_not_of(" \t", at + name.size());
+  const std::size_t end = library_version.find('\n', begin);
+  return begin == std::string::npos ? std::string() : library_version.substr(begin, end - begin);
+}
+
+}  // namespace
+
+bool is_mpich_4_0(const std::string& library_version) {
+  const std::string version = library_field(library_version, "MPICH Version:");
   // 4.0, 4.0.2, 4.0rc1; not 4.01 (were there one) nor 4.1
-  const bool mpich_4_0 = version.rfind("4.0", 0) == 0 && (version.size() == 3 || !std::isdigit(static_cast<unsigned char>(version[3])));
-  return mpich_4_0 && field("MPICH Device:").find("ch4:ucx") != std::string::npos;
+  return version.rfind("4.0", 0) == 0 && (version.size() == 3 || !std::isdigit(static_cast<unsigned char>(version[3])));
+}
+
+bool finalize_can_hang(const std::string& library_version) {
+  return is_mpich_4_0(library_version) &&
+         library_field(library_version, "MPICH Device:").find("ch4:ucx") != std::string::npos;
 }
 
 bool ranks_share_hosts(MPI_Comm comm, double timeout_s) {

@@ -57,6 +57,9 @@ int world_size();
 /** MPI_Get_library_version's text. */
 std::string library_version();
 
+/** True when `library_version` names MPICH 4.0.x (any device). */
+bool is_mpich_4_0(const std::string& library_version);
+
 /** True when `library_version` names MPICH 4.0.x on its ch4:ucx device, whose MPI_Finalize can
  *  hang after all work is done. Its UCX finalize hook closes every endpoint in flush mode and
  *  only then enters the blocking PMI barrier. Over TCP the flush waits for the peer's

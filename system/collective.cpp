@@ -96,8 +96,54 @@ CollectivePlan plan_collective(const Collective& c, Algorithm algorithm, int i) 
   if (p <= 1) return plan;
   plan.steps.reserve(2 * std::size_t(p));  // a ring allreduce's 2(p - 1) rounds, the most of any algorithm
 
+  // An exchange with `partner`: send `give`, receive `take` (summed in when `reduce`).
+  const auto exchange = [&](int partner, BlockSpan give, BlockSpan take, bool reduce, double block_bytes) {
+    CollectiveStep s;
+    s.send_to = s.receive_from = partner;
+    s.send_span = give;
+    s.receive_span = take;
+    s.reduce = reduce;
+    s.send_bytes = block_bytes * give.count;
+    s.receive_bytes = block_bytes * take.count;
+    add(s);
+  };
+  // Recursive halving over P blocks, partners i ^ mask for the masks in `masks` order (MPICH's
+  // order: allreduce from 1 up, reduce_scatter from P/2 down): each round the pair splits the
+  // blocks both still hold, the lower member keeps the lower half. Returns the spans held
+  // before each round (the allgather that follows retraces them).
+  const auto recursive_halving = [&](const std::vector<int>& masks, double block_bytes) {
+    std::vector<BlockSpan> held;
+    BlockSpan mine{0, p};
+    for (int mask : masks) {
+      const int partner = i ^ mask;
+      const int half = mine.count / 2;
+      const BlockSpan lower{mine.first, half}, upper{mine.first + half, half};
+      held.push_back(mine);
+      mine = i < partner ? lower : upper;
+      exchange(partner, i < partner ? upper : lower, mine, true, block_bytes);
+    }
+    held.push_back(mine);
+    return held;
+  };
+  std::vector<int> masks_up;  // 1, 2, 4, ... < P
+  for (int mask = 1; mask < p; mask <<= 1) masks_up.push_back(mask);
+  const bool power_of_two = (p & (p - 1)) == 0;
+
   switch (c.kind) {
     case CollectiveKind::allreduce:
+      if (algorithm == Algorithm::reduce_scatter_allgather) {
+        CNNPAR_ASSERT(power_of_two, "reduce_scatter_allgather needs a power-of-two group: " + c.label);
+        plan.blocks = p;
+        const std::vector<BlockSpan> held = recursive_halving(masks_up, n / p);
+        // The allgather retraces the halving: each round the pair swaps the halves of the span
+        // they held before it.
+        for (std::size_t k = masks_up.size(); k-- > 0;) {
+          const BlockSpan mine = held[k + 1], parent = held[k];
+          const BlockSpan theirs{mine.first == parent.first ? parent.first + mine.count : parent.first, mine.count};
+          exchange(i ^ masks_up[k], mine, theirs, false, n / p);
+        }
+        return plan;
+      }
       if (algorithm == Algorithm::recursive_doubling) {
         CNNPAR_ASSERT((p & (p - 1)) == 0, "recursive doubling needs a power-of-two group: " + c.label);
         for (int mask = 1; mask < p; mask <<= 1) {
@@ -118,14 +164,43 @@ CollectivePlan plan_collective(const Collective& c, Algorithm algorithm, int i) 
       for (int s = 0; s < p - 1; ++s) ring_round(i - s + 1, i - s, false, n / p);
       return plan;
     case CollectiveKind::reduce_scatter:
-      CNNPAR_ASSERT(algorithm == Algorithm::ring, "reduce_scatter runs as a ring: " + c.label);
-      // Shifted by one against allreduce's first half, so member i ends with block i.
       plan.blocks = p;
+      if (algorithm == Algorithm::recursive_halving) {
+        CNNPAR_ASSERT(power_of_two, "recursive_halving needs a power-of-two group: " + c.label);
+        // Masks from P/2 down: member i ends with block i.
+        (void)recursive_halving(std::vector<int>(masks_up.rbegin(), masks_up.rend()), n / p);
+        return plan;
+      }
+      if (algorithm == Algorithm::pairwise) {
+        // Round k: block i + k to member i + k, member i - k's part of block i summed in.
+        for (int k = 1; k < p; ++k) {
+          CollectiveStep s;
+          s.send_to = wrap(i + k, p);
+          s.receive_from = wrap(i - k, p);
+          s.send_span = {s.send_to, 1};
+          s.receive_span = {i, 1};
+          s.reduce = true;
+          s.send_bytes = s.receive_bytes = n / p;
+          add(s);
+        }
+        return plan;
+      }
+      CNNPAR_ASSERT(algorithm == Algorithm::ring, "reduce_scatter runs as a ring, by recursive halving or pairwise: " + c.label);
+      // Shifted by one against allreduce's first half, so member i ends with block i.
       for (int s = 0; s < p - 1; ++s) ring_round(i - s - 1, i - s - 2, true, n / p);
       return plan;
     case CollectiveKind::allgather:
-      CNNPAR_ASSERT(algorithm == Algorithm::ring, "allgather runs as a ring: " + c.label);
       plan.blocks = p;
+      if (algorithm == Algorithm::recursive_doubling) {
+        CNNPAR_ASSERT(power_of_two, "recursive doubling needs a power-of-two group: " + c.label);
+        // Round k: the 2^k blocks of member i's aligned run for those of its partner's.
+        for (int mask : masks_up) {
+          const int partner = i ^ mask;
+          exchange(partner, {i & ~(mask - 1), mask}, {partner & ~(mask - 1), mask}, false, n);
+        }
+        return plan;
+      }
+      CNNPAR_ASSERT(algorithm == Algorithm::ring, "allgather runs as a ring or by recursive doubling: " + c.label);
       for (int s = 0; s < p - 1; ++s) ring_round(i - s, i - s - 1, false, n);
       return plan;
     case CollectiveKind::bcast:

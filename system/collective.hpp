@@ -70,7 +70,12 @@ struct CollectivePlan {
 
 /** The steps of group member `member` (index into collective.group) for `algorithm`, which
  *  must apply to the kind (resolve_algorithm). Rings send to member + 1 and receive from
- *  member - 1; recursive doubling pairs member ^ 2^k; binomial trees are MPICH's shape
+ *  member - 1; recursive doubling pairs member ^ 2^k (allreduce: the whole vector each
+ *  round; allgather: the 2^k blocks gathered so far); recursive halving pairs member ^ 2^k
+ *  and keeps half the blocks each round (reduce_scatter from k = log2 P - 1 down, so member i
+ *  ends with block i; reduce_scatter_allgather from k = 0 up, then the allgather retraces the
+ *  halving, as MPICH orders them); pairwise reduce_scatter sends block i + k to member i + k
+ *  in round k; binomial trees are MPICH's shape
  *  rooted at the root (relative rank r receives from r - lowbit(r), sends to r + 2^j for the
  *  2^j below lowbit(r), subtrees are contiguous blocks); direct alltoall exchanges with
  *  member ± k in round k. */

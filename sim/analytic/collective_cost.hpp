@@ -13,6 +13,11 @@
 //   binomial gather/scatter   ⌈log2 P⌉ · α + (P-1)/P · n_total/β,  n_total = P·bytes
 //   direct alltoall           (P-1) · (α + n/(P·β))
 //   direct send               α + n/β
+//   reduce_scatter_allgather  2·log2 P·α + 2·(P-1)/P · n/β   (allreduce, P a power of two)
+//   recursive doubling        log2 P·α + (P-1) · n/β         (allgather, P a power of two)
+//   recursive halving         log2 P·α + (P-1)/P · n/β       (reduce_scatter, P a power of two)
+//   pairwise                  (P-1) · (α + n/(P·β))          (reduce_scatter)
+// (these four are checked against their steps in tests/sim/test_collective_cost.cpp)
 // A group of one rank costs 0 s. The algorithm comes from resolve_algorithm()
 // (system/collective_algorithm.hpp, rule in sim/ALGORITHM_NOTE.md).
 #include "model/platform.hpp"

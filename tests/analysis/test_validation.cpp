@@ -123,6 +123,29 @@ TEST_CASE("a grid is the cross product of its dimensions, in order", "[validatio
   CHECK(config_settings(grid, lee) == "12 iterations (2 warm-up), real compute, thread progress, p2p collectives, platform local");
 }
 
+TEST_CASE("collectives modes are the outermost axis: a one-mode grid keeps its order and keys", "[validation]") {
+  nlohmann::json document = small_grid();
+  const std::vector<ValidationConfig> p2p_only = validation_configs(parse_validation_grid(document, "grid.json"));
+  document["collectives"] = {"p2p", "mpi"};
+  const ValidationGrid grid = parse_validation_grid(document, "grid.json");
+  CHECK(grid.collectives == std::vector<std::string>{"p2p", "mpi"});
+  const std::vector<ValidationConfig> configs = validation_configs(grid);
+  // 2 modes × the 64 configurations of one mode, the p2p ones first and as before
+  REQUIRE(configs.size() == 2 * p2p_only.size());
+  for (std::size_t i = 0; i < p2p_only.size(); ++i) {
+    CHECK(configs[i].collectives == "p2p");
+    CHECK(config_key(grid, configs[i]) == config_key(grid, p2p_only[i]));
+  }
+  const ValidationConfig& mpi = configs[p2p_only.size()];
+  CHECK(mpi.collectives == "mpi");
+  CHECK(config_key(grid, mpi) == "veeriah-cifar10_dp_100Mbps_b32_p2_mpi");
+  CHECK(config_label(grid, mpi) == "veeriah-cifar10 dp, 100Mbps, batch 32, 2 ranks, mpi collectives");
+  CHECK(config_settings(grid, mpi) == "12 iterations (2 warm-up), real compute, thread progress, mpi collectives, platform local");
+  // One value is a list of one.
+  document["collectives"] = "mpi";
+  CHECK(parse_validation_grid(document, "grid.json").collectives == std::vector<std::string>{"mpi"});
+}
+
 TEST_CASE("measure_seconds sets how many iterations a fast configuration runs", "[validation]") {
   nlohmann::json document = small_grid();
   ValidationGrid grid = parse_validation_grid(document, "grid.json");
@@ -208,6 +231,23 @@ TEST_CASE("a bad grid names the file, the JSON path and the value", "[validation
     const InputError e = grid_error(g);
     CHECK(e.json_path() == "/calibration/recalibrate_compute");
     CHECK(e.value() == "yes");
+  }
+  SECTION("a collectives mode that is not one, twice, or none") {
+    nlohmann::json g = small_grid();
+    g["collectives"] = "nccl";
+    InputError e = grid_error(g);
+    CHECK(e.json_path() == "/collectives");
+    CHECK(e.value() == "nccl");
+    g["collectives"] = {"p2p", "shm"};
+    e = grid_error(g);
+    CHECK(e.json_path() == "/collectives/1");
+    CHECK(e.value() == "shm");
+    g["collectives"] = {"mpi", "mpi"};
+    e = grid_error(g);
+    CHECK(e.json_path() == "/collectives/1");
+    CHECK_THAT(e.reason(), Catch::Contains("twice"));
+    g["collectives"] = nlohmann::json::array();
+    CHECK(grid_error(g).json_path() == "/collectives");
   }
   SECTION("an unknown member and a progress mode") {
     nlohmann::json g = small_grid();
@@ -426,6 +466,25 @@ TEST_CASE("the report: MAPE, R error and rankings by measured interquartile rang
   CHECK(noisy.rankings[0].agrees.at("analytic"));
 }
 
+TEST_CASE("the report gives the MAPE by collectives mode and ranks each mode apart", "[validation]") {
+  nlohmann::json document = small_grid();
+  document["collectives"] = {"p2p", "mpi"};
+  const ValidationGrid grid = parse_validation_grid(document, "grid.json");
+  // p2p: dp +10 %, lee -20 % → 15 %; mpi: dp 0 %, lee +4 % → 2 %; all four → 8.5 %.
+  std::vector<ConfigResult> results = {result_of("dp", 1.0, 1.1, 0, 0), result_of("lee", 2.0, 1.6, 0, 0),
+                                       result_of("dp", 1.0, 1.0, 0, 0), result_of("lee", 2.0, 2.08, 0, 0)};
+  results[2].collectives = results[3].collectives = "mpi";
+  const ValidationReport report = summarize_validation(grid, results);
+  CHECK(report.engines.at("analytic").mape_percent == Approx(8.5).epsilon(kTol));
+  CHECK(report.mape_by.at("collectives").at("p2p").at("analytic") == Approx(15.0).epsilon(kTol));
+  CHECK(report.mape_by.at("collectives").at("mpi").at("analytic") == Approx(2.0).epsilon(kTol));
+  // The two modes' runs are two ranking groups, not one of four.
+  REQUIRE(report.rankings.size() == 2);
+  CHECK_THAT(report.rankings[1].label, Catch::EndsWith(", mpi collectives"));
+  CHECK_THAT(validation_csv(report), Catch::Contains(",real,mpi,analytic,"));
+  CHECK(config_result_from_json(to_json(results[2]), "result.json").collectives == "mpi");
+}
+
 TEST_CASE("a configuration's result reads back as written", "[validation]") {
   ConfigResult r = result_of("lee k=3 f=1", 0.5, 0.52, 30, 35);
   r.diagnosis["analytic"] = Diagnosis{MissCause::tcp_behaviour, "why"};
@@ -452,6 +511,8 @@ TEST_CASE("a configuration's result reads back as written", "[validation]") {
   CHECK(speed.at("recalibrated") == 1);
   CHECK_THAT(validation_csv(report), Catch::Contains(",1.0400,2,true\n"));
   nlohmann::json before_check = to_json(r);
+  before_check.erase("collectives");  // written before collectives were a grid axis: p2p
+  CHECK(config_result_from_json(before_check, "result.json").collectives == "p2p");
   before_check.erase("compute_speed_ratio");
   before_check.erase("attempt_compute_speed_ratios");
   CHECK(config_result_from_json(before_check, "result.json").attempt_compute_speed_ratios.empty());

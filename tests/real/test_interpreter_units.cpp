@@ -96,6 +96,10 @@ TEST_CASE("MPI_Finalize is skipped only on MPICH 4.0 ch4:ucx, whose finalize rac
   const std::string mpich_402_ucx = "MPICH Version:\t4.0.2\nMPICH Release date:\tThu Apr  7 12:34:45 CDT 2022\n"
                                     "MPICH ABI:\t14:2:2\nMPICH Device:\tch4:ucx\nMPICH configure:\t--with-device=ch4:ucx\n";
   CHECK(mpi::finalize_can_hang(mpich_402_ucx));
+  CHECK(mpi::is_mpich_4_0(mpich_402_ucx));
+  CHECK(mpi::is_mpich_4_0("MPICH Version:\t4.0.2\nMPICH Device:\tch4:ofi\n"));
+  CHECK_FALSE(mpi::is_mpich_4_0("MPICH Version:\t4.1\nMPICH Device:\tch4:ucx\n"));
+  CHECK_FALSE(mpi::is_mpich_4_0("Open MPI v4.1.4, package: Debian OpenMPI"));
   CHECK(mpi::finalize_can_hang("MPICH Version:\t4.0\nMPICH Device:\tch4:ucx\n"));
   CHECK(mpi::finalize_can_hang("MPICH Version:\t4.0rc1\nMPICH Device:\tch4:ucx\n"));
   // 4.1 enters the PMI barrier before closing its endpoints; ofi and ch3 have no UCX flush.

@@ -71,6 +71,38 @@ TEST_CASE("automatic allreduce uses recursive doubling for small power-of-two gr
   CHECK(collective_time_s(forced, p) == Approx(collective_time_s(six, p)).epsilon(kTol));
 }
 
+TEST_CASE("mpich follows MPICH 4.0's selection for its nonblocking collectives", "[collective]") {
+  // maint/tuning/coll/mpir/generic.json of MPICH 4.0.2, for FP32 MPI_SUM (built in, commutative):
+  //  iallreduce: avg_msg_size <= 2048 B or count < pof2 → recursive doubling, else
+  //    reduce-scatter + allgather;
+  //  iallgather, P a power of two: P · part < 524288 B → recursive doubling, else ring;
+  //  ireduce_scatter_block: recvcount · P < 524288 (elements) → recursive halving, else pairwise.
+  const Platform p = network_platform(1e-6, 0, 1e9);
+  const auto rule = [&](CollectiveKind kind, int ranks, double bytes) {
+    return resolve_algorithm(make(kind, ranks, bytes, Algorithm::mpich), p);
+  };
+  CHECK(rule(CollectiveKind::allreduce, 4, 2048) == Algorithm::recursive_doubling);
+  CHECK(rule(CollectiveKind::allreduce, 4, 2052) == Algorithm::reduce_scatter_allgather);
+  CHECK(rule(CollectiveKind::allreduce, 4, 36881920) == Algorithm::reduce_scatter_allgather);
+  CHECK(rule(CollectiveKind::allgather, 4, 131068) == Algorithm::recursive_doubling);  // 524272 B gathered
+  CHECK(rule(CollectiveKind::allgather, 4, 131072) == Algorithm::ring);                // 524288 B gathered
+  CHECK(rule(CollectiveKind::reduce_scatter, 4, 4.0 * 524287) == Algorithm::recursive_halving);
+  CHECK(rule(CollectiveKind::reduce_scatter, 4, 4.0 * 524288) == Algorithm::pairwise);
+  // MPICH folds a group that is not a power of two; the engines price a ring there, and the
+  // kinds MPICH's table leaves to other algorithms keep the automatic choice.
+  CHECK(rule(CollectiveKind::allreduce, 6, 1e6) == Algorithm::ring);
+  CHECK(rule(CollectiveKind::allgather, 6, 1000) == Algorithm::ring);
+  CHECK(rule(CollectiveKind::reduce_scatter, 6, 4000) == Algorithm::ring);
+  CHECK(rule(CollectiveKind::reduce_scatter, 6, 4e7) == Algorithm::pairwise);
+  CHECK(rule(CollectiveKind::bcast, 4, 1e6) == Algorithm::binomial);
+  // A platform's per-kind choice: "mpich" in network.algorithms.
+  Platform chosen = p;
+  chosen.network.algorithms["allreduce"] = algorithm_from_string("mpich");
+  CHECK(resolve_algorithm(make(CollectiveKind::allreduce, 8, 8e6), chosen) == Algorithm::reduce_scatter_allgather);
+  // 2 · 3 · α + 2 · (7/8) · n/β = 6e-6 + 0.014 s on P = 8, n = 8e6 B
+  CHECK(collective_time_s(make(CollectiveKind::allreduce, 8, 8e6), chosen) == Approx(6e-6 + 0.014).epsilon(kTol));
+}
+
 TEST_CASE("ring allgather and reduce-scatter closed forms", "[collective]") {
   // α = 1e-6, β = 2e9, P = 5, bytes = 1e6 per rank.
   // allgather: n_total = 5e6: 4·1e-6 + (4/5)·5e6/2e9 = 4e-6 + 2e-3 = 0.002004 s
@@ -127,21 +159,39 @@ TEST_CASE("the steps of every kind and algorithm sum to its closed form, P = 1..
       {CollectiveKind::allgather, Algorithm::ring},       {CollectiveKind::reduce_scatter, Algorithm::ring},
       {CollectiveKind::bcast, Algorithm::binomial},       {CollectiveKind::reduce, Algorithm::binomial},
       {CollectiveKind::gather, Algorithm::binomial},      {CollectiveKind::scatter, Algorithm::binomial},
-      {CollectiveKind::alltoall, Algorithm::direct},      {CollectiveKind::send, Algorithm::direct}};
+      {CollectiveKind::alltoall, Algorithm::direct},      {CollectiveKind::send, Algorithm::direct},
+      {CollectiveKind::allreduce, Algorithm::reduce_scatter_allgather},
+      {CollectiveKind::allgather, Algorithm::recursive_doubling},
+      {CollectiveKind::reduce_scatter, Algorithm::recursive_halving},
+      {CollectiveKind::reduce_scatter, Algorithm::pairwise}};
   for (const Case& k : cases)
     for (int p = 1; p <= 17; ++p)
       for (double bytes : {4.0, 1000.0, 8e6, 123456.0}) {
         if (k.kind == CollectiveKind::send && p != 2) continue;
-        if (k.algorithm == Algorithm::recursive_doubling && !is_power_of_two(p)) continue;
+        if (needs_power_of_two_group(k.algorithm) && !is_power_of_two(p)) continue;
         const Collective c = make(k.kind, p, bytes, k.algorithm);
         double expected = 0;
         switch (k.kind) {
           case CollectiveKind::allreduce:
             expected = k.algorithm == Algorithm::ring ? ring_allreduce_s(p, bytes, alpha, beta)
                                                       : recursive_doubling_s(p, bytes, alpha, beta);
+            // Recursive halving then doubling: log2 P rounds each way, n/2 + n/4 + ... + n/P =
+            // (P - 1)/P · n each way: 2 log2 P · α + 2 (P - 1)/P · n/β (the ring's bandwidth term).
+            if (k.algorithm == Algorithm::reduce_scatter_allgather)
+              expected = p <= 1 ? 0 : 2 * ceil_log2(p) * alpha + 2.0 * (p - 1) / p * bytes / beta;
             break;
-          case CollectiveKind::allgather: expected = ring_gather_like_s(p, p * bytes, alpha, beta); break;
-          case CollectiveKind::reduce_scatter: expected = ring_gather_like_s(p, bytes, alpha, beta); break;
+          case CollectiveKind::allgather:
+            expected = ring_gather_like_s(p, p * bytes, alpha, beta);
+            // Rounds of 1, 2, 4, ... parts: log2 P · α + (P - 1) · n/β.
+            if (k.algorithm == Algorithm::recursive_doubling)
+              expected = p <= 1 ? 0 : ceil_log2(p) * alpha + (p - 1) * bytes / beta;
+            break;
+          case CollectiveKind::reduce_scatter:
+            expected = ring_gather_like_s(p, bytes, alpha, beta);
+            // Halving: log2 P · α + (P - 1)/P · n/β; pairwise: P - 1 rounds of n/P, the ring's cost.
+            if (k.algorithm == Algorithm::recursive_halving)
+              expected = p <= 1 ? 0 : ceil_log2(p) * alpha + (p - 1.0) / p * bytes / beta;
+            break;
           case CollectiveKind::bcast:
           case CollectiveKind::reduce: expected = binomial_tree_s(p, bytes, alpha, beta); break;
           case CollectiveKind::gather:
@@ -173,8 +223,12 @@ TEST_CASE("the steps move the right data: a replay on one value per block", "[co
                                                            {CollectiveKind::reduce, Algorithm::binomial},
                                                            {CollectiveKind::gather, Algorithm::binomial},
                                                            {CollectiveKind::scatter, Algorithm::binomial},
-                                                           {CollectiveKind::alltoall, Algorithm::direct}}) {
-      if (algorithm == Algorithm::recursive_doubling && !is_power_of_two(p)) continue;
+                                                           {CollectiveKind::alltoall, Algorithm::direct},
+                                                           {CollectiveKind::allreduce, Algorithm::reduce_scatter_allgather},
+                                                           {CollectiveKind::allgather, Algorithm::recursive_doubling},
+                                                           {CollectiveKind::reduce_scatter, Algorithm::recursive_halving},
+                                                           {CollectiveKind::reduce_scatter, Algorithm::pairwise}}) {
+      if (needs_power_of_two_group(algorithm) && !is_power_of_two(p)) continue;
       Collective c = make(kind, p, 4.0 * p);
       const bool rooted = kind == CollectiveKind::bcast || kind == CollectiveKind::reduce ||
                           kind == CollectiveKind::gather || kind == CollectiveKind::scatter;

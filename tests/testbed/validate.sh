@@ -7,7 +7,9 @@
 #  2. the same command again: status 0, both configurations measured, a report whose JSON has
 #     mape_percent and r_mae_points per engine, errors that are numbers;
 #  3. once more: nothing runs again (both kept: resumed), the same results;
-#  4. one configuration with a compute speed tolerance of 0: compute is calibrated again.
+#  4. one configuration with a compute speed tolerance of 0: compute is calibrated again;
+#  5. one configuration over MPICH's own collectives (collectives "mpi"): calibrated in that
+#     mode into its own file, priced as MPICH 4.0 selects its algorithms, reported by mode.
 # After each step the testbed is gone. Exits 77 (skipped) when not root.
 set -u
 cnnpar=$(realpath "$1"); grid=$(realpath "$2")
@@ -123,4 +125,33 @@ assert new["network"] == old["network"], "network changed"
 assert new["calibration"]["gemm_flops"] != old["calibration"]["gemm_flops"], "compute not measured again"
 PY
 nothing_left "after the recalibrated run"
-echo "validate: interrupted, measured, resumed; nothing left behind"
+
+# 5. MPICH's own collectives: the network calibrated again in that mode (compute kept).
+mkdir -p "$work/m/calibration" && cp "$work"/v/calibration/*_compute.json "$work/m/calibration/" || fail "no compute calibration"
+python3 - "$grid" "$work/mpi.json" <<'PY'
+import json, sys
+g = json.load(open(sys.argv[1]))
+g["strategies"] = ["dp_layerwise"]
+g["collectives"] = ["mpi"]
+json.dump(g, open(sys.argv[2], "w"))
+PY
+compute_before=$(md5sum "$work"/m/calibration/*_compute.json)
+"$cnnpar" validate "$work/mpi.json" --out "$work/m" --testbed "$name" >"$work/mpi.log" 2>&1; status=$?
+[ "$status" -eq 0 ] || { cat "$work/mpi.log"; fail "mpi collectives: status $status"; }
+[ "$(md5sum "$work"/m/calibration/*_compute.json)" = "$compute_before" ] || fail "the kept compute calibration was measured again"
+python3 - "$work/m/report.json" <<'PY' || { cat "$work/mpi.log"; fail "mpi collectives report.json"; }
+import json, sys
+r = json.load(open(sys.argv[1]))
+(result,) = r["results"]
+assert result["collectives"] == "mpi" and result["key"].endswith("_mpi"), result["key"]
+assert result["label"].endswith(", mpi collectives"), result["label"]
+assert "_p2_mpi" in result["platform"], result["platform"]
+for engine in ("analytic", "simgrid"):
+    assert r["mape_percent"][engine] < 50, (engine, r["mape_percent"])
+    assert set(r["mape_percent_by"]["collectives"]) == {"mpi"}, r["mape_percent_by"]
+network = json.load(open(result["platform"]))["network"]
+# Debian's MPICH is 4.0: the library's collectives are priced as its selection picks them.
+assert all(network["algorithms"].get(k) == "mpich" for k in ("allreduce", "allgather", "reduce_scatter")), network["algorithms"]
+PY
+nothing_left "after the mpi collectives run"
+echo "validate: interrupted, measured, resumed, recalibrated, over MPICH's collectives; nothing left behind"
