@@ -275,7 +275,11 @@ void calibrate_network(const CalibrateOptions& o, const Exchange& x, MPI_Comm co
 
   // Each measurement as the steps the engines price: k steps of (mean) size s take T/k each.
   // The kinds that reduce (allreduce, reduce_scatter) also add what they receive: they are
-  // left out of the link fit and give the reduction rate below.
+  // left out of the link fit and give the reduction rate below. So are plans whose steps differ
+  // in size (MPICH's recursive-doubling allgather: s, 2s, 4s, ...): their mean step falls
+  // between the other kinds' sizes, and chords through such points zig-zag between kinds
+  // (a 4-rank calibration's latency factors alternated 0.001 and 1.3-11.6 from 1.5 KiB to
+  // 48 KiB). Their own size factors (below) price them.
   struct Priced {
     const CollectivePoint* point;
     double step_bytes;     ///< mean over the steps of the larger message
@@ -291,12 +295,14 @@ void calibrate_network(const CalibrateOptions& o, const Exchange& x, MPI_Comm co
       const CollectivePlan plan = priced_plan(c, platform);
       if (plan.steps.empty()) continue;
       Priced p{&point, 0, double(plan.steps.size()), 0};
+      bool uniform = true;
       for (const CollectiveStep& step : plan.steps) {
         p.step_bytes += step_message_bytes(step) / p.steps;
         if (step.reduce) p.reduce_bytes += step.receive_bytes;
+        uniform = uniform && step_message_bytes(step) == step_message_bytes(plan.steps.front());
       }
       priced.push_back(p);
-      if (p.reduce_bytes > 0) continue;
+      if (p.reduce_bytes > 0 || !uniform) continue;
       const double per_step_s = point.fit_s / p.steps;
       steps.push_back(StepSample{p.step_bytes, per_step_s});
       per_size[p.step_bytes].push_back(per_step_s);

@@ -158,3 +158,20 @@ TEST_CASE("resident device tensors, messages direct and staged: the engines agre
     check_agreement("veeriah-mnist", "veeriah-node", "veeriah", 256, {2, 4, 8}, {}, kExact, set_messages);
   }
 }
+
+// MPICH 4.0's algorithms (network.algorithms "mpich", what an mpi-mode calibration writes):
+// recursive halving and doubling pair ranks by XOR, so their messages cross the crossbar on
+// other links than a ring's; a contention-free crossbar still prices each round alone. lee
+// posts allreduces beside allgathers, hybrid reduce-scatters; P = 3 and 6 fall back to rings.
+TEST_CASE("MPICH's algorithm selection: the engines agree on a crossbar, P = 2, 3, 4, 6, 8, 16",
+          "[simgrid][agreement]") {
+  constexpr double kExact = 1e-6;
+  const auto mpich = [](Platform& platform) {
+    for (const char* kind : {"allreduce", "allgather", "reduce_scatter"})
+      platform.network.algorithms[kind] = Algorithm::mpich;
+  };
+  for (const char* strategy : {"dp_layerwise", "lee", "hybrid"}) {
+    CAPTURE(strategy);
+    check_agreement("vgg-a", "intel-xeon-10gbe", strategy, 256, {2, 3, 4, 6, 8, 16}, {}, kExact, mpich);
+  }
+}
