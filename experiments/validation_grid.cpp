@@ -261,23 +261,23 @@ ValidationGrid load_validation_grid(const std::string& path) { return parse_vali
 std::vector<ValidationConfig> validation_configs(const ValidationGrid& grid) {
   std::vector<ValidationConfig> configs;
   for (const std::string& collectives : grid.collectives)
-  for (const std::string& network : grid.networks)
-    for (const StrategyOptions& strategy : grid.strategies)
-      for (std::size_t link = 0; link < grid.links.size(); ++link)
-        for (std::int64_t batch : grid.batches)
-          for (int ranks : grid.ranks) {
-            ValidationConfig config;
-            config.network = network;
-            config.strategy = strategy;
-            config.strategy.global_batch = batch;
-            config.strategy.ranks = ranks;
-            config.strategy.iterations = grid.iterations;
-            config.strategy.warmup_iterations = grid.warmup;
-            config.link = link;
-            config.compute = ranks <= grid.real_compute_max_ranks ? "real" : "sleep";
-            config.collectives = collectives;
-            configs.push_back(std::move(config));
-          }
+    for (const std::string& network : grid.networks)
+      for (const StrategyOptions& strategy : grid.strategies)
+        for (std::size_t link = 0; link < grid.links.size(); ++link)
+          for (std::int64_t batch : grid.batches)
+            for (int ranks : grid.ranks) {
+              ValidationConfig config;
+              config.network = network;
+              config.strategy = strategy;
+              config.strategy.global_batch = batch;
+              config.strategy.ranks = ranks;
+              config.strategy.iterations = grid.iterations;
+              config.strategy.warmup_iterations = grid.warmup;
+              config.link = link;
+              config.compute = ranks <= grid.real_compute_max_ranks ? "real" : "sleep";
+              config.collectives = collectives;
+              configs.push_back(std::move(config));
+            }
   return configs;
 }
 

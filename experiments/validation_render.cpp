@@ -196,7 +196,8 @@ std::string validation_markdown(const ValidationReport& report) {
 
 std::string validation_csv(const ValidationReport& report) {
   std::string csv =
-      "key,network,strategy,link,batch,ranks,compute,collectives,engine,measured_iteration_s,predicted_iteration_s,error_percent,"
+      "key,network,strategy,link,batch,ranks,compute,collectives,engine,measured_iteration_s,predicted_iteration_s,"
+      "error_percent,"
       "measured_compute_s,predicted_compute_s,measured_comm_s,predicted_comm_s,measured_exposed_comm_s,"
       "predicted_exposed_comm_s,measured_overlap_ratio_percent,predicted_overlap_ratio_percent,cause,"
       "compute_speed_ratio,runs,compute_recalibrated\n";
@@ -205,7 +206,8 @@ std::string validation_csv(const ValidationReport& report) {
       const auto d = r.diagnosis.find(engine);
       csv += fmt::format("{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.4f},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.4f},{:.4f},{},{:.4f},{},{}\n",
                          csv_field(r.key), csv_field(r.network), csv_field(r.strategy), csv_field(r.link), r.batch,
-                         r.ranks, r.compute, r.collectives, engine, r.measured.iteration_s, p.iteration_s, r.error_percent(engine),
+                         r.ranks, r.compute, r.collectives, engine, r.measured.iteration_s, p.iteration_s,
+                         r.error_percent(engine),
                          r.measured.compute_s, p.compute_s, r.measured.comm_s, p.comm_s, r.measured.exposed_comm_s,
                          p.exposed_comm_s, r.measured.overlap_ratio_percent, p.overlap_ratio_percent,
                          csv_field(to_string(d == r.diagnosis.end() ? MissCause::none : d->second.cause)),

@@ -101,8 +101,8 @@ ConfigResult config_result_from_json(const nlohmann::json& document, const std::
   const JsonNode root(document, file);
   if (!document.is_object()) root.fail("a validation result is a JSON object");
   root.check_keys({"format", "key", "label", "network", "strategy", "link", "batch", "ranks", "compute", "collectives",
-                   "settings", "platform", "load_average", "compute_speed_ratio", "attempt_compute_speed_ratios", "compute_recalibrated",
-                   "measured", "predicted", "error_percent", "diagnosis"});
+                   "settings", "platform", "load_average", "compute_speed_ratio", "attempt_compute_speed_ratios",
+                   "compute_recalibrated", "measured", "predicted", "error_percent", "diagnosis"});
   if (root.at("format").as_string() != "cnnpar-validation-result") root.at("format").fail("not a validation result");
   ConfigResult r;
   r.key = root.at("key").as_string();

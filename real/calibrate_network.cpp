@@ -198,7 +198,8 @@ void calibrate_network(const CalibrateOptions& o, const Exchange& x, MPI_Comm co
   if (x.mode == CollectiveMode::mpi) {
     const std::string other = not_mpich_selection(mpi::library_version());
     if (other.empty()) {
-      for (const char* kind : {"allreduce", "allgather", "reduce_scatter"}) platform.network.algorithms[kind] = Algorithm::mpich;
+      for (const char* kind : {"allreduce", "allgather", "reduce_scatter"})
+        platform.network.algorithms[kind] = Algorithm::mpich;
       say(o, "network: allreduce, allgather and reduce_scatter priced as MPICH 4.0 selects them (network.algorithms mpich)");
     } else {
       say(o, fmt::format("network: {}: the base platform's collective algorithms stay", other));

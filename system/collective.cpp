@@ -125,8 +125,12 @@ CollectivePlan plan_collective(const Collective& c, Algorithm algorithm, int i) 
     held.push_back(mine);
     return held;
   };
-  std::vector<int> masks_up;  // 1, 2, 4, ... < P
-  for (int mask = 1; mask < p; mask <<= 1) masks_up.push_back(mask);
+  // 1, 2, 4, ... < P, built only by the algorithms that pair members by XOR (plans are hot).
+  const auto masks_up = [p] {
+    std::vector<int> masks;
+    for (int mask = 1; mask < p; mask <<= 1) masks.push_back(mask);
+    return masks;
+  };
   const bool power_of_two = (p & (p - 1)) == 0;
 
   switch (c.kind) {
@@ -134,18 +138,19 @@ CollectivePlan plan_collective(const Collective& c, Algorithm algorithm, int i) 
       if (algorithm == Algorithm::reduce_scatter_allgather) {
         CNNPAR_ASSERT(power_of_two, "reduce_scatter_allgather needs a power-of-two group: " + c.label);
         plan.blocks = p;
-        const std::vector<BlockSpan> held = recursive_halving(masks_up, n / p);
+        const std::vector<int> masks = masks_up();
+        const std::vector<BlockSpan> held = recursive_halving(masks, n / p);
         // The allgather retraces the halving: each round the pair swaps the halves of the span
         // they held before it.
-        for (std::size_t k = masks_up.size(); k-- > 0;) {
+        for (std::size_t k = masks.size(); k-- > 0;) {
           const BlockSpan mine = held[k + 1], parent = held[k];
           const BlockSpan theirs{mine.first == parent.first ? parent.first + mine.count : parent.first, mine.count};
-          exchange(i ^ masks_up[k], mine, theirs, false, n / p);
+          exchange(i ^ masks[k], mine, theirs, false, n / p);
         }
         return plan;
       }
       if (algorithm == Algorithm::recursive_doubling) {
-        CNNPAR_ASSERT((p & (p - 1)) == 0, "recursive doubling needs a power-of-two group: " + c.label);
+        CNNPAR_ASSERT(power_of_two, "recursive doubling needs a power-of-two group: " + c.label);
         for (int mask = 1; mask < p; mask <<= 1) {
           CollectiveStep s;
           s.send_to = s.receive_from = i ^ mask;
@@ -168,7 +173,9 @@ CollectivePlan plan_collective(const Collective& c, Algorithm algorithm, int i) 
       if (algorithm == Algorithm::recursive_halving) {
         CNNPAR_ASSERT(power_of_two, "recursive_halving needs a power-of-two group: " + c.label);
         // Masks from P/2 down: member i ends with block i.
-        (void)recursive_halving(std::vector<int>(masks_up.rbegin(), masks_up.rend()), n / p);
+        std::vector<int> masks = masks_up();
+        std::reverse(masks.begin(), masks.end());
+        (void)recursive_halving(masks, n / p);
         return plan;
       }
       if (algorithm == Algorithm::pairwise) {
@@ -185,7 +192,8 @@ CollectivePlan plan_collective(const Collective& c, Algorithm algorithm, int i) 
         }
         return plan;
       }
-      CNNPAR_ASSERT(algorithm == Algorithm::ring, "reduce_scatter runs as a ring, by recursive halving or pairwise: " + c.label);
+      CNNPAR_ASSERT(algorithm == Algorithm::ring,
+                    "reduce_scatter runs as a ring, by recursive halving or pairwise: " + c.label);
       // Shifted by one against allreduce's first half, so member i ends with block i.
       for (int s = 0; s < p - 1; ++s) ring_round(i - s - 1, i - s - 2, true, n / p);
       return plan;
@@ -194,7 +202,7 @@ CollectivePlan plan_collective(const Collective& c, Algorithm algorithm, int i) 
       if (algorithm == Algorithm::recursive_doubling) {
         CNNPAR_ASSERT(power_of_two, "recursive doubling needs a power-of-two group: " + c.label);
         // Round k: the 2^k blocks of member i's aligned run for those of its partner's.
-        for (int mask : masks_up) {
+        for (int mask : masks_up()) {
           const int partner = i ^ mask;
           exchange(partner, {i & ~(mask - 1), mask}, {partner & ~(mask - 1), mask}, false, n);
         }

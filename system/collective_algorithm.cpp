@@ -45,7 +45,8 @@ bool algorithm_applies(CollectiveKind kind, Algorithm algorithm) {
     case CollectiveKind::allgather:
       return algorithm == Algorithm::ring || algorithm == Algorithm::recursive_doubling;
     case CollectiveKind::reduce_scatter:
-      return algorithm == Algorithm::ring || algorithm == Algorithm::recursive_halving || algorithm == Algorithm::pairwise;
+      return algorithm == Algorithm::ring || algorithm == Algorithm::recursive_halving ||
+             algorithm == Algorithm::pairwise;
     case CollectiveKind::bcast:
     case CollectiveKind::reduce:
     case CollectiveKind::gather:
