@@ -58,7 +58,7 @@ Network load_grid_network(const JsonNode& node) {
 std::vector<std::string> parse_collective_modes(const JsonNode& node) {
   const auto check = [](const JsonNode& item) {
     const std::string mode = item.as_string();
-    if (mode != "mpi" && mode != "p2p") item.fail("expected mpi or p2p");
+    if (!is_collectives_mode(mode)) item.fail("expected mpi or p2p");
     return mode;
   };
   if (node.raw().is_string()) return {check(node)};
@@ -258,6 +258,16 @@ ValidationGrid parse_validation_grid(const nlohmann::json& document, const std::
 
 ValidationGrid load_validation_grid(const std::string& path) { return parse_validation_grid(read_json_file(path), path); }
 
+bool is_collectives_mode(const std::string& text) { return text == "p2p" || text == "mpi"; }
+
+std::string collectives_key_suffix(const std::string& collectives) {
+  return collectives == "p2p" ? "" : "_" + collectives;
+}
+
+std::string collectives_label_suffix(const std::string& collectives) {
+  return collectives == "p2p" ? "" : ", " + collectives + " collectives";
+}
+
 std::vector<ValidationConfig> validation_configs(const ValidationGrid& grid) {
   std::vector<ValidationConfig> configs;
   for (const std::string& collectives : grid.collectives)
@@ -295,7 +305,7 @@ std::string strategy_label(const StrategyOptions& strategy) {
 std::string config_label(const ValidationGrid& grid, const ValidationConfig& config) {
   return fmt::format("{} {}, {}, batch {}, {} rank{}{}", config.network, strategy_label(config.strategy),
                      grid.links.at(config.link).label(), config.strategy.global_batch, config.strategy.ranks,
-                     config.strategy.ranks == 1 ? "" : "s", config.collectives == "p2p" ? "" : ", mpi collectives");
+                     config.strategy.ranks == 1 ? "" : "s", collectives_label_suffix(config.collectives));
 }
 
 std::string config_key(const ValidationGrid& grid, const ValidationConfig& config) {
@@ -303,7 +313,7 @@ std::string config_key(const ValidationGrid& grid, const ValidationConfig& confi
   strategy.erase(std::remove(strategy.begin(), strategy.end(), '='), strategy.end());
   return fmt::format("{}_{}_{}_b{}_p{}{}", safe_for_file_name(std::filesystem::path(config.network).stem().string()),
                      safe_for_file_name(strategy), grid.links.at(config.link).key(), config.strategy.global_batch,
-                     config.strategy.ranks, config.collectives == "p2p" ? "" : "_mpi");
+                     config.strategy.ranks, collectives_key_suffix(config.collectives));
 }
 
 std::string config_settings(const ValidationGrid& grid, const ValidationConfig& config) {

@@ -101,6 +101,12 @@ struct ValidationConfig {
   std::string compute;       ///< "real" or "sleep"
   std::string collectives = "p2p";  ///< the executor's collectives: p2p | mpi
 };
+/** True for the executor's collectives modes: "p2p" (the engines' steps), "mpi" (the library's). */
+bool is_collectives_mode(const std::string& text);
+/** What an mpi-mode configuration adds to its key and its calibration's file name ("_mpi"), and
+ *  to its labels (", mpi collectives"); p2p adds nothing, so one-mode grids keep their names. */
+std::string collectives_key_suffix(const std::string& collectives);
+std::string collectives_label_suffix(const std::string& collectives);
 /** The cross product in grid order (collectives, network, strategy, link, batch, ranks; ranks
  *  fastest): a grid of one mode keeps the order and keys it had before modes were an axis. */
 std::vector<ValidationConfig> validation_configs(const ValidationGrid& grid);

@@ -6,6 +6,7 @@
 #include "base/limits.hpp"
 #include "base/statistics.hpp"
 #include "experiments/validation_causes.hpp"
+#include "experiments/validation_grid.hpp"
 
 namespace cnnpar {
 
@@ -115,7 +116,7 @@ ConfigResult config_result_from_json(const nlohmann::json& document, const std::
   r.compute = root.at("compute").as_string();
   // Results written before collectives were a grid axis ran in the grid's one mode, p2p.
   r.collectives = root.string_or("collectives", r.collectives);
-  if (r.collectives != "p2p" && r.collectives != "mpi") root.at("collectives").fail("expected mpi or p2p");
+  if (!is_collectives_mode(r.collectives)) root.at("collectives").fail("expected mpi or p2p");
   r.settings = root.at("settings").as_string();
   r.platform = root.at("platform").as_string();
   r.load_average = root.at("load_average").as_number();

@@ -284,7 +284,7 @@ class ValidationRun::Impl {
   std::string calibration(const std::string& network, std::size_t link, int ranks, const std::string& compute,
                           const std::string& collectives) {
     const std::string stem = fmt::format("{}_{}_p{}{}", fs::path(network).stem().string(), grid_.links[link].key(), ranks,
-                                         collectives == "p2p" ? "" : "_mpi");
+                                         collectives_key_suffix(collectives));
     const fs::path file = fs::path(out_) / "calibration" / (stem + ".json");
     if (usable_platform(file)) return file.string();
     const std::string compute_file = compute_calibration(network);

@@ -20,7 +20,7 @@ constexpr const char* kEngines[] = {"analytic", "simgrid"};
 
 std::string group_label(const ConfigResult& r) {
   return fmt::format("{}, {}, batch {}, {} rank{}{}", r.network, r.link, r.batch, r.ranks, r.ranks == 1 ? "" : "s",
-                     r.collectives == "p2p" ? "" : ", mpi collectives");
+                     collectives_label_suffix(r.collectives));
 }
 
 /** The strategies of a group ordered by iteration time, fastest first (ties by name). */
