@@ -1,5 +1,6 @@
 #include "real/checkpoint.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -17,7 +18,8 @@
 namespace cnnpar::real {
 namespace {
 
-constexpr char kMagic[8] = {'C', 'N', 'N', 'P', 'C', 'K', 'P', '2'};
+constexpr char kMagic[8] = {'C', 'N', 'N', 'P', 'C', 'K', 'P', '3'};
+constexpr char kMagicV2[8] = {'C', 'N', 'N', 'P', 'C', 'K', 'P', '2'};
 constexpr char kMagicV1[8] = {'C', 'N', 'N', 'P', 'C', 'K', 'P', '1'};
 
 template <class T>
@@ -92,6 +94,11 @@ std::vector<unsigned char> read_whole_file(const std::string& path) {
   return bytes;
 }
 
+bool has_batchnorm(const Network& network) {
+  return std::any_of(network.layers.begin(), network.layers.end(),
+                     [](const Layer& layer) { return layer.spec.kind == LayerKind::batchnorm; });
+}
+
 }  // namespace
 
 std::uint64_t network_fingerprint(const Network& network) {
@@ -130,6 +137,9 @@ void write_checkpoint(const std::string& path, const Network& network, const Che
   out.insert(out.end(), w, w + state.weights.size() * sizeof(float));
   const auto* m = reinterpret_cast<const unsigned char*>(state.momentum.data());
   out.insert(out.end(), m, m + state.momentum.size() * sizeof(float));
+  put(out, std::int64_t(state.batchnorm_statistics.size()));
+  const auto* b = reinterpret_cast<const unsigned char*>(state.batchnorm_statistics.data());
+  out.insert(out.end(), b, b + state.batchnorm_statistics.size() * sizeof(float));
   put_text(out, network.name);
   put(out, fnv1a64(out.data(), out.size()));
   write_file_atomic(path, out.data(), out.size());
@@ -140,7 +150,13 @@ Checkpoint read_checkpoint(const std::string& path, const Network& network) {
   if (bytes.size() >= 8 && std::memcmp(bytes.data(), kMagicV1, 8) == 0)
     throw InputError(path, "/magic", "CNNPCKP1",
                      "a version 1 checkpoint does not record the run that wrote it; it cannot be resumed");
-  if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0)
+  const bool version2 = bytes.size() >= 8 && std::memcmp(bytes.data(), kMagicV2, 8) == 0;
+  if (version2 && has_batchnorm(network))
+    throw InputError(path, "/magic", "CNNPCKP2",
+                     fmt::format("a version 2 checkpoint does not keep batch normalisation's running statistics, "
+                                 "which network {} has; resuming would lose them",
+                                 network.name));
+  if (!version2 && (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0))
     throw InputError(path, "/magic", std::string(bytes.begin(), bytes.begin() + std::min<std::size_t>(8, bytes.size())),
                      "not a cnnpar checkpoint");
   if (bytes.size() < 8 + 8)
@@ -171,6 +187,8 @@ Checkpoint read_checkpoint(const std::string& path, const Network& network) {
   const auto count = r.get<std::int64_t>("/count");
   r.floats(c.state.weights, count, "/weights");
   r.floats(c.state.momentum, count, "/momentum");
+  if (!version2)
+    r.floats(c.state.batchnorm_statistics, r.get<std::int64_t>("/statistics_count"), "/batchnorm_statistics");
   const std::string name = r.text("/name");
   if (r.left() != 0) throw InputError(path, "/name", name, "malformed checkpoint (bytes after the network name)");
   if (fp != network_fingerprint(network))

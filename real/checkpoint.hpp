@@ -1,14 +1,16 @@
 #pragma once
-// Checkpoints: weights + momentum + iteration + network fingerprint + the run settings a
+// Checkpoints: weights + momentum + batchnorm running statistics + iteration + network fingerprint + the run settings a
 // resumed run must keep, with a checksum, written atomically (base/output_files.hpp).
 //
-// File layout, version 2 (little-endian):
-//   "CNNPCKP2" (8 bytes) | iteration i64 (global iterations completed; at byte 8 so a script
+// File layout, version 3 (little-endian):
+//   "CNNPCKP3" (8 bytes) | iteration i64 (global iterations completed; at byte 8 so a script
 //   can read it) | fingerprint u64 | seed u64 | global batch i64 | ranks i64 |
 //   gemm tile columns i64 | lr f32 | momentum f32 | weight decay f32 |
 //   strategy, options (canonical JSON), dataset, collectives: each u32 length + bytes |
-//   count i64 | weights f32[count] | momentum f32[count] | network name length u32 |
-//   name bytes | FNV-1a 64 u64 over every preceding byte.
+//   count i64 | weights f32[count] | momentum f32[count] | statistics count i64 |
+//   batchnorm running statistics f32[statistics count] (RuntimeState) | network name length
+//   u32 | name bytes | FNV-1a 64 u64 over every preceding byte.
+// Version 2 ("CNNPCKP2": no statistics) is read for networks without batchnorm layers only.
 // Version 1 files ("CNNPCKP1") are refused: they do not say which run wrote them.
 //
 // What a resume must match (CheckpointRun), and why: the state after iteration m is only

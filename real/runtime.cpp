@@ -85,6 +85,15 @@ RuntimeState Runtime::state() const {
   for (const auto& x : impl_->layers)
     st.momentum.insert(st.momentum.end(), impl_->momentum.begin() + x.offset,
                        impl_->momentum.begin() + x.offset + x.weights + x.biases);
+  for (const auto& x : impl_->layers) {
+    if (x.layer->spec.kind != LayerKind::batchnorm) continue;
+    // Channels this rank does not compute keep the initial statistics (mean 0, variance 1).
+    std::vector<float> mean(std::size_t(x.units_total), 0.0f), variance(std::size_t(x.units_total), 1.0f);
+    std::copy(x.running_mean.begin(), x.running_mean.end(), mean.begin() + x.held.units.begin);
+    std::copy(x.running_var.begin(), x.running_var.end(), variance.begin() + x.held.units.begin);
+    st.batchnorm_statistics.insert(st.batchnorm_statistics.end(), mean.begin(), mean.end());
+    st.batchnorm_statistics.insert(st.batchnorm_statistics.end(), variance.begin(), variance.end());
+  }
   return st;
 }
 
@@ -108,6 +117,18 @@ RuntimeState Runtime::owned_state() const {
     }
     o += cnt;
   }
+  // A channel's running statistics are those of the lowest rank that computes it: under
+  // per-rank batch statistics every rank keeps its own, and PyTorch DDP likewise broadcasts
+  // rank 0's buffers.
+  std::size_t at = 0;
+  for (const auto& x : impl_->layers) {
+    if (x.layer->spec.kind != LayerKind::batchnorm) continue;
+    const auto units = std::size_t(x.units_total);
+    for (std::size_t u = 0; u < units; ++u)
+      if (impl_->statistics_owner(x.index, std::int64_t(u)) != impl_->rank)
+        st.batchnorm_statistics[at + u] = st.batchnorm_statistics[at + units + u] = 0.0f;
+    at += 2 * units;
+  }
   return st;
 }
 
@@ -122,6 +143,24 @@ void Runtime::restore(const RuntimeState& st) {
     std::copy_n(st.weights.begin() + o, cnt, s.weights.begin() + x.offset);
     std::copy_n(st.momentum.begin() + o, cnt, s.momentum.begin() + x.offset);
     o += cnt;
+  }
+  std::int64_t statistics = 0;
+  for (const auto& x : s.layers)
+    if (x.layer->spec.kind == LayerKind::batchnorm) statistics += 2 * x.units_total;
+  if (std::int64_t(st.batchnorm_statistics.size()) != statistics)
+    throw InputError("<checkpoint>", "/batchnorm_statistics", std::to_string(st.batchnorm_statistics.size()),
+                     fmt::format("expected {} running statistics (mean and variance of every batchnorm channel) "
+                                 "for network {}",
+                                 statistics, s.net.name));
+  std::size_t at = 0;
+  for (auto& x : s.layers) {
+    if (x.layer->spec.kind != LayerKind::batchnorm) continue;
+    const auto units = std::size_t(x.units_total), held = std::size_t(x.held.units.begin);
+    std::copy_n(st.batchnorm_statistics.begin() + std::ptrdiff_t(at + held), x.running_mean.size(),
+                x.running_mean.begin());
+    std::copy_n(st.batchnorm_statistics.begin() + std::ptrdiff_t(at + units + held), x.running_var.size(),
+                x.running_var.begin());
+    at += 2 * units;
   }
   if (!s.base_weights.empty()) s.base_weights = s.weights;  // a worker starts from the global weights
   s.iteration_base = st.iteration;

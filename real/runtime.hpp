@@ -136,6 +136,9 @@ struct RuntimeState {
   std::int64_t iteration = 0;     ///< global iterations completed
   std::vector<float> weights;
   std::vector<float> momentum;
+  /// For each batchnorm layer in network order: running mean (C), then running variance (C).
+  /// Evaluation uses them; training never reads them, so they leave the weights unchanged.
+  std::vector<float> batchnorm_statistics;
 };
 
 class Runtime {

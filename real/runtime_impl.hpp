@@ -202,6 +202,8 @@ struct Runtime::Impl {
   void allocate_columns(std::int64_t max_dcols, std::int64_t total_cols);
   void initialise_weights(const Schedule& schedule);
   void set_owned_rows(const Schedule& schedule);
+  /** The lowest rank that computes unit `unit` of layer `l` (rank 0 if none does). */
+  int statistics_owner(int l, std::int64_t unit) const;
   bool in_place(int l) const;
   void set_active_batch(std::int64_t images);  // a worker's round (runtime_passes.cpp)
 

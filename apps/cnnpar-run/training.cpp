@@ -58,14 +58,16 @@ std::string mpi_library_version() {
 RuntimeState assembled_state(const Runtime& runtime, double timeout_s) {
   if (!runtime.model_parallel()) return runtime.state();
   RuntimeState state = runtime.owned_state();
-  std::vector<float> sum(state.weights.size());
-  mpi::allreduce(state.weights.data(), sum.data(), int(sum.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, timeout_s,
-                 "model assembly");
-  state.weights.swap(sum);
-  sum.assign(state.momentum.size(), 0.0f);
-  mpi::allreduce(state.momentum.data(), sum.data(), int(sum.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, timeout_s,
-                 "model assembly");
-  state.momentum.swap(sum);
+  const auto sum_over_ranks = [timeout_s](std::vector<float>& owned) {
+    if (owned.empty()) return;  // the same on every rank
+    std::vector<float> sum(owned.size());
+    mpi::allreduce(owned.data(), sum.data(), int(sum.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, timeout_s,
+                   "model assembly");
+    owned.swap(sum);
+  };
+  sum_over_ranks(state.weights);
+  sum_over_ranks(state.momentum);
+  sum_over_ranks(state.batchnorm_statistics);
   return state;
 }
 

@@ -277,6 +277,22 @@ set_tests_properties(real_run_ckpt_resume PROPERTIES LABELS "real;mpi" TIMEOUT 1
 cnnpar_mpi_check(real_weights_ckpt real_ckpt_runs $<TARGET_FILE:cnnpar_weights_compare> 0
                  ${run_out}/ckpt_straight.bin ${run_out}/ckpt_resumed.bin)
 
+# The same with batch normalisation (tests/real/data/graph-block.json, per-rank statistics):
+# the checkpoints at iteration 4 of the straight and the resumed run are equal byte for byte,
+# so the running statistics survived the resume (the weights alone would not show it).
+set(ckpt_bn_common --network ${CMAKE_CURRENT_SOURCE_DIR}/data/graph-block.json --batch 16 --warmup 0 --seed 5
+    --strategy dp)
+cnnpar_mpi_run(real_run_ckpt_bn_straight 2 real_ckpt_bn_runs ${ckpt_bn_common} --iterations 4
+               --checkpoint ${run_out}/ckpt_bn_straight)
+cnnpar_mpi_run(real_run_ckpt_bn_first 2 real_ckpt_bn_first ${ckpt_bn_common} --iterations 2
+               --checkpoint ${run_out}/ckpt_bn)
+add_test(NAME real_run_ckpt_bn_resume COMMAND ${cnnpar_mpiexec} -n 2 ${run} ${ckpt_bn_common} --iterations 4
+         --checkpoint ${run_out}/ckpt_bn --resume)
+set_tests_properties(real_run_ckpt_bn_resume PROPERTIES LABELS "real;mpi" TIMEOUT 120 ENVIRONMENT "${cnnpar_mpi_env}"
+                     FIXTURES_REQUIRED real_ckpt_bn_first FIXTURES_SETUP real_ckpt_bn_runs)
+cnnpar_mpi_check(real_checkpoint_bn real_ckpt_bn_runs ${CMAKE_COMMAND} -E compare_files
+                 ${run_out}/ckpt_bn_straight/checkpoint.bin ${run_out}/ckpt_bn/checkpoint.bin)
+
 # Resuming with a setting that breaks bit-identity (real/checkpoint.hpp) is refused: status 2,
 # one message naming the checkpoint file, the field and both values. --iterations 100 stays
 # above the checkpoint's iteration whether or not real_run_ckpt_resume has rewritten it.

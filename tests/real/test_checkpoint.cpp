@@ -101,6 +101,126 @@ TEST_CASE("checkpoint: 10 + resumed 10 iterations equal 20 straight, bit for bit
   }
 }
 
+namespace {
+// The whole model of a run, as cnnpar-run assembles it: the sum over ranks of what each owns.
+RuntimeState assembled_state(LocalExecutor& ex) {
+  RuntimeState sum = ex.runtime(0).owned_state();
+  for (int r = 1; r < ex.ranks(); ++r) {
+    const RuntimeState part = ex.runtime(r).owned_state();
+    for (std::size_t i = 0; i < sum.weights.size(); ++i) sum.weights[i] += part.weights[i];
+    for (std::size_t i = 0; i < sum.momentum.size(); ++i) sum.momentum[i] += part.momentum[i];
+    for (std::size_t i = 0; i < sum.batchnorm_statistics.size(); ++i)
+      sum.batchnorm_statistics[i] += part.batchnorm_statistics[i];
+  }
+  return sum;
+}
+}  // namespace
+
+TEST_CASE("checkpoint: batchnorm running statistics survive a resume, bit for bit") {
+  // Training never reads the running statistics, so only the checkpoint can carry them: a run
+  // resumed at 5 of 10 iterations must end with the statistics of the uninterrupted run.
+  // Under per-rank statistics the checkpoint keeps rank 0's: dp writes rank 0's state; per_layer
+  // with the convs model parallel (batchnorm stays data parallel) assembles the model from
+  // every rank's owned part, where rank 1's statistics must count as zeros.
+  const Network graph = testing::smooth_graph_network();
+  const Network chain = parse_network(nlohmann::json::parse(R"({
+    "name": "bn-chain", "source": "unit test", "input": {"channels": 3, "height": 6, "width": 5},
+    "layers": [
+      {"name": "conv1", "type": "conv", "maps": 4, "kernel": 3, "pad": 1, "bias": false},
+      {"name": "bn1", "type": "batchnorm"},
+      {"name": "relu1", "type": "relu"},
+      {"name": "conv2", "type": "conv", "maps": 4, "kernel": 3, "pad": 1, "bias": false},
+      {"name": "bn2", "type": "batchnorm"},
+      {"name": "gap", "type": "pool", "mode": "avg", "global": true},
+      {"name": "fc", "type": "fc", "outputs": 5},
+      {"name": "loss", "type": "softmax"}
+    ]})"), "<bn-chain>");
+  const auto schedule = [](const Network& net, const std::string& strategy, int iterations) {
+    StrategyOptions o;
+    o.name = strategy;
+    o.global_batch = 8;
+    o.ranks = 2;
+    o.iterations = iterations;
+    o.warmup_iterations = 0;
+    if (strategy == "per_layer") o.set("assign", "conv1=model,conv2=model");
+    return build_schedule(net, Platform{}, o);
+  };
+  for (const auto& [net, strategy] : {std::pair{graph, std::string("dp")}, std::pair{chain, std::string("per_layer")}}) {
+    SyntheticDataset data(net.input, net.classes(), 100, 22);
+    LocalExecutor straight(net, schedule(net, strategy, 10), 3, kSgd);
+    straight.run(data);
+    const RuntimeState expected = assembled_state(straight);
+    // Two batchnorm layers of 4 channels: mean (4) and variance (4) each, all moved from
+    // PyTorch's initial 0 and 1 (else the test could not fail).
+    REQUIRE(expected.batchnorm_statistics.size() == 16);
+    int moved = 0;
+    for (std::size_t i = 0; i < 16; ++i) moved += expected.batchnorm_statistics[i] != (i % 8 < 4 ? 0.0f : 1.0f);
+    CHECK(moved == 16);
+
+    const std::string path = temp_path(strategy + "_bn.ckpt");
+    {
+      LocalExecutor first(net, schedule(net, strategy, 5), 3, kSgd);
+      first.run(data);
+      write_checkpoint(path, net, sample_run(), assembled_state(first));
+    }
+    const RuntimeState saved = read_checkpoint(path, net).state;
+    LocalExecutor resumed(net, schedule(net, strategy, 5), 3, kSgd);
+    for (int r = 0; r < resumed.ranks(); ++r) resumed.runtime(r).restore(saved);
+    resumed.run(data);
+    const RuntimeState got = assembled_state(resumed);
+    CHECK(got.weights == expected.weights);
+    CHECK(got.batchnorm_statistics == expected.batchnorm_statistics);
+    std::filesystem::remove(path);
+  }
+
+  const Network& net = graph;
+  LocalExecutor ex(net, schedule(net, "dp", 1), 3, kSgd);
+  RuntimeState wrong = ex.runtime(0).state();
+  wrong.batchnorm_statistics.pop_back();
+  try {
+    ex.runtime(0).restore(wrong);
+    FAIL("statistics of the wrong size accepted");
+  } catch (const InputError& e) {
+    CHECK(e.json_path() == "/batchnorm_statistics");
+  }
+}
+
+TEST_CASE("checkpoint: version 2 (no running statistics) is read only for networks without batchnorm") {
+  // A version 2 file is version 3 without the statistics count (8 bytes before the name).
+  const auto as_version2 = [](const std::string& path, const std::string& name) {
+    std::ifstream in(path, std::ios::binary);
+    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    in.close();
+    const std::size_t tail = 4 + name.size() + 8;  // name length, name, checksum
+    std::int64_t statistics = 0;
+    std::memcpy(&statistics, bytes.data() + bytes.size() - tail - 8, 8);
+    REQUIRE(statistics == 0);
+    bytes.erase(bytes.end() - std::ptrdiff_t(tail) - 8, bytes.end() - std::ptrdiff_t(tail));
+    bytes[7] = '2';
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+  };
+  const Network plain = small_network();
+  const std::string path = temp_path("v2.ckpt");
+  LocalExecutor ex(plain, make_schedule(plain, "dp", 1, 4, 1), 3, kSgd);
+  write_checkpoint(path, plain, sample_run(), ex.runtime(0).state());
+  as_version2(path, plain.name);
+  reseal(path);
+  const Checkpoint read = read_checkpoint(path, plain);
+  CHECK(read.state.weights == ex.runtime(0).state().weights);
+  CHECK(read.state.batchnorm_statistics.empty());
+
+  const Network graph = testing::smooth_graph_network();
+  try {
+    read_checkpoint(path, graph);
+    FAIL("a version 2 checkpoint accepted for a network with batchnorm");
+  } catch (const InputError& e) {
+    CHECK(e.json_path() == "/magic");
+    CHECK(std::string(e.what()).find("running statistics") != std::string::npos);
+  }
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("checkpoint: corruption, truncation and another network are input errors") {
   const Network net = small_network();
   const Schedule s = make_schedule(net, "dp", 1, 4, 1);
