@@ -89,10 +89,14 @@ if(CNNPAR_ONEDNN AND NOT CNNPAR_SANITIZE)
                    ${run_out}/dp_np1.bin ${run_out}/onednn_np1.bin ${run_out}/onednn_np2.bin ${run_out}/onednn_np4.bin)
 endif()
 
-# Direct convolutions (oneDNN) train to the weights of im2col + oneDNN's GEMM at the same rank
-# count to 1e-5 at the weights' scale (only the summation order inside a convolution differs;
-# measured 2.1e-6), and to those of im2col + OpenBLAS to 1e-4, the tolerance between the two
-# GEMM libraries above (measured 1.1e-5, the same as oneDNN's GEMM against OpenBLAS's).
+# Direct convolutions (oneDNN) train to the weights of im2col + GEMM. On cifar-smooth (no kinks)
+# only the summation order inside a convolution differs: 1e-5 at the weights' scale after 20
+# iterations, P = 1, 2, 4 (measured 5.5e-8 on an AMD EPYC). On veeriah-cifar10 a ReLU before each
+# max-pool makes ties at zero whose tie-break a rounding difference can flip, and the runs then
+# follow other gradients: 1e-4, the tolerance between the GEMM libraries above (AMD EPYC: 2.7e-8
+# up to iteration 5, 4.1e-7 at 10, 1.09e-5 at 20, the same at every P; Intel Xeon: 2.1e-6 at 20).
+set(smooth_common --network ${CMAKE_CURRENT_SOURCE_DIR}/data/cifar-smooth.json --batch 64 --iterations 20 --warmup 1
+    --seed 7 --lr 0.001 --strategy dp)
 if(CNNPAR_ONEDNN AND NOT CNNPAR_SANITIZE)
   foreach(np 1 2 4)
     cnnpar_mpi_run(real_run_direct_np${np} ${np} real_direct_runs ${common} --strategy dp --conv direct
@@ -100,10 +104,16 @@ if(CNNPAR_ONEDNN AND NOT CNNPAR_SANITIZE)
     cnnpar_mpi_check(real_trace_direct_np${np} real_direct_runs
                      $<TARGET_FILE:cnnpar_trace_check> ${run_out}/direct_np${np}.json ${np}
                      --loss-drop 0.2 --weights-identical --compute real --comm-progress poll)
-    cnnpar_mpi_check(real_weights_direct_np${np} "real_direct_runs;real_onednn_runs" $<TARGET_FILE:cnnpar_weights_compare> 1e-5
+    cnnpar_mpi_check(real_weights_direct_np${np} "real_direct_runs;real_onednn_runs" $<TARGET_FILE:cnnpar_weights_compare> 1e-4
                      ${run_out}/onednn_np${np}.bin ${run_out}/direct_np${np}.bin)
     cnnpar_mpi_check(real_weights_direct_openblas_np${np} "real_direct_runs;real_dp_runs"
                      $<TARGET_FILE:cnnpar_weights_compare> 1e-4 ${run_out}/dp_np${np}.bin ${run_out}/direct_np${np}.bin)
+    foreach(conv im2col direct)
+      cnnpar_mpi_run(real_run_smooth_${conv}_np${np} ${np} real_smooth_runs ${smooth_common} --conv ${conv}
+                     --weights-out ${run_out}/smooth_${conv}_np${np}.bin)
+    endforeach()
+    cnnpar_mpi_check(real_weights_smooth_direct_np${np} real_smooth_runs $<TARGET_FILE:cnnpar_weights_compare> 1e-5
+                     ${run_out}/smooth_im2col_np${np}.bin ${run_out}/smooth_direct_np${np}.bin)
   endforeach()
   cnnpar_mpi_run(real_run_direct_lee_np4 4 real_direct_runs ${common} --strategy lee --k 3 --f 2 --conv direct
                  --weights-out ${run_out}/direct_lee_np4.bin)
