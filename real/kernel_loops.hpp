@@ -41,6 +41,22 @@ void parallel_for(std::int64_t count, F&& f, std::int64_t grain = 1) {
   });
 }
 
+// Σ_{i<n} term(i) in double over kSumLanes partial sums, added in a fixed order at the end: the
+// adds of one partial sum form no chain of n dependent adds (they pipeline and vectorise), and
+// the result does not depend on the thread count.
+constexpr int kSumLanes = 8;
+template <class Term>
+double lane_sum(std::int64_t n, Term&& term) {
+  double lane[kSumLanes] = {};
+  std::int64_t i = 0;
+  for (; i + kSumLanes <= n; i += kSumLanes)
+    for (int j = 0; j < kSumLanes; ++j) lane[j] += term(i + j);
+  double sum = 0;
+  for (; i < n; ++i) sum += term(i);
+  for (int j = 0; j < kSumLanes; ++j) sum += lane[j];
+  return sum;
+}
+
 inline float masked(float v, std::uint32_t mask) {
   return std::bit_cast<float>(std::bit_cast<std::uint32_t>(v) & mask);  // exact: v or +0
 }

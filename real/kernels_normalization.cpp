@@ -57,12 +57,8 @@ struct ErrorSums {
   double dy = 0, dy_xhat = 0;
 };
 ErrorSums error_sums_channel(std::int64_t positions, const float* x, float mean, float inv, const float* dy) {
-  ErrorSums s;
-  for (std::int64_t i = 0; i < positions; ++i) {
-    s.dy += dy[i];
-    s.dy_xhat += double(dy[i]) * double((x[i] - mean) * inv);
-  }
-  return s;
+  return {.dy = lane_sum(positions, [dy](std::int64_t i) { return double(dy[i]); }),
+          .dy_xhat = lane_sum(positions, [=](std::int64_t i) { return double(dy[i]) * double((x[i] - mean) * inv); })};
 }
 
 }  // namespace
@@ -74,15 +70,12 @@ void batchnorm_forward(std::int64_t channels, std::int64_t positions, double eps
   parallel_for(channels, [&](std::int64_t c0, std::int64_t c1) {
     for (std::int64_t c = c0; c < c1; ++c) {
       const float* xc = x + c * positions;
-      double sum = 0;
-      for (std::int64_t i = 0; i < positions; ++i) sum += xc[i];
-      const double mu = sum / m;
-      double squares = 0;  // second pass: no cancellation when |mean| >> stddev
-      for (std::int64_t i = 0; i < positions; ++i) {
-        const double d = double(xc[i]) - mu;
-        squares += d * d;
-      }
-      const double variance = squares / m;
+      const double mu = lane_sum(positions, [xc](std::int64_t i) { return double(xc[i]); }) / m;
+      // A second pass: no cancellation when |mean| >> stddev.
+      const double variance = lane_sum(positions, [xc, mu](std::int64_t i) {
+                                const double d = double(xc[i]) - mu;
+                                return d * d;
+                              }) / m;
       const double inv = 1.0 / std::sqrt(variance + epsilon);
       mean[c] = float(mu);
       invstd[c] = float(inv);
@@ -114,14 +107,11 @@ void batchnorm_sums(std::int64_t channels, std::int64_t positions, const float* 
     for (std::int64_t c = c0; c < c1; ++c) {
       const float* xc = x + c * positions;
       const double k = shift[c];
-      double sum = 0, squares = 0;
-      for (std::int64_t i = 0; i < positions; ++i) {
+      sums[c] = float(lane_sum(positions, [xc, k](std::int64_t i) { return double(xc[i]) - k; }));
+      sums[channels + c] = float(lane_sum(positions, [xc, k](std::int64_t i) {
         const double d = double(xc[i]) - k;
-        sum += d;
-        squares += d * d;
-      }
-      sums[c] = float(sum);
-      sums[channels + c] = float(squares);
+        return d * d;
+      }));
     }
   });
 }
