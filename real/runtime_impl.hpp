@@ -209,6 +209,8 @@ struct Runtime::Impl {
 
   // The layer passes (runtime_passes.cpp).
   float* err_in(int l);
+  float* begin_added_errors(LayerState& x, std::size_t count);
+  void finish_added_errors(LayerState& x);
   void finish_errors(LayerState& x);
   void contribute_errors(int producer, const float* errors);
   void prepare_input(LayerState& x);

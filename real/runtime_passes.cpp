@@ -46,6 +46,28 @@ void Runtime::Impl::finish_errors(LayerState& x) {
   copy_region(x.in_region, x.din.data(), before.out_region, before.err.data());
 }
 
+// Where a conv layer's backward adds its input errors (`count` floats): its own errors, zeroed,
+// or, when several layers read its input, that input's errors themselves, zeroed by the first
+// contribution of a backward pass. The sum is the one contribute_errors forms (a + b either
+// way), without a buffer of the input's size per reader.
+float* Runtime::Impl::begin_added_errors(LayerState& x, std::size_t count) {
+  if (x.errors != Errors::summed) {
+    float* din = err_in(x.index);
+    std::memset(din, 0, sizeof(float) * count);
+    return din;
+  }
+  LayerState& to = layers[std::size_t(x.producer)];
+  CNNPAR_ASSERT(std::int64_t(count) == to.n * to.image_floats, "summed errors over another region: " + x.layer->spec.name);
+  if (to.errors_received == 0) std::memset(to.err.data(), 0, sizeof(float) * count);
+  return to.err.data();
+}
+
+void Runtime::Impl::finish_added_errors(LayerState& x) {
+  if (x.errors != Errors::summed) return finish_errors(x);
+  LayerState& to = layers[std::size_t(x.producer)];
+  if (++to.errors_received == to.reader_edges) to.errors_received = 0;
+}
+
 // The errors of layer `producer` are the sum over the inputs that read it: the first
 // contribution of a backward pass is copied, the others are added (backward runs the reverse
 // of a topological order, so all of them arrive before the producer's own backward).
@@ -251,20 +273,17 @@ void Runtime::Impl::backward_data(LayerState& x, const Op& op, const Tiling& t) 
     case LayerKind::conv: {
       const std::size_t cnt = std::size_t(x.geo.channels * n * x.geo.in_h * x.geo.in_w);
       if (op.kernel == KernelClass::conv) {
-        std::memset(din, 0, sizeof(float) * cnt);
-        x.direct->backward_data_add(x.w(weights), x.err.data(), din);
-        finish_errors(x);
+        x.direct->backward_data_add(x.w(weights), x.err.data(), begin_added_errors(x, cnt));
+        finish_added_errors(x);
       } else if (op.kernel == KernelClass::gemm) {
         conv_backward_data_gemm(x.geo, units, x.w(weights), x.err.data(), dcols.data(), t);
         if (!x.col2im_op) {
-          std::memset(din, 0, sizeof(float) * cnt);
-          col2im_add(x.geo, dcols.data(), din);
-          finish_errors(x);
+          col2im_add(x.geo, dcols.data(), begin_added_errors(x, cnt));
+          finish_added_errors(x);
         }
       } else if (op.kernel == KernelClass::col2im) {
-        std::memset(din, 0, sizeof(float) * cnt);
-        col2im_add(x.geo, dcols.data(), din);
-        finish_errors(x);
+        col2im_add(x.geo, dcols.data(), begin_added_errors(x, cnt));
+        finish_added_errors(x);
       } else {
         CNNPAR_ASSERT(false, "unexpected conv backward_data op: " + op.label);
       }

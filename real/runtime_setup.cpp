@@ -335,7 +335,9 @@ void Runtime::Impl::choose_transitions(LayerState& x) {
   // its errors' parts itself (runtime_passes.cpp).
   if (x.errors == Errors::previous && before.reader_edges > 1 && x.layer->inputs.size() <= 1) x.errors = Errors::summed;
   if (x.input != Input::previous) x.xin.assign(std::size_t(need.elements()), 0.0f);
-  if (x.errors != Errors::previous) x.din.assign(std::size_t(need.elements()), 0.0f);
+  // A conv layer adds its summed input errors into the errors of the layer it reads.
+  const bool adds_in_place = x.errors == Errors::summed && x.layer->spec.kind == LayerKind::conv;
+  if (x.errors != Errors::previous && !adds_in_place) x.din.assign(std::size_t(need.elements()), 0.0f);
 }
 
 // Lee's gathered inputs and errors of a replicated layer, by iteration parity.
