@@ -1,6 +1,7 @@
 #pragma once
-// Checkpoints: weights + momentum + batchnorm running statistics + iteration + network fingerprint + the run settings a
-// resumed run must keep, with a checksum, written atomically (base/output_files.hpp).
+// Checkpoints: weights + momentum + batchnorm running statistics + iteration + network
+// fingerprint + the run settings a resumed run must keep, with a checksum, written atomically
+// (base/output_files.hpp).
 //
 // File layout, version 3 (little-endian):
 //   "CNNPCKP3" (8 bytes) | iteration i64 (global iterations completed; at byte 8 so a script

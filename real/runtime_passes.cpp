@@ -57,7 +57,8 @@ float* Runtime::Impl::begin_added_errors(LayerState& x, std::size_t count) {
     return din;
   }
   LayerState& to = layers[std::size_t(x.producer)];
-  CNNPAR_ASSERT(std::int64_t(count) == to.n * to.image_floats, "summed errors over another region: " + x.layer->spec.name);
+  CNNPAR_ASSERT(std::int64_t(count) == to.n * to.image_floats,
+                "summed errors over another region: " + x.layer->spec.name);
   if (to.errors_received == 0) std::memset(to.err.data(), 0, sizeof(float) * count);
   return to.err.data();
 }

@@ -440,7 +440,8 @@ void Runtime::Impl::set_owned_rows(const Schedule& schedule) {
 int Runtime::Impl::statistics_owner(int l, std::int64_t unit) const {
   for (int r = 0; r < ranks; ++r) {
     const LayerPartition& p = partitions[std::size_t(r)][std::size_t(l)];
-    if (p.kind != PartitionKind::none && p.batch.count > 0 && unit >= p.units.begin && unit < p.units.end()) return r;
+    if (p.kind != PartitionKind::none && p.batch.count > 0 && unit >= p.units.begin && unit < p.units.end())
+      return r;
   }
   return 0;
 }

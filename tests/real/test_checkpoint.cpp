@@ -55,6 +55,18 @@ void reseal(const std::string& path) {
   out.write(bytes.data(), std::streamsize(bytes.size()));
 }
 
+// `read` must throw an InputError at JSON path `path` whose message contains `text`.
+template <class Read>
+void check_refused(Read&& read, const char* path, const char* text) {
+  try {
+    read();
+    FAIL("accepted; expected a refusal at " << path);
+  } catch (const InputError& e) {
+    CHECK(e.json_path() == path);
+    CHECK(std::string(e.what()).find(text) != std::string::npos);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("checkpoint: FNV-1a matches its published test vectors") {
@@ -145,7 +157,8 @@ TEST_CASE("checkpoint: batchnorm running statistics survive a resume, bit for bi
     if (strategy == "per_layer") o.set("assign", "conv1=model,conv2=model");
     return build_schedule(net, Platform{}, o);
   };
-  for (const auto& [net, strategy] : {std::pair{graph, std::string("dp")}, std::pair{chain, std::string("per_layer")}}) {
+  for (const auto& [net, strategy] :
+       {std::pair{graph, std::string("dp")}, std::pair{chain, std::string("per_layer")}}) {
     SyntheticDataset data(net.input, net.classes(), 100, 22);
     LocalExecutor straight(net, schedule(net, strategy, 10), 3, kSgd);
     straight.run(data);
@@ -177,12 +190,7 @@ TEST_CASE("checkpoint: batchnorm running statistics survive a resume, bit for bi
   LocalExecutor ex(net, schedule(net, "dp", 1), 3, kSgd);
   RuntimeState wrong = ex.runtime(0).state();
   wrong.batchnorm_statistics.pop_back();
-  try {
-    ex.runtime(0).restore(wrong);
-    FAIL("statistics of the wrong size accepted");
-  } catch (const InputError& e) {
-    CHECK(e.json_path() == "/batchnorm_statistics");
-  }
+  check_refused([&] { ex.runtime(0).restore(wrong); }, "/batchnorm_statistics", "running statistics");
 }
 
 TEST_CASE("checkpoint: version 2 (no running statistics) is read only for networks without batchnorm") {
@@ -211,13 +219,7 @@ TEST_CASE("checkpoint: version 2 (no running statistics) is read only for networ
   CHECK(read.state.batchnorm_statistics.empty());
 
   const Network graph = testing::smooth_graph_network();
-  try {
-    read_checkpoint(path, graph);
-    FAIL("a version 2 checkpoint accepted for a network with batchnorm");
-  } catch (const InputError& e) {
-    CHECK(e.json_path() == "/magic");
-    CHECK(std::string(e.what()).find("running statistics") != std::string::npos);
-  }
+  check_refused([&] { read_checkpoint(path, graph); }, "/magic", "running statistics");
   std::filesystem::remove(path);
 }
 
@@ -253,13 +255,7 @@ TEST_CASE("checkpoint: corruption, truncation and another network are input erro
   write_checkpoint(path, net, sample_run(), ex.runtime(0).state());
   Network other = net;
   other.name = "another-net";
-  try {
-    read_checkpoint(path, other);
-    FAIL("checkpoint of another network accepted");
-  } catch (const InputError& e) {
-    CHECK(e.json_path() == "/fingerprint");
-    CHECK(std::string(e.what()).find("checkpoint from another network") != std::string::npos);
-  }
+  check_refused([&] { read_checkpoint(path, other); }, "/fingerprint", "checkpoint from another network");
 
   {
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
@@ -290,13 +286,7 @@ TEST_CASE("checkpoint: corruption, truncation and another network are input erro
     std::ofstream f(path, std::ios::binary | std::ios::trunc);
     f << "CNNPCKP1" << std::string(64, '\0');
   }
-  try {
-    read_checkpoint(path, net);
-    FAIL("version 1 checkpoint accepted");
-  } catch (const InputError& e) {
-    CHECK(e.json_path() == "/magic");
-    CHECK(std::string(e.what()).find("version 1") != std::string::npos);
-  }
+  check_refused([&] { read_checkpoint(path, net); }, "/magic", "version 1");
 
   // A crafted weight count (2^62 floats) with a valid checksum: refused before allocating.
   write_checkpoint(path, net, sample_run(), ex.runtime(0).state());
