@@ -60,7 +60,7 @@ struct Reader {
     if (count < 0 || std::uint64_t(count) > left() / sizeof(float))
       throw InputError(file, path, std::to_string(count), "more values than the checkpoint holds");
     v.resize(std::size_t(count));
-    std::memcpy(v.data(), bytes.data() + at, std::size_t(count) * sizeof(float));
+    if (count > 0) std::memcpy(v.data(), bytes.data() + at, std::size_t(count) * sizeof(float));  // data() may be null
     at += std::size_t(count) * sizeof(float);
   }
 };
