@@ -9,6 +9,7 @@
 #include "base/error.hpp"
 #include "base/output_files.hpp"
 #include "base/units.hpp"
+#include "workload/conv_paths.hpp"
 #include "workload/registry.hpp"
 
 namespace cnnpar {
@@ -63,8 +64,11 @@ ConfigColumns config_columns(const nlohmann::json& strategy_options, const std::
   }
   if (const auto columns = strategy_options.find("columns"); columns != strategy_options.end() && columns->is_string())
     options.push_back("columns=" + columns->get<std::string>());
-  if (const auto conv = strategy_options.find("conv"); conv != strategy_options.end() && !conv->is_null()) {
-    std::vector<std::string> layers;  // "direct", "auto", or the layers that ran direct
+  // auto, the default, is left out like the other defaults: the row is the request, and auto
+  // is whatever each point's platform prices faster (a trace's options say what it resolved to).
+  if (const auto conv = strategy_options.find("conv");
+      conv != strategy_options.end() && !conv->is_null() && *conv != kDefaultConvPaths.json()) {
+    std::vector<std::string> layers;  // "direct" or the layers that ran direct
     if (conv->is_array())
       for (const nlohmann::json& layer : *conv) layers.push_back(layer.is_string() ? layer.get<std::string>() : layer.dump());
     else

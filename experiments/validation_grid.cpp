@@ -50,7 +50,7 @@ Network load_grid_network(const JsonNode& node) {
   std::string path = error.json_path();
   if (path == "/batch") path = fmt::format("/batches/{}", batch);
   else if (path == "/nodes") path = fmt::format("/ranks/{}", ranks);
-  else if (path != "/iterations" && path != "/warmup") path = fmt::format("/strategies/{}{}", strategy, path);
+  else if (path != "/iterations" && path != "/warmup" && path != "/conv") path = fmt::format("/strategies/{}{}", strategy, path);
   throw InputError(grid.file, path, error.value(), error.reason() + " (" + context + ")");
 }
 
@@ -106,7 +106,7 @@ ValidationGrid parse_validation_grid(const nlohmann::json& document, const std::
   if (!document.is_object()) root.fail("a validation grid is a JSON object");
   root.check_keys({"format", "name", "description", "networks", "strategies", "bandwidths", "latencies", "batches",
                    "ranks", "real_compute_max_ranks", "iterations", "warmup", "measure_seconds", "comm_progress",
-                   "collectives", "platform", "testbed", "calibration", "tolerance", "fit", "run_attempts"});
+                   "collectives", "conv", "platform", "testbed", "calibration", "tolerance", "fit", "run_attempts"});
   if (root.has("format") && root.at("format").as_string() != kFormat)
     root.at("format").fail(fmt::format("expected \"{}\"", kFormat));
   ValidationGrid grid;
@@ -124,6 +124,7 @@ ValidationGrid parse_validation_grid(const nlohmann::json& document, const std::
   grid.comm_progress = root.string_or("comm_progress", grid.comm_progress);
   if (grid.comm_progress != "poll" && grid.comm_progress != "thread") root.at("comm_progress").fail("expected poll or thread");
   if (root.has("collectives")) grid.collectives = parse_collective_modes(root.at("collectives"));
+  if (root.has("conv")) grid.conv = parse_conv_paths(root.at("conv").as_string(), file, "/conv");
   grid.platform = root.string_or("platform", grid.platform);
   try {
     (void)load_platform(grid.platform);
@@ -196,6 +197,7 @@ ValidationGrid parse_validation_grid(const nlohmann::json& document, const std::
     StrategyOptions options;
     options.origin = file;
     options.recompute_columns = kExecutorRecomputesColumns;
+    options.conv = grid.conv;
     if (node.raw().is_string()) {
       const nlohmann::json object = {{"strategy", node.raw()}};
       parse_strategy_object(JsonNode(object, file, node.path()), {}, options);

@@ -70,6 +70,9 @@ struct ValidationGrid {
   /// Collective modes, each a run of every configuration: mpi (the library's algorithms) | p2p
   /// (the engines' steps)
   std::vector<std::string> collectives = {"p2p"};
+  /// The conv paths of every run (as --conv); auto is resolved from each calibration (which
+  /// then times direct convolutions too), and the run-spec states the resolved layers.
+  ConvPaths conv = kDefaultConvPaths;
   std::string platform = "local";            ///< base platform of the calibrations
   int testbed_nodes = 0;                     ///< nodes of the testbed; 0 = the largest rank count
   double burst_bytes = 256.0 * 1024;         ///< the testbed's tbf bucket

@@ -26,6 +26,7 @@
 #include "experiments/validate_target.hpp"
 #include "launch/launcher.hpp"
 #include "model/scenarios.hpp"
+#include "workload/conv_choice.hpp"
 #include "workload/run_spec.hpp"
 #include "workload/strategy.hpp"
 
@@ -256,7 +257,7 @@ class ValidationRun::Impl {
     const std::int64_t batch = *std::max_element(grid_.batches.begin(), grid_.batches.end());
     run_calibration(file, ranks,
                     {"--calibrate-parts", "compute", "--network", network, "--platform", platform_file, "--batch",
-                     std::to_string(batch), "--compute", "real"},
+                     std::to_string(batch), "--compute", "real", "--conv", grid_.conv.text()},
                     fmt::format("the compute of {} on {} ranks", network, ranks));
   }
 
@@ -331,6 +332,8 @@ class ValidationRun::Impl {
     Platform platform = load_platform(platform_file);
     platform.network.element_bytes = kExecutorElementBytes;
     StrategyOptions strategy = config.strategy;
+    if (strategy.conv.mode == ConvPaths::Mode::automatic)  // the run takes the layers the prediction prices
+      strategy.conv = conv_paths_priced_faster(network, platform, strategy);
     if (grid_.measure_seconds > 0) {
       const Schedule first = build_schedule(network, platform, strategy);
       verify_or_throw(first, "<schedule " + strategy.name + ">", &network);

@@ -6,7 +6,7 @@
 #                            [--iterations I] [--warmup W] [--gemm openblas|onednn]
 #                            [--conv im2col|direct|auto|LAYERS] [--cases LIST] [--out DIR]
 #                            [--no-efficiency]
-#   defaults: build, vgg-a-32, 64, 3 repeats, 8 iterations (2 warm-up), openblas, im2col,
+#   defaults: build, vgg-a-32, 64, 3 repeats, 8 iterations (2 warm-up), openblas, auto,
 #             cases 1x1,1x2,2x1 (processes x threads), out bench-results
 #
 # Both sides train the network of scenarios/networks/NAME.json: bench_pytorch.py builds its
@@ -30,7 +30,7 @@ set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
-build=build network=vgg-a-32 batch=64 repeats=3 iterations=8 warmup=2 gemm=openblas conv=im2col
+build=build network=vgg-a-32 batch=64 repeats=3 iterations=8 warmup=2 gemm=openblas conv=auto
 cases=1x1,1x2,2x1 out=bench-results efficiency=1
 while [ $# -gt 0 ]; do
   case "$1" in

@@ -69,10 +69,6 @@ ConvPaths conv_paths_from_json(const nlohmann::json& value, const std::string& f
 }
 
 void validate_conv_paths(const ConvPaths& paths, const Network& network, const std::string& origin) {
-  if (paths.mode == ConvPaths::Mode::automatic)
-    throw InputError(origin, "/conv", kAuto,
-                     "auto is what the executor measures at start-up (cnnpar run, cnnpar-run); a prediction "
-                     "takes im2col, direct or the layers to run direct");
   for (const std::string& name : paths.direct_layers) {
     const auto layer = std::find_if(network.layers.begin(), network.layers.end(),
                                     [&](const Layer& l) { return l.spec.name == name; });

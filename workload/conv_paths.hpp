@@ -1,7 +1,8 @@
 #pragma once
 // Which conv layers run as direct convolutions (oneDNN's, kernel class conv) instead of im2col +
-// GEMM (+ col2im): none, all, a named set, or `auto`, which the executor resolves into a named
-// set by timing both paths at start-up.
+// GEMM (+ col2im): none, all, a named set, or `auto`: the faster path of each layer, by the
+// platform's prices (workload/conv_choice.hpp) or, in a real run on a platform that did not
+// measure direct convolutions, by the executor timing both at start-up.
 #include <string>
 #include <vector>
 
@@ -27,12 +28,16 @@ struct ConvPaths {
   bool operator==(const ConvPaths&) const = default;
 };
 
+/** What --conv, a run-spec's and a validation grid's "conv" take when not given: each layer's
+ *  faster path. (An absent "conv" in a schedule's or trace's options means im2col.) */
+inline const ConvPaths kDefaultConvPaths{.mode = ConvPaths::Mode::automatic};
+
 /** Parses --conv's text. @throws InputError(file, path, text, reason) for an empty name. */
 ConvPaths parse_conv_paths(const std::string& text, const std::string& file, const std::string& path);
 /** Parses the strategy options' "conv": a string as parse_conv_paths, or a list of layer names.
  *  @throws InputError(file, path, value, reason). */
 ConvPaths conv_paths_from_json(const nlohmann::json& value, const std::string& file, const std::string& path);
-/** A set of layers names only conv layers of `network`; `auto` is not a schedule's.
+/** A set of layers names only conv layers of `network`.
  *  @throws InputError(origin, "/conv", value, reason). */
 void validate_conv_paths(const ConvPaths& paths, const Network& network, const std::string& origin);
 

@@ -262,6 +262,7 @@ RunSpec run_spec_from_json(const nlohmann::json& document, const std::string& fi
     const JsonNode node = root.at("columns");
     s.recompute_columns = parse_columns(node.as_string(), file, node.path());
   }
+  s.conv = kDefaultConvPaths;
   if (root.has("conv")) {
     const JsonNode node = root.at("conv");
     s.conv = parse_conv_paths(node.as_string(), file, node.path());

@@ -7,6 +7,7 @@
 
 #include "base/error.hpp"
 #include "base/limits.hpp"
+#include "workload/conv_choice.hpp"
 #include "workload/registry.hpp"
 
 namespace cnnpar {
@@ -146,6 +147,11 @@ void add_column_recompute(Schedule& schedule) {
 
 Schedule build_schedule(const Network& network, const Platform& platform, const StrategyOptions& options) {
   validate_strategy_options(network, options);
+  if (options.conv.mode == ConvPaths::Mode::automatic) {
+    StrategyOptions resolved = options;
+    resolved.conv = conv_paths_priced_faster(network, platform, options);
+    return build_schedule(network, platform, resolved);
+  }
   Schedule schedule = strategy_spec(options.name, options.origin).build(network, platform, options);
   if (options.recompute_columns) add_column_recompute(schedule);  // to_json(options) records both
   if (options.conv.any_direct()) use_direct_convolutions(schedule, network, options.conv);

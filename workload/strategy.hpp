@@ -74,7 +74,8 @@ void add_column_recompute(Schedule& schedule);
 
 /** Builds the Schedule of `options.name` after validate_strategy_options (then
  *  add_column_recompute when options.recompute_columns, use_direct_convolutions for
- *  options.conv). */
+ *  options.conv, `auto` resolved by conv_paths_priced_faster; Schedule::options records the
+ *  resolved paths). */
 Schedule build_schedule(const Network& network, const Platform& platform, const StrategyOptions& options);
 
 /** What of `platform` a schedule builder reads, as text: all of it but the network's link model

@@ -150,9 +150,12 @@ int run_calibration(const Options& o, int rank, int size, bool max_message_given
     options.collectives = modes.collectives;
     options.sleep_compute = modes.sleep_compute;
     options.inner_mode = parse_inner_mode(o.inner, "command line", "/inner");
-    // --conv other than im2col: the runs to be predicted may run conv layers direct; time them so too.
-    options.direct_convolutions = o.strategy.conv().mode != ConvPaths::Mode::im2col;
-    if (options.direct_convolutions && !real::direct_convolution_available())
+    // --conv other than im2col: the runs to be predicted may run conv layers direct; time them so
+    // too. auto (the default) times them where this build can run them.
+    const ConvPaths conv = o.strategy.conv();
+    options.direct_convolutions = conv.any_direct() ||
+                                  (conv.mode == ConvPaths::Mode::automatic && real::direct_convolution_available());
+    if (conv.any_direct() && !real::direct_convolution_available())
       throw InputError("command line", "--conv", o.strategy.conv().text(),
                        "this build has no oneDNN (configure with -DCNNPAR_ONEDNN=ON; libdnnl-dev): use --conv im2col");
     options.platform_file = o.platform;

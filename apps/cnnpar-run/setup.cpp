@@ -16,6 +16,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "apps/cnnpar-run/failure.hpp"
 #include "base/error.hpp"
 #include "base/output_files.hpp"
 #include "model/scenarios.hpp"
@@ -23,6 +24,7 @@
 #include "real/mpi_wrap.hpp"
 #include "real/probe.hpp"
 #include "system/op_time.hpp"
+#include "workload/conv_choice.hpp"
 #include "workload/executor_network.hpp"
 #include "workload/registry.hpp"
 
@@ -141,8 +143,16 @@ void probe_ranks(Setup& s, const Options& o, int rank, int size, const StrategyS
   s.probe_s = times;
 }
 
-// `--conv auto`: every rank times both paths of each of its conv layers on its own shapes, and
-// the sums over the ranks pick each layer's faster path for all of them (one schedule).
+/** The conv paths a checkpoint's run took (its options' "conv"; absent = im2col). */
+ConvPaths checkpoint_conv_paths(const CheckpointRun& run, const std::string& file) {
+  const nlohmann::json options = nlohmann::json::parse(run.options, nullptr, false);
+  if (!options.is_object() || !options.contains("conv")) return {};
+  return conv_paths_from_json(options.at("conv"), file, "/options/conv");
+}
+
+// `--conv auto` on a platform without a direct grid: every rank times both paths of each of its
+// conv layers on its own shapes, and the sums over the ranks pick each layer's faster path for
+// all of them (one schedule).
 ConvPaths choose_conv_paths(const Setup& s, const Options& o, int rank, int size) {
   StrategyOptions im2col = s.strategy;
   im2col.conv = {};
@@ -262,16 +272,22 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
   s.strategy.global_batch = o.batch;
   s.strategy.recompute_columns = o.strategy.recompute_columns();
   s.strategy.conv = o.strategy.conv();
-  const bool automatic = s.strategy.conv.mode == ConvPaths::Mode::automatic;
-  if ((automatic || s.strategy.conv.any_direct()) && !real::direct_convolution_available())
+  const bool inner_dag = parse_inner_mode(o.inner, "command line", "/inner") == InnerMode::dag;
+  if (s.strategy.conv.any_direct() && !real::direct_convolution_available())
     throw InputError("command line", "--conv", s.strategy.conv.text(),
                      "this build has no oneDNN (configure with -DCNNPAR_ONEDNN=ON; libdnnl-dev): use --conv im2col");
-  if ((automatic || s.strategy.conv.any_direct()) && parse_inner_mode(o.inner, "command line", "/inner") == InnerMode::dag)
+  if (s.strategy.conv.any_direct() && inner_dag)
     throw InputError("command line", "--conv", s.strategy.conv.text(),
                      "BPT-CNN's inner task DAG (--inner dag) runs im2col + GEMM tasks: use --conv im2col with it");
-  if (automatic && o.compute != "real")
-    throw InputError("command line", "--conv", "auto",
-                     "auto times the kernels, which sleep compute does not run: give im2col, direct or LAYER,LAYER,...");
+  bool automatic = s.strategy.conv.mode == ConvPaths::Mode::automatic;
+  if (automatic && (!real::direct_convolution_available() || inner_dag)) {
+    s.strategy.conv = {};  // the only path this build or mode has
+    automatic = false;
+  }
+  if (automatic && saved) {
+    s.strategy.conv = checkpoint_conv_paths(saved->run, checkpoint_file(o));  // timing again could choose others
+    automatic = false;
+  }
   s.strategy.ranks = size;
   s.strategy.iterations = iterations;
   s.strategy.warmup_iterations = warmup;
@@ -280,8 +296,16 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
   const nlohmann::json flag_values = o.strategy.values();
   for (const auto& [key, value] : flag_values.items()) s.strategy.values[key] = value;
   const StrategySpec& spec = strategy_spec(s.strategy.name, s.strategy.origin);
-  if (spec.probes_ranks != nullptr && spec.probes_ranks(s.strategy)) probe_ranks(s, o, rank, size, spec);
-  if (automatic) s.strategy.conv = choose_conv_paths(s, o, rank, size);
+  const bool probes = spec.probes_ranks != nullptr && spec.probes_ranks(s.strategy);
+  // Otherwise auto stays for build_schedule to resolve from the platform's prices: a platform
+  // that measured direct convolutions, or sleep compute (which times no kernel).
+  const bool times_conv_paths = automatic && o.compute == "real" && !prices_direct_convolutions(s.platform);
+  // A rank that failed its checks waits in the set-up agreement, not in a probe's collective.
+  if (probes || times_conv_paths)
+    if (const int status = agree_on_failure(nullptr, rank, size, o.timeout_s); status != 0)
+      throw SetUpFailedElsewhere{status};
+  if (probes) probe_ranks(s, o, rank, size, spec);
+  if (times_conv_paths) s.strategy.conv = choose_conv_paths(s, o, rank, size);
   // The schedule is built for the nodes as they run: a slowed node is nominally slower too
   // (IDPA's first split, Eq. 2), as in the prediction. Sleep compute pads the unslowed times.
   Platform as_run = s.platform;
@@ -289,6 +313,13 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
     if (slowed_rank < as_run.nodes.count) as_run.slow_down(slowed_rank, factor);
   s.schedule = build_schedule(s.network, as_run, s.strategy);
   verify_or_throw(s.schedule, "<schedule " + s.strategy.name + ">", &s.network);
+  if (automatic && s.strategy.conv.mode == ConvPaths::Mode::automatic && prices_direct_convolutions(s.platform) &&
+      rank == 0 && !o.quiet) {
+    const nlohmann::json chosen = s.schedule.options.value("conv", nlohmann::json());
+    fmt::print(stderr, "cnnpar-run: --conv auto from the platform's direct-convolution grid: {}\n",
+               chosen.is_null() ? std::string("im2col for every layer")
+                                : "direct for " + conv_paths_from_json(chosen, o.platform, "/conv").text());
+  }
   if (s.schedule.ranks() != size)
     throw InputError("command line", "/ranks", std::to_string(size),
                      fmt::format("the schedule has {} ranks, mpiexec started {}", s.schedule.ranks(), size));

@@ -51,7 +51,15 @@ std::int64_t executor_tile_columns(const Options& o, ProgressMode progress);
 /** The checkpoint file inside --checkpoint DIR. */
 std::string checkpoint_file(const Options& o);
 
-/** Fills `s` in place: the Runtime keeps references to s.network and s.schedule. */
+/** What prepare throws on the ranks whose checks passed when another rank's failed, learnt in
+ *  the set-up agreement it makes before the ranks time anything together (a rank probe, auto's
+ *  conv timing): the agreement is made, and the run ends with `status`. */
+struct SetUpFailedElsewhere {
+  int status = 0;
+};
+
+/** Fills `s` in place: the Runtime keeps references to s.network and s.schedule.
+ *  @throws SetUpFailedElsewhere (above); InputError and others for this rank's own failures. */
 void prepare(Setup& s, const Options& o, int rank, int size);
 
 }  // namespace cnnpar::executor

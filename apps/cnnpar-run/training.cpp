@@ -87,6 +87,8 @@ int run_training(const Options& o, int rank, int size) {
     configure_compute(o);
     setup.emplace();
     prepare(*setup, o, rank, size);
+  } catch (const SetUpFailedElsewhere& agreed) {
+    return agreed.status;
   } catch (...) {
     error = std::current_exception();
   }

@@ -48,7 +48,7 @@ struct CalibrateOptions {
   bool op_seconds = false;
   std::string parts = kAllCalibrationParts;
   std::string inner = "gemm";  // the runs' inner mode, which nodes.inner prices
-  std::string conv = "im2col";  // the runs' conv paths: anything else also times direct convolutions
+  std::string conv = kDefaultConvPaths.text();  // the runs' conv paths: anything but im2col also times direct ones
   // How the runs to be predicted execute: the network and progress parts measure that mode.
   std::string comm_progress = "poll";
   std::string collectives = "mpi";

@@ -188,11 +188,8 @@ int run(const RunOptions& o) {
   strategy.values = o.strategy.values();
   strategy.recompute_columns = o.strategy.recompute_columns();
   strategy.conv = o.strategy.conv();
-  // `--conv auto` is the executor's to resolve: this schedule (checked now) runs im2col, the
-  // prediction takes the layers the run chose.
-  StrategyOptions checked = strategy;
-  if (checked.conv.mode == ConvPaths::Mode::automatic) checked.conv = {};
-  const Schedule schedule = build_schedule(network, platform, checked);
+  // With `--conv auto` the run may time its own choice; the prediction takes what it chose.
+  const Schedule schedule = build_schedule(network, platform, strategy);
   verify_or_throw(schedule, "<schedule " + strategy.name + ">", &network);
 
   launch::TemporaryPath temporary("cnnpar-run-trace");
@@ -264,7 +261,7 @@ int run(const RunOptions& o) {
   if (strategy.conv.mode == ConvPaths::Mode::automatic) {
     const bool ran_direct = run_options.is_object() && run_options.contains("conv") && !run_options.at("conv").is_null();
     strategy.conv = ran_direct ? conv_paths_from_json(run_options.at("conv"), trace_path, "/metadata/options/conv") : ConvPaths{};
-    resolved = resolved || strategy.conv.any_direct();
+    resolved = true;  // the schedule above resolved auto from the platform, the run may have timed another
   }
   if (resolved) predicted_schedule = build_schedule(network, platform, strategy);
   Trace predicted;

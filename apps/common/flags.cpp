@@ -244,9 +244,10 @@ CLI::Option* conv(CLI::App& app, std::string& paths) {
   return app
       .add_option("--conv", paths,
                   "conv layers: im2col (im2col + GEMM, col2im) | direct (oneDNN's direct convolutions in the executor, "
-                  "priced as kernel class conv) | LAYER,LAYER,... (those direct) | auto (the executor times both per "
-                  "layer at start-up and takes the faster); calibrate: anything but im2col also times every conv "
-                  "layer as a direct convolution (calibration.conv_flops)")
+                  "priced as kernel class conv) | LAYER,LAYER,... (those direct) | auto (each layer's faster path: "
+                  "by the platform's calibration.conv_flops where it has them, else im2col in a prediction and timed "
+                  "at start-up in a real run); calibrate: anything but im2col also times every conv layer as a "
+                  "direct convolution (calibration.conv_flops)")
       ->capture_default_str();
 }
 

@@ -43,7 +43,7 @@ void StrategyFlags::add(CLI::App& app, const std::string& default_strategy, bool
                                    "conv im2col columns: kept from forward for the weight gradient (Lee) | "
                                    "recomputed (one shared buffer, an im2col op before each weight gradient)")
                         ->capture_default_str();
-  conv_ = ConvPaths{}.text();
+  conv_ = kDefaultConvPaths.text();
   conv_option_ = flags::conv(app, conv_);
 }
 

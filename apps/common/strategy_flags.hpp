@@ -18,7 +18,7 @@ class StrategyFlags {
   /** Adds --strategy (default `default_strategy`), one flag per registered option key, its
    *  --help line stating unit, default and the strategies that take it, --columns
    *  (StrategyOptions::recompute_columns, default `recompute_columns`) and --conv
-   *  (StrategyOptions::conv, default im2col). */
+   *  (StrategyOptions::conv, default kDefaultConvPaths: auto). */
   void add(CLI::App& app, const std::string& default_strategy, bool recompute_columns = false);
 
   const std::string& strategy() const { return strategy_; }

@@ -123,6 +123,37 @@ if(CNNPAR_ONEDNN AND NOT CNNPAR_SANITIZE)
                    ${run_out}/direct_np2.json)
 endif()
 
+# --conv auto, the default. A real run on a platform without a direct grid times both paths of
+# each conv layer at start-up and says what it chose; sleep compute (nothing to time) takes the
+# platform's prices: on local-direct-grid (direct convolutions at 1000 TFLOP/s against GEMMs at
+# 85) every conv layer runs direct, on local (no grid) none.
+set(conv_check ${CMAKE_CURRENT_SOURCE_DIR}/conv_paths_check.py)
+if(CNNPAR_ONEDNN)
+  cnnpar_mpi_run(real_run_conv_default_timed 2 real_conv_default_timed_runs --network ${tiny} --batch 16
+                 --iterations 2 --trace ${run_out}/conv_default_timed.json)
+  cnnpar_mpi_check(real_trace_conv_default_timed real_conv_default_timed_runs python3 ${conv_check}
+                   ${run_out}/conv_default_timed.json any-of:conv1,conv2)
+  cnnpar_mpi_run(real_run_conv_default_grid 2 real_conv_default_runs --network ${tiny} --batch 16 --iterations 2
+                 --compute sleep --platform ${CMAKE_CURRENT_SOURCE_DIR}/data/local-direct-grid.json
+                 --trace ${run_out}/conv_default_grid.json)
+  cnnpar_mpi_check(real_trace_conv_default_grid real_conv_default_runs python3 ${conv_check}
+                   ${run_out}/conv_default_grid.json conv1,conv2)
+  # A resumed run takes its checkpoint's paths (here conv1 direct) instead of timing again: a
+  # different choice would be a different run, which resuming refuses.
+  set(ckpt_conv_common --network ${tiny} --batch 16 --warmup 0 --seed 5 --checkpoint ${run_out}/ckpt_conv)
+  cnnpar_mpi_run(real_run_ckpt_conv_first 2 real_ckpt_conv_first ${ckpt_conv_common} --iterations 2 --conv conv1)
+  add_test(NAME real_run_ckpt_conv_resume COMMAND ${cnnpar_mpiexec} -n 2 ${run} ${ckpt_conv_common} --iterations 4
+           --resume --trace ${run_out}/ckpt_conv_resumed.json)
+  set_tests_properties(real_run_ckpt_conv_resume PROPERTIES LABELS "real;mpi" TIMEOUT 120 ENVIRONMENT "${cnnpar_mpi_env}"
+                       FIXTURES_REQUIRED real_ckpt_conv_first FIXTURES_SETUP real_ckpt_conv_runs)
+  cnnpar_mpi_check(real_trace_ckpt_conv real_ckpt_conv_runs python3 ${conv_check}
+                   ${run_out}/ckpt_conv_resumed.json conv1)
+endif()
+cnnpar_mpi_run(real_run_conv_default_no_grid 2 real_conv_default_no_grid_runs --network ${tiny} --batch 16
+               --iterations 2 --compute sleep --trace ${run_out}/conv_default_no_grid.json)
+cnnpar_mpi_check(real_trace_conv_default_no_grid real_conv_default_no_grid_runs python3 ${conv_check}
+                 ${run_out}/conv_default_no_grid.json im2col)
+
 # The other data-parallel builders and the communication thread on the tiny network (LRN,
 # dropout, avg pool): 2 ranks must match 1 rank of plain dp.
 set(tiny_common --network ${tiny} --batch 32 --iterations 6 --warmup 1 --seed 3)
@@ -258,7 +289,7 @@ cnnpar_mpi_check(real_trace_ps_empty_round real_ps_empty_round_runs $<TARGET_FIL
 # BPT-CNN's inner-layer task DAG (--inner dag) trains to the weights of the im2col + GEMM path
 # (1e-5 at the weights' scale): 1 rank on 1, 2 and 3 threads (the last divides no extent of
 # tiny's conv layers evenly), and 2 ranks on 1 thread each. The trace records the mode.
-set(inner_common --network ${tiny} --batch 32 --iterations 6 --warmup 1 --seed 3 --strategy dp)
+set(inner_common --network ${tiny} --batch 32 --iterations 6 --warmup 1 --seed 3 --strategy dp --conv im2col)
 cnnpar_mpi_run(real_run_inner_gemm 1 real_inner_runs ${inner_common} --inner gemm --threads 2
                --weights-out ${run_out}/inner_gemm.bin)
 set(inner_files)
@@ -275,8 +306,9 @@ cnnpar_mpi_check(real_trace_inner_dag real_inner_runs sh -c "grep -q '\"inner\":
                  ${run_out}/inner_dag_np1_t3.json)
 
 # Checkpoint + resume: 2 iterations, then --resume up to 4 in total, equal 4 straight ones bit
-# for bit (same data order, dropout masks, momentum).
-set(ckpt_common --network ${tiny} --batch 16 --warmup 0 --seed 5 --strategy dp)
+# for bit (same data order, dropout masks, momentum). The conv paths are fixed: auto's timing
+# could choose other layers in the straight run than in the first half.
+set(ckpt_common --network ${tiny} --batch 16 --warmup 0 --seed 5 --strategy dp --conv im2col)
 cnnpar_mpi_run(real_run_ckpt_straight 2 real_ckpt_runs ${ckpt_common} --iterations 4
                --weights-out ${run_out}/ckpt_straight.bin)
 cnnpar_mpi_run(real_run_ckpt_first 2 real_ckpt_first ${ckpt_common} --iterations 2 --checkpoint ${run_out}/ckpt)
@@ -291,7 +323,7 @@ cnnpar_mpi_check(real_weights_ckpt real_ckpt_runs $<TARGET_FILE:cnnpar_weights_c
 # the checkpoints at iteration 4 of the straight and the resumed run are equal byte for byte,
 # so the running statistics survived the resume (the weights alone would not show it).
 set(ckpt_bn_common --network ${CMAKE_CURRENT_SOURCE_DIR}/data/graph-block.json --batch 16 --warmup 0 --seed 5
-    --strategy dp)
+    --strategy dp --conv im2col)
 cnnpar_mpi_run(real_run_ckpt_bn_straight 2 real_ckpt_bn_runs ${ckpt_bn_common} --iterations 4
                --checkpoint ${run_out}/ckpt_bn_straight)
 cnnpar_mpi_run(real_run_ckpt_bn_first 2 real_ckpt_bn_first ${ckpt_bn_common} --iterations 2
@@ -332,7 +364,7 @@ foreach(strategy dp hybrid)
   add_test(NAME real_fault_kill_resume_${strategy}
            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/kill_resume.sh ${run_out}/kill_resume_${strategy} 4 60 --
                    ${cnnpar_mpiexec} -n 2 ${run} --network ${tiny} --batch 16 --warmup 1 --seed 5
-                   --strategy ${strategy})
+                   --strategy ${strategy} --conv im2col)
   set_tests_properties(real_fault_kill_resume_${strategy} PROPERTIES LABELS "real;mpi" TIMEOUT 120
                        ENVIRONMENT "${cnnpar_mpi_env}" PASS_REGULAR_EXPRESSION "equal the uninterrupted run's byte for byte")
 endforeach()

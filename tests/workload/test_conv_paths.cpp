@@ -1,11 +1,14 @@
 // --conv: which conv layers run as direct convolutions, and what that does to a schedule.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
+#include <vector>
 #include <string>
 
 #include "base/error.hpp"
 #include "model/scenarios.hpp"
+#include "workload/conv_choice.hpp"
 #include "workload/conv_paths.hpp"
 #include "workload/registry.hpp"
 #include "workload/strategy.hpp"
@@ -59,7 +62,7 @@ TEST_CASE("conv paths: --conv parses im2col, direct, auto and layer lists, and b
   CHECK_THROWS_AS(conv_paths_from_json(nlohmann::json(7), "spec.json", "/conv"), InputError);
 }
 
-TEST_CASE("conv paths: a schedule takes conv layers only, and never auto") {
+TEST_CASE("conv paths: a schedule takes conv layers only") {
   const Network network = load_network("vgg-a-32");
   CHECK_NOTHROW(validate_conv_paths(parse_conv_paths("conv1,conv5_2", "c", "--conv"), network, "c"));
   try {
@@ -69,7 +72,7 @@ TEST_CASE("conv paths: a schedule takes conv layers only, and never auto") {
     CHECK(e.json_path() == "/conv");
     CHECK(e.value() == "fc6");
   }
-  CHECK_THROWS_AS(validate_conv_paths(ConvPaths{.mode = ConvPaths::Mode::automatic}, network, "c"), InputError);
+  CHECK_NOTHROW(validate_conv_paths(ConvPaths{.mode = ConvPaths::Mode::automatic}, network, "c"));
 }
 
 TEST_CASE("conv paths: a direct layer has no im2col or col2im ops, its GEMM ops become conv ops") {
@@ -107,4 +110,57 @@ TEST_CASE("conv paths: a direct layer has no im2col or col2im ops, its GEMM ops 
   CHECK(options.at("conv") == nlohmann::json({"conv2"}));
   CHECK(strategy_options_from_json(options, "t").conv.direct_layers == std::vector<std::string>{"conv2"});
   CHECK_FALSE(to_json(dp_on(2, {})).contains("conv"));
+}
+
+namespace {
+
+/** vgg-a-32 on a calibrated node: every GEMM at 10 GFLOP/s and, when `direct_flops` is given,
+ *  every direct convolution at that rate (one grid point each: the rate of every shape). */
+Platform calibrated(const char* direct_flops) {
+  nlohmann::json doc = nlohmann::json::parse(R"({"name": "cal", "nodes": {"count": 4, "peak": "1Tf"},
+      "network": {"bandwidth": "1GBps", "latency": "1us"},
+      "calibration": {"gemm_flops": {"gemm 64x2048x27": "10Gf"}}})");
+  if (direct_flops != nullptr) doc["calibration"]["conv_flops"] = {{"gemm 64x2048x27", direct_flops}};
+  return parse_platform(doc, "cal.json");
+}
+
+std::vector<std::string> conv_layer_names(const Network& network) {
+  std::vector<std::string> names;
+  for (const Layer& layer : network.layers)
+    if (layer.spec.kind == LayerKind::conv) names.push_back(layer.spec.name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("conv paths: auto takes each layer's path the platform prices faster, im2col without a direct grid") {
+  const Network network = load_network("vgg-a-32");
+  const ConvPaths automatic{.mode = ConvPaths::Mode::automatic};
+  // No conv_flops: the platform states no rate for direct convolutions, so auto is im2col, and
+  // the schedule is the im2col one (its options leave "conv" out).
+  const Platform gemm_only = calibrated(nullptr);
+  CHECK_FALSE(prices_direct_convolutions(gemm_only));
+  CHECK(conv_paths_priced_faster(network, gemm_only, dp_on(2, automatic)) == ConvPaths{});
+  const Schedule im2col = build_schedule(network, gemm_only, dp_on(2, {}));
+  const Schedule resolved_im2col = build_schedule(network, gemm_only, dp_on(2, automatic));
+  CHECK(kernels_by_layer(resolved_im2col, network) == kernels_by_layer(im2col, network));
+  CHECK_FALSE(resolved_im2col.options.contains("conv"));
+
+  // Direct at 1 TFLOP/s against GEMMs at 10 GFLOP/s: a direct op does a layer's GEMM work 100
+  // times faster and drops its im2col and col2im ops, so every conv layer runs direct, and the
+  // schedule equals --conv with all of them listed.
+  const Platform fast_direct = calibrated("1Tf");
+  CHECK(prices_direct_convolutions(fast_direct));
+  const ConvPaths all_direct = conv_paths_priced_faster(network, fast_direct, dp_on(2, automatic));
+  CHECK(all_direct.mode == ConvPaths::Mode::layers);
+  CHECK(all_direct.direct_layers == conv_layer_names(network));
+  const Schedule resolved_direct = build_schedule(network, fast_direct, dp_on(2, automatic));
+  CHECK(kernels_by_layer(resolved_direct, network) ==
+        kernels_by_layer(build_schedule(network, fast_direct, dp_on(2, all_direct)), network));
+  CHECK(resolved_direct.options.at("conv") == nlohmann::json(conv_layer_names(network)));
+
+  // Direct at 100 MFLOP/s: 100 times slower than the GEMMs, whose path costs at most the GEMM
+  // work plus memory-bound copies: every layer stays im2col.
+  CHECK(conv_paths_priced_faster(network, calibrated("100Mf"), dp_on(2, automatic)) == ConvPaths{});
 }
