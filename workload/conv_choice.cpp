@@ -13,7 +13,11 @@ ConvPaths conv_paths_priced_faster(const Network& network, const Platform& platf
   if (!prices_direct_convolutions(platform)) return {};
   StrategyOptions im2col = options;
   im2col.conv = {};
-  const Schedule as_im2col = build_schedule(network, platform, im2col);
+  return conv_paths_priced_faster(network, platform, build_schedule(network, platform, im2col));
+}
+
+ConvPaths conv_paths_priced_faster(const Network& network, const Platform& platform, const Schedule& as_im2col) {
+  if (!prices_direct_convolutions(platform)) return {};
   Schedule as_direct = as_im2col;
   use_direct_convolutions(as_direct, network, ConvPaths{.mode = ConvPaths::Mode::direct});
   // Seconds per layer over every rank's ops of the layer, each path's own ops.

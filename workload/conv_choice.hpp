@@ -20,5 +20,7 @@ bool prices_direct_convolutions(const Platform& platform);
  *  faster as direct convolutions: Mode::layers with their names, or im2col when none is or the
  *  platform has no direct grid. */
 ConvPaths conv_paths_priced_faster(const Network& network, const Platform& platform, const StrategyOptions& options);
+/** The same, from the schedule of those options with every conv layer on im2col. */
+ConvPaths conv_paths_priced_faster(const Network& network, const Platform& platform, const Schedule& as_im2col);
 
 }  // namespace cnnpar

@@ -148,9 +148,16 @@ void add_column_recompute(Schedule& schedule) {
 Schedule build_schedule(const Network& network, const Platform& platform, const StrategyOptions& options) {
   validate_strategy_options(network, options);
   if (options.conv.mode == ConvPaths::Mode::automatic) {
+    // The im2col schedule prices the choice and, rewritten for it, is the result (built once).
     StrategyOptions resolved = options;
-    resolved.conv = conv_paths_priced_faster(network, platform, options);
-    return build_schedule(network, platform, resolved);
+    resolved.conv = {};
+    Schedule schedule = build_schedule(network, platform, resolved);
+    resolved.conv = conv_paths_priced_faster(network, platform, schedule);
+    if (resolved.conv.any_direct()) {
+      use_direct_convolutions(schedule, network, resolved.conv);
+      schedule.options["conv"] = resolved.conv.json();  // as to_json(resolved) records it
+    }
+    return schedule;
   }
   Schedule schedule = strategy_spec(options.name, options.origin).build(network, platform, options);
   if (options.recompute_columns) add_column_recompute(schedule);  // to_json(options) records both
