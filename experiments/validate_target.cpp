@@ -87,7 +87,8 @@ class TestbedTarget : public RunTarget {
             {"netem_available", testbed::netem_available()},
             {"native_bandwidth_Bps", testbed::kMaxBandwidth_Bps},
             {"shaping", "tbf on both ends of every node link (upload and download)"},
-            {"tcp_congestion_control", testbed::kTcpCongestionControl}};
+            {"tcp_congestion_control", testbed::kTcpCongestionControl},
+            {"tcp_slow_start_after_idle", testbed::kTcpSlowStartAfterIdle}};
   }
 
  private:

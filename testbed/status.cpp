@@ -158,8 +158,9 @@ std::string format_status(const Status& s) {
   if (!s.exists()) return fmt::format("testbed {}: none\n", s.name);
   std::string text = fmt::format("testbed {}: {}", s.name, s.complete ? "complete" : "INCOMPLETE (destroy it)");
   if (s.spec)
-    text += fmt::format(", {} nodes, {} each way, burst {}, TCP {}", s.spec->nodes, rate_text(s.spec->bandwidth_Bps),
-                        format_bytes(s.spec->burst_bytes), kTcpCongestionControl);
+    text += fmt::format(", {} nodes, {} each way, burst {}, TCP {}{}", s.spec->nodes, rate_text(s.spec->bandwidth_Bps),
+                        format_bytes(s.spec->burst_bytes), kTcpCongestionControl,
+                        kTcpSlowStartAfterIdle ? "" : " without slow start after idle");
   text += s.state_folder ? fmt::format(", state in {}\n", detail::state_folder(s.name)) : ", no state folder\n";
   std::string latency = "veth's own";
   if (s.spec && s.spec->latency_s > 0)

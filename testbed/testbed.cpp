@@ -250,6 +250,8 @@ Testbed Testbed::create(const Spec& spec) {
       run_ok({"ip", "-n", ns, "link", "set", "lo", "up"});
       run_ok({"ip", "netns", "exec", ns, "sh", "-c",
               fmt::format("echo {} > /proc/sys/net/ipv4/tcp_congestion_control", kTcpCongestionControl)});
+      run_ok({"ip", "netns", "exec", ns, "sh", "-c",
+              fmt::format("echo {} > /proc/sys/net/ipv4/tcp_slow_start_after_idle", kTcpSlowStartAfterIdle ? 1 : 0)});
       run_ok({"ip", "-n", ns, "addr", "add", fmt::format("{}/{}", node.address, kPrefixLength), "dev", kNodeDevice});
       run_ok({"ip", "-n", ns, "link", "set", kNodeDevice, "up"});
       shape(ns, kNodeDevice, spec.bandwidth_Bps, spec.burst_bytes, spec.latency_s, with_netem);  // upload

@@ -8,8 +8,8 @@ namespace cnnpar::executor {
 
 /** Every rank passed the final barrier: the run's work and its outputs are complete, so a
  *  finalize that cannot end must not turn it into a hang. On MPICH 4.0 ch4:ucx, whose
- *  MPI_Finalize races (mpi::finalize_can_hang), ranks alone on their hosts leave without it;
- *  elsewhere MPI_Finalize runs, bounded by kFinalizeBound_s. */
+ *  MPI_Finalize races (mpi::finalize_can_hang), the ranks of a job of several ranks, each alone
+ *  on its host, leave without it; elsewhere MPI_Finalize runs, bounded by kFinalizeBound_s. */
 void finish_after_final_barrier(std::unique_ptr<cnnpar::real::mpi::Environment> environment, int rank,
                                 double timeout_s);
 
