@@ -4,9 +4,7 @@
 # net.ipv4.tcp_allowed_congestion_control does not list it (a fresh boot here lists "reno bbr",
 # and a namespace may not then make cubic its default: the write fails with EIO). create adds
 # cubic to the allowed list and leaves the host's default alone. The host's list is restored
-# on exit. Every node also keeps a connection's window across idle periods
-# (tcp_slow_start_after_idle 0, testbed.hpp kTcpSlowStartAfterIdle) while the host's setting
-# stays. Exits 77 (skipped) when not root or when the kernel has no cubic.
+# on exit. Exits 77 (skipped) when not root or when the kernel has no cubic.
 set -u
 cnnpar=$(realpath "$1")
 [ "$(id -u)" -eq 0 ] || { echo "congestion: skipped, the testbed needs root"; exit 77; }
@@ -15,7 +13,6 @@ grep -qw cubic /proc/sys/net/ipv4/tcp_available_congestion_control || { echo "co
 name=tba-congestion
 saved_allowed=$(cat "$allowed_file")
 host_default=$(cat /proc/sys/net/ipv4/tcp_congestion_control)
-host_restart=$(cat /proc/sys/net/ipv4/tcp_slow_start_after_idle)
 trap 'echo "$saved_allowed" > "$allowed_file"; "$cnnpar" testbed destroy --name "$name" -q' EXIT
 fail() { echo "congestion: FAIL: $*"; exit 1; }
 without_cubic=$(tr ' ' '\n' <<<"$saved_allowed" | grep -vx cubic | tr '\n' ' ')
@@ -26,11 +23,7 @@ grep -qw cubic "$allowed_file" && fail "cubic still allowed after writing '$with
 for node in 0 1; do
   got=$(ip netns exec "$name-n$node" cat /proc/sys/net/ipv4/tcp_congestion_control)
   [ "$got" = cubic ] || fail "node $node runs $got, not cubic"
-  restart=$(ip netns exec "$name-n$node" cat /proc/sys/net/ipv4/tcp_slow_start_after_idle)
-  [ "$restart" = 0 ] || fail "node $node has tcp_slow_start_after_idle $restart, not 0"
 done
 grep -qw cubic "$allowed_file" || fail "cubic is not in $allowed_file after create"
 [ "$(cat /proc/sys/net/ipv4/tcp_congestion_control)" = "$host_default" ] || fail "the host's default changed"
-[ "$(cat /proc/sys/net/ipv4/tcp_slow_start_after_idle)" = "$host_restart" ] || fail "the host's slow start after idle changed"
-"$cnnpar" testbed status --name "$name" | grep -q "without slow start after idle" || fail "status does not say so"
-echo "congestion: ok (allowed was '$without_cubic'; nodes run cubic without slow start after idle; host default $host_default kept)"
+echo "congestion: ok (allowed was '$without_cubic'; nodes run cubic; host default $host_default kept)"

@@ -22,13 +22,17 @@ name=tba-shape
 work=$(mktemp -d); trap 'rm -rf "$work"; "$cnnpar" testbed destroy --name "$name" -q' EXIT
 
 # Every node's TCP congestion control is pinned to cubic, whatever the host's (bbr here, whose
-# two-way transfers through tbf stall; testbed/testbed.hpp kTcpCongestionControl).
+# two-way transfers through tbf stall; testbed/testbed.hpp kTcpCongestionControl), and no node
+# restarts slow start after idle (kTcpSlowStartAfterIdle), whatever the host does.
 "$cnnpar" testbed create --name "$name" --nodes 2 --bandwidth 100Mbps -q || { echo "shaping: FAIL: create"; exit 1; }
 for node in 0 1; do
   cc=$(ip netns exec "$name-n$node" cat /proc/sys/net/ipv4/tcp_congestion_control)
   [ "$cc" = cubic ] || { echo "shaping: FAIL: node $node runs TCP $cc, not cubic (host: $(cat /proc/sys/net/ipv4/tcp_congestion_control))"; exit 1; }
+  restart=$(ip netns exec "$name-n$node" cat /proc/sys/net/ipv4/tcp_slow_start_after_idle)
+  [ "$restart" = 0 ] || { echo "shaping: FAIL: node $node has tcp_slow_start_after_idle $restart, not 0"; exit 1; }
 done
-"$cnnpar" testbed status --name "$name" | grep -q "TCP cubic" || { echo "shaping: FAIL: status does not say TCP cubic"; exit 1; }
+"$cnnpar" testbed status --name "$name" | grep -q "TCP cubic without slow start after idle" ||
+  { echo "shaping: FAIL: status does not say TCP cubic without slow start after idle"; exit 1; }
 "$cnnpar" testbed destroy --name "$name" -q
 
 "$cnnpar" testbed run --name "$name" --nodes 2 --bandwidth 100Mbps -q -- \
