@@ -24,7 +24,10 @@ work=$(mktemp -d); trap 'rm -rf "$work"; "$cnnpar" testbed destroy --name "$name
 # Every node's TCP congestion control is pinned to cubic, whatever the host's (bbr here, whose
 # two-way transfers through tbf stall; testbed/testbed.hpp kTcpCongestionControl), and no node
 # restarts slow start after idle (kTcpSlowStartAfterIdle), whatever the host does.
+host_restart=$(cat /proc/sys/net/ipv4/tcp_slow_start_after_idle)
 "$cnnpar" testbed create --name "$name" --nodes 2 --bandwidth 100Mbps -q || { echo "shaping: FAIL: create"; exit 1; }
+[ "$(cat /proc/sys/net/ipv4/tcp_slow_start_after_idle)" = "$host_restart" ] ||
+  { echo "shaping: FAIL: the host's tcp_slow_start_after_idle changed"; exit 1; }
 for node in 0 1; do
   cc=$(ip netns exec "$name-n$node" cat /proc/sys/net/ipv4/tcp_congestion_control)
   [ "$cc" = cubic ] || { echo "shaping: FAIL: node $node runs TCP $cc, not cubic (host: $(cat /proc/sys/net/ipv4/tcp_congestion_control))"; exit 1; }
