@@ -156,7 +156,7 @@ int run_calibration(const Options& o, int rank, int size, bool max_message_given
     options.direct_convolutions = conv.any_direct() ||
                                   (conv.mode == ConvPaths::Mode::automatic && real::direct_convolution_available());
     if (conv.any_direct() && !real::direct_convolution_available())
-      throw InputError("command line", "--conv", o.strategy.conv().text(),
+      throw InputError("command line", "--conv", conv.text(),
                        "this build has no oneDNN (configure with -DCNNPAR_ONEDNN=ON; libdnnl-dev): use --conv im2col");
     options.platform_file = o.platform;
     check_calibration_network(network, options);  // before any rank measures

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <map>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "base/error.hpp"
 #include "model/scenarios.hpp"
