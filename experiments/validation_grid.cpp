@@ -321,9 +321,13 @@ std::string config_key(const ValidationGrid& grid, const ValidationConfig& confi
 std::string config_settings(const ValidationGrid& grid, const ValidationConfig& config) {
   const std::string measured_time =
       grid.measure_seconds > 0 ? fmt::format(", at least {:g} s measured", grid.measure_seconds) : "";
-  return fmt::format("{} iterations ({} warm-up){}, {} compute, {} progress, {} collectives, platform {}",
+  // A finished run is reused only under the same settings, so they name the conv paths; the
+  // default's text is the one work folders made before `conv` existed hold.
+  const std::string conv =
+      config.strategy.conv == kDefaultConvPaths ? "" : fmt::format(", conv {}", config.strategy.conv.text());
+  return fmt::format("{} iterations ({} warm-up){}, {} compute, {} progress, {} collectives, platform {}{}",
                      config.strategy.iterations, config.strategy.warmup_iterations, measured_time, config.compute,
-                     grid.comm_progress, config.collectives, grid.platform);
+                     grid.comm_progress, config.collectives, grid.platform, conv);
 }
 
 int run_iterations(const ValidationGrid& grid, double predicted_iteration_s) {

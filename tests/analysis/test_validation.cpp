@@ -123,6 +123,21 @@ TEST_CASE("a grid is the cross product of its dimensions, in order", "[validatio
   CHECK(config_settings(grid, lee) == "12 iterations (2 warm-up), real compute, thread progress, p2p collectives, platform local");
 }
 
+TEST_CASE("a finished run is not reused under other conv paths: the settings name them", "[validation]") {
+  nlohmann::json document = small_grid();
+  ValidationGrid grid = parse_validation_grid(document, "grid.json");
+  const std::string default_settings = config_settings(grid, validation_configs(grid).front());
+  document["conv"] = "auto";  // the default: the settings of work folders made before `conv`
+  grid = parse_validation_grid(document, "grid.json");
+  CHECK(config_settings(grid, validation_configs(grid).front()) == default_settings);
+  document["conv"] = "direct";
+  grid = parse_validation_grid(document, "grid.json");
+  CHECK(config_settings(grid, validation_configs(grid).front()) == default_settings + ", conv direct");
+  document["conv"] = "im2col";
+  grid = parse_validation_grid(document, "grid.json");
+  CHECK(config_settings(grid, validation_configs(grid).front()) == default_settings + ", conv im2col");
+}
+
 TEST_CASE("collectives modes are the outermost axis: a one-mode grid keeps its order and keys", "[validation]") {
   nlohmann::json document = small_grid();
   const std::vector<ValidationConfig> p2p_only = validation_configs(parse_validation_grid(document, "grid.json"));
