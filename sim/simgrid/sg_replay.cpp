@@ -505,11 +505,20 @@ class Replay {
       run_send(st, record_index, c);
       return;
     }
+    // The member's links stay in use from the collective's start to its end, as the analytic
+    // engine books them (take_burst, end_collective): its buckets do not refill between its
+    // steps, e.g. while it adds what it received.
+    const double start_s = sg4::Engine::get_clock();
+    buckets_.take_upload(st.rank, 0, start_s);
+    buckets_.take_download(st.rank, 0, start_s);
     // Device <-> host copies around the steps (system/device_staging.hpp).
     const StagingTimes staging = stages_ ? staging_times(c, platform_) : StagingTimes{};
     if (staging.before_s > 0) sg4::this_actor::sleep_for(staging.before_s);
     run_member_steps(st, c);
     if (staging.after_s > 0) sg4::this_actor::sleep_for(staging.after_s);
+    const double end_s = sg4::Engine::get_clock();
+    buckets_.release_upload(st.rank, end_s);
+    buckets_.release_download(st.rank, end_s);
   }
 
   /** This member's steps of a collective other than send, as messages. */
