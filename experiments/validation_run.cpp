@@ -70,7 +70,9 @@ class ValidationRun::Impl {
     say(fmt::format("cnnpar validate: grid {} ({}): {} configurations, {} finished, {} to run; work folder {}",
                     grid_.name, grid_.file, configs.size(), finished, configs.size() - std::size_t(finished), out_));
     ValidationOutcome outcome;
-    if (!o_.report_only && std::size_t(finished) < configs.size()) outcome.failures = measure(configs, results);
+    if (o_.repredict) repredict(results);
+    const bool runs = !o_.report_only && !o_.repredict;
+    if (runs && std::size_t(finished) < configs.size()) outcome.failures = measure(configs, results);
     outcome.configurations = configs.size();
     outcome.report_folder = report_;
     outcome.report = write_report(results);
@@ -80,7 +82,7 @@ class ValidationRun::Impl {
   /** Checks that need no run: the mode (testbed or cluster) against the grid, the outputs. */
   void check() {
     // The target first: without root the testbed is the one thing to say.
-    if (!o_.report_only) {
+    if (!o_.report_only && !o_.repredict) {
       target_ = make_run_target(grid_, o_.mpiexec, o_.hostfile, o_.testbed, o_.keep_testbed);
       executor_ = launch::find_executor();
     }
@@ -178,8 +180,10 @@ class ValidationRun::Impl {
     return failures;
   }
 
-  std::string progress_line(int done, int total, std::chrono::steady_clock::time_point started, const ConfigResult& r) const {
-    std::string line = fmt::format("[{}/{}] {}: measured {:.2f} ms", done, total, r.label, 1e3 * r.measured.iteration_s);
+  std::string progress_line(int done, int total, std::chrono::steady_clock::time_point started, const ConfigResult& r,
+                            const std::string& what = "") const {
+    std::string line = fmt::format("[{}/{}] {}{}: measured {:.2f} ms", done, total, what.empty() ? "" : what + " ", r.label,
+                                   1e3 * r.measured.iteration_s);
     for (const auto& [engine, p] : r.predicted) {
       line += fmt::format(", {} {:.2f} ms ({:+.1f} %)", engine, 1e3 * p.iteration_s, r.error_percent(engine));
       const auto d = r.diagnosis.find(engine);
@@ -340,9 +344,6 @@ class ValidationRun::Impl {
       const double predicted_s = compute_metrics(replay_once(first, platform, EngineSettings{})).iteration_s;
       strategy.iterations = run_iterations(grid_, predicted_s);
     }
-    const Schedule schedule = build_schedule(network, platform, strategy);
-    verify_or_throw(schedule, "<schedule " + strategy.name + ">", &network);
-
     RunSpec spec;
     spec.network = config.network;
     spec.platform = platform_file;
@@ -354,10 +355,79 @@ class ValidationRun::Impl {
     spec.timeout_s = kRunStallTimeout_s;
     spec.trace = (folder / "measured.json").string();
     write_file_atomic((folder / "spec.json").string(), to_json(spec).dump(2) + "\n");
+    return predict_run(network, platform_file, strategy);
+  }
+
+  /** Every engine's trace of the run of `strategy` (conv paths resolved, its iterations set) on
+   *  the calibrated platform `platform_file`. */
+  Prediction predict_run(const Network& network, const std::string& platform_file, const StrategyOptions& strategy) const {
+    Platform platform = load_platform(platform_file);
+    platform.network.element_bytes = kExecutorElementBytes;
+    const Schedule schedule = build_schedule(network, platform, strategy);
+    verify_or_throw(schedule, "<schedule " + strategy.name + ">", &network);
     Prediction prediction;
     prediction.platform_file = platform_file;
     for (const std::string& engine : engines_) prediction.traces[engine] = replay_once(schedule, platform, {.name = engine});
     return prediction;
+  }
+
+  /** Predicts every finished configuration again from its run folder's spec.json and its
+   *  calibration, as measured (measured.json is kept): the runs re-priced after a change of
+   *  the engines without running them again. */
+  void repredict(std::vector<std::optional<ConfigResult>>& results) const {
+    const int total = int(std::count_if(results.begin(), results.end(), [](const auto& r) { return r.has_value(); }));
+    int done = 0;
+    const auto started = std::chrono::steady_clock::now();
+    for (std::optional<ConfigResult>& result : results) {
+      if (!result) continue;
+      *result = repredict_one(std::move(*result));
+      say(progress_line(++done, total, started, *result, "predicted again for"));
+    }
+  }
+
+  ConfigResult repredict_one(ConfigResult result) const {
+    const fs::path folder = fs::path(out_) / "runs" / result.key;
+    const std::string spec_file = (folder / "spec.json").string();
+    const std::string measured_file = (folder / "measured.json").string();
+    if (!fs::exists(spec_file))
+      throw InputError(spec_file, "", "(missing)", "a finished run's spec is needed to predict it again");
+    if (!fs::exists(measured_file))
+      throw InputError(measured_file, "", "(missing)", "a finished run's measured trace is needed to predict it again");
+    RunSpec spec = run_spec_from_json(read_json_file(spec_file), spec_file);
+    spec.strategy.ranks = result.ranks;  // a run takes its rank count from its launch, not its spec
+    // The calibration the run was predicted from, also after the work folder moved.
+    std::string platform_file = spec.platform;
+    if (!fs::exists(platform_file)) platform_file = (fs::path(out_) / "calibration" / fs::path(spec.platform).filename()).string();
+    if (!fs::exists(platform_file))
+      throw InputError(spec_file, "/platform", spec.platform, "no such calibration, nor one of its name in the work folder");
+    const Trace measured = trace_from_json(read_json_file(measured_file), measured_file);
+    const Prediction prediction = predict_run(load_network(spec.network), platform_file, spec.strategy);
+    if (result.compute == "real")
+      if (const std::optional<ComputeSpeedCheck> speed = compute_speed_check(prediction.reference(), measured))
+        result.compute_speed_ratio = speed->ratio;
+    result.platform = platform_file;
+    OutputTransaction outputs;
+    compare_into(result, prediction, measured, measured_file, folder, outputs);
+    outputs.commit();
+    return result;
+  }
+
+  /** Each engine's fidelity metrics and diagnosis against `measured` into `result`; the engines'
+   *  traces and result.json into `outputs`. */
+  void compare_into(ConfigResult& result, const Prediction& prediction, const Trace& measured,
+                    const std::string& measured_file, const fs::path& folder, OutputTransaction& outputs) const {
+    const TraceMetrics measured_metrics = compute_metrics(measured);
+    result.measured = fidelity_metrics(measured_metrics);
+    for (const std::string& engine : engines_) {
+      const Trace& trace = prediction.traces.at(engine);
+      check_comparable(trace, measured, engine, measured_file, false);
+      const TraceMetrics predicted_metrics = compute_metrics(trace);
+      result.predicted[engine] = fidelity_metrics(predicted_metrics);
+      result.diagnosis[engine] =
+          diagnose(trace, predicted_metrics, measured, measured_metrics, grid_.iteration_tolerance_percent);
+      outputs.file((folder / (engine + ".json")).string(), to_json(trace).dump() + "\n");
+    }
+    outputs.file((folder / "result.json").string(), to_json(result).dump(2) + "\n");
   }
 
   /** Calibrated, predicted, run and compared. `platform_file` is the group's calibration; when
@@ -417,8 +487,6 @@ class ValidationRun::Impl {
                       config_label(grid_, config), attempt, attempts, ratios.back(),
                       attempt < attempts ? "; measuring again" : ""));
     }
-    const TraceMetrics measured_metrics = compute_metrics(measured);
-
     ConfigResult result;
     result.key = config_key(grid_, config);
     result.label = config_label(grid_, config);
@@ -435,19 +503,9 @@ class ValidationRun::Impl {
     result.load_average = run_load_average(measured).value_or(-1);  // -1: not recorded
     result.compute_speed_ratio = ratios[kept];
     result.attempt_compute_speed_ratios = ratios;
-    result.measured = fidelity_metrics(measured_metrics);
     OutputTransaction outputs;
     outputs.file(measured_file, kept_document.dump() + "\n");
-    for (const std::string& engine : engines_) {
-      const Trace& trace = prediction.traces.at(engine);
-      check_comparable(trace, measured, engine, measured_file, false);
-      const TraceMetrics predicted_metrics = compute_metrics(trace);
-      result.predicted[engine] = fidelity_metrics(predicted_metrics);
-      result.diagnosis[engine] =
-          diagnose(trace, predicted_metrics, measured, measured_metrics, grid_.iteration_tolerance_percent);
-      outputs.file((folder / (engine + ".json")).string(), to_json(trace).dump() + "\n");
-    }
-    outputs.file((folder / "result.json").string(), to_json(result).dump(2) + "\n");
+    compare_into(result, prediction, measured, measured_file, folder, outputs);
     outputs.commit();
     return result;
   }

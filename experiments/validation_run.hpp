@@ -32,6 +32,9 @@ struct ValidationRunOptions {
   std::string testbed = kValidationTestbedName;
   bool keep_testbed = false;
   bool report_only = false;  ///< run nothing: the report of what finished
+  /** Run nothing: predict every finished run again from its spec.json and calibration (after
+   *  an engine changed), rewrite its result, then the report. */
+  bool repredict = false;
   ValidationFitHooks fit;    ///< none: a grid with a fit is refused
   std::function<void(const std::string& line)> say;  ///< a line per calibration and configuration
 };

@@ -31,6 +31,7 @@ struct ValidateOptions {
   std::string testbed = kValidationTestbedName;
   bool keep_testbed = false;
   bool report_only = false;
+  bool repredict = false;
   bool quiet = false;  ///< else a line per calibration and per configuration (stdout)
 };
 
@@ -43,7 +44,8 @@ int run_validate(const ValidateOptions& o) {
                                .hostfile = o.hostfile,
                                .testbed = o.testbed,
                                .keep_testbed = o.keep_testbed,
-                               .report_only = o.report_only};
+                               .report_only = o.report_only,
+                               .repredict = o.repredict};
 #ifdef CNNPAR_HAVE_FIT
   options.fit.check = [](const ValidationGrid& grid) {
     const ScenarioDocument base = load_scenario("platforms", grid.platform);
@@ -101,6 +103,9 @@ Runner add_validate_command(CLI::App& app) {
                                               std::string(kValidationTestbedName) + ")");
   sub->add_flag("--keep-testbed", o.keep_testbed, "leave the testbed up after the runs (cnnpar testbed destroy removes it)");
   sub->add_flag("--report-only", o.report_only, "run nothing: write the report of the finished configurations");
+  sub->add_flag("--repredict", o.repredict,
+                "run nothing: predict every finished configuration again from its run's spec.json and calibration "
+                "(after the engines changed), rewrite its result and the engines' traces, then the report");
   flags::quiet(*sub, o.quiet);
   return [options] { return run_validate(*options); };
 }
