@@ -465,7 +465,21 @@ class Replay {
     const double passed_bytes = buckets_.start_message(from, to, bytes, sg4::Engine::get_clock());
     const double burst_s = platform_.network.burst_time_s(passed_bytes);
     if (burst_s > 0) sg4::this_actor::sleep_for(burst_s);  // the burst, then the rest at the link's rate
-    return start_message(from, to, [&] { return put(message_size(bytes - passed_bytes)); });
+    const std::uint64_t size = message_size(bytes - passed_bytes);
+    sleep_busy_latency(from, to, double(size));
+    return start_message(from, to, [&] { return put(size); });
+  }
+
+  /** A collective progresses at busy_bandwidth_fraction f of its speed while a member computes
+   *  (the analytic engine slows its whole duration): the slowed links cover a message's
+   *  bandwidth term, and a message started while an end computes takes its latency 1/f times. */
+  void sleep_busy_latency(int from, int to, double size) {
+    if (busy_fraction_ >= 1 || !(states_[std::size_t(from)].busy || states_[std::size_t(to)].busy)) return;
+    std::vector<sg4::Link*> links;
+    double route_latency_s = 0;
+    states_[std::size_t(from)].host->route_to(states_[std::size_t(to)].host, links, &route_latency_s);
+    const double latency_s = route_latency_s * platform_.network.message_factor(size).latency_factor;
+    if (latency_s > 0) sg4::this_actor::sleep_for(latency_s * (1 / busy_fraction_ - 1));
   }
   void end_put(int from, int to) { buckets_.end_message(from, to, sg4::Engine::get_clock()); }
 

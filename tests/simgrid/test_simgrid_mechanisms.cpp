@@ -145,6 +145,24 @@ TEST_CASE("a collective advances at the busy fraction while a member computes", 
   CHECK(mark_s(simgrid) == Approx(2.75e-3).epsilon(kHandTolerance));
 }
 
+TEST_CASE("a collective's latency also advances at the busy fraction while a member computes",
+          "[simgrid][mechanisms]") {
+  // 2 ranks, α = 2e-4 s, a ring allreduce of 2.5e6 B: 2 rounds of 2e-4 + 1e-3 s, D = 2.4e-3 s.
+  // Posted, then 1e-3 s of compute, then a wait. At f = 0.7 it moves 0.7·1e-3 s of its work
+  // while the ranks compute and the remaining 1.7e-3 s at full speed: it ends at 2.7e-3 s
+  // (2.64e-3 s if only the bandwidth term slowed: round 1's latency at full speed).
+  Schedule schedule = empty_schedule(2);
+  const int id = add(schedule, CollectiveKind::allreduce, 2.5e6, all_ranks(2));
+  for (Program& program : schedule.programs) program.ops = {Op::post_op(id), compute_s(1e-3), Op::wait_op(id), Op::mark_op(0)};
+  Platform platform = crossbar(2, 2e-4, 0);
+  platform.network.busy_bandwidth_fraction = 0.7;
+  const auto [analytic, simgrid] = both(schedule, platform);
+  for (const Trace* trace : {&analytic, &simgrid}) {
+    INFO(trace->engine);
+    CHECK(mark_s(*trace) == Approx(2.7e-3).epsilon(kHandTolerance));
+  }
+}
+
 TEST_CASE("a collective posted to an idle progress thread waits for a core while its rank computes",
           "[simgrid][mechanisms]") {
   // 2 ranks, latency 0: each 2.5e6 B ring allreduce takes D = 2e-3 s. The program:
