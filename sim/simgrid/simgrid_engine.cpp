@@ -17,6 +17,7 @@
 #include "base/error.hpp"
 #include "base/forked_calls.hpp"
 #include "sim/simgrid/sg_replay.hpp"
+#include "sim/simgrid/sg_trace.hpp"
 
 namespace cnnpar {
 
