@@ -14,6 +14,11 @@ namespace cnnpar::real {
 
 #ifdef CNNPAR_HAVE_ONEDNN
 
+// A rank runs one layer's kernel at a time: the reordered copies and the library's scratchpads of
+// every DirectConv share these buffers, grown to the largest need, instead of a set per layer.
+// (Outside the anonymous namespace: DirectConv::Primitives, which has external linkage, holds one.)
+enum DirectConvSlot { kFirstOperand, kSecondOperand, kThirdOperand, kScratchpad, kSlots };
+
 namespace {
 
 using dnnl::memory;
@@ -27,12 +32,8 @@ dnnl::engine& cpu_engine() {
 // In oneDNN's logical order (N, C, H, W) = (a, b, c, d), the executor's (C, N, H, W) is `bacd`.
 constexpr Tag kChannelMajor = Tag::bacd;
 
-// A rank runs one layer's kernel at a time: the reordered copies and the library's scratchpads of
-// every DirectConv share these buffers, grown to the largest need, instead of a set per layer.
-enum Slot { kFirstOperand, kSecondOperand, kThirdOperand, kScratchpad, kSlots };
-
 // Aligned to a cache line, as oneDNN's own allocations are: its blocked kernels load whole lines.
-void* shared_slot(Slot slot, std::size_t bytes) {
+void* shared_slot(DirectConvSlot slot, std::size_t bytes) {
   constexpr std::size_t kAlignment = 64;
   struct Buffer {
     std::unique_ptr<void, decltype(&std::free)> data{nullptr, &std::free};
@@ -62,12 +63,12 @@ struct DirectConv::Primitives {
   struct Operand {
     memory::desc user;
     memory::desc inner;
-    Slot slot;                 // where its inner copy lives while a primitive runs
+    DirectConvSlot slot;       // where its inner copy lives while a primitive runs
     memory scratch;            // the inner layout's buffer when it is not the user's
     dnnl::reorder to_inner;    // user -> scratch
     dnnl::reorder to_user;     // scratch -> user (with `add`: user += scratch)
 
-    Operand(const memory::desc& user_desc, const memory::desc& inner_desc, Slot buffer_slot, bool add = false)
+    Operand(const memory::desc& user_desc, const memory::desc& inner_desc, DirectConvSlot buffer_slot, bool add = false)
         : user(user_desc), inner(inner_desc), slot(buffer_slot) {
       if (inner == user && !add) return;
       dnnl::engine& engine = cpu_engine();
