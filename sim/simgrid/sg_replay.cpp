@@ -392,11 +392,16 @@ class Replay {
    *  bandwidth term, and a message started while an end computes takes its latency 1/f times. */
   void sleep_busy_latency(int from, int to, double size) {
     if (busy_fraction_ >= 1 || !(states_[std::size_t(from)].busy || states_[std::size_t(to)].busy)) return;
-    std::vector<sg4::Link*> links;
-    double route_latency_s = 0;
-    states_[std::size_t(from)].host->route_to(states_[std::size_t(to)].host, links, &route_latency_s);
-    const double latency_s = route_latency_s * platform_.network.message_factor(size).latency_factor;
+    const double latency_s = route_latency_s(from, to) * platform_.network.message_factor(size).latency_factor;
     if (latency_s > 0) sg4::this_actor::sleep_for(latency_s * (1 / busy_fraction_ - 1));
+  }
+
+  /** The latency of the route from rank `from`'s host to rank `to`'s (seconds). */
+  double route_latency_s(int from, int to) const {
+    std::vector<sg4::Link*> links;
+    double latency_s = 0;
+    states_[std::size_t(from)].host->route_to(states_[std::size_t(to)].host, links, &latency_s);
+    return latency_s;
   }
   void end_put(int from, int to) { buckets_.end_message(from, to, sg4::Engine::get_clock()); }
 
@@ -480,13 +485,7 @@ class Replay {
       }
       const std::size_t g = message.steps;
       // Start-up of the rounds a batched message stands for, beyond the one it pays itself.
-      double extra_s = 0;
-      if (g > 1) {
-        std::vector<sg4::Link*> links;
-        double route_latency_s = 0;
-        st.host->route_to(states_[std::size_t(to)].host, links, &route_latency_s);
-        extra_s = double(g - 1) * (route_latency_s + overhead_s_);
-      }
+      const double extra_s = g > 1 ? double(g - 1) * (route_latency_s(me, to) + overhead_s_) : 0.0;
       const int from = c.group[std::size_t(step.receive_from)];
       send_receive(pair_mailbox(id, me, to), size_factor * double(g) * step.send_bytes, pair_mailbox(id, from, me), me,
                    to, from, extra_s);
