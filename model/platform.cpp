@@ -71,6 +71,7 @@ const char* to_string(KernelClass kernel) {
     case KernelClass::update: return "update";
     case KernelClass::other: return "other";
     case KernelClass::conv: return "conv";
+    case KernelClass::winograd: return "winograd";
   }
   return "?";
 }
@@ -79,14 +80,14 @@ KernelClass kernel_class_from_string(const std::string& text) {
   for (KernelClass k : kKernelClasses)
     if (text == to_string(k)) return k;
   throw std::invalid_argument(
-      "unknown kernel class (expected gemm, im2col, col2im, pool, eltwise, lrn, softmax, update, other or conv)");
+      "unknown kernel class (expected gemm, im2col, col2im, pool, eltwise, lrn, softmax, update, other, conv or winograd)");
 }
 
 double Processor::efficiency_for(KernelClass kernel) const {
   const auto it = efficiency.find(kernel);
   if (it != efficiency.end()) return it->second;
   // A direct convolution does the work of its GEMM: without a figure of its own it reaches the GEMMs'.
-  if (kernel == KernelClass::conv) return efficiency_for(KernelClass::gemm);
+  if (kernel == KernelClass::conv || kernel == KernelClass::winograd) return efficiency_for(KernelClass::gemm);
   return default_efficiency;
 }
 
@@ -179,6 +180,7 @@ void Platform::resolve_speed_factors() {
 void Platform::resolve_gemm_grid() {
   gemm_grid_ = measured_gemm_flops.empty() ? nullptr : std::make_shared<const GemmGrid>(measured_gemm_flops);
   conv_grid_ = measured_conv_flops.empty() ? nullptr : std::make_shared<const GemmGrid>(measured_conv_flops);
+  winograd_grid_ = measured_winograd_flops.empty() ? nullptr : std::make_shared<const GemmGrid>(measured_winograd_flops);
 }
 
 void Platform::slow_down(int rank, double factor) {
@@ -524,12 +526,12 @@ Platform parse_platform(const nlohmann::json& document, const std::string& file)
     platform.input_per_image_s = root.at("input_per_image").as_quantity(Unit::time_s, true);
   if (root.has("calibration")) {
     const JsonNode calibration = root.at("calibration");
-    calibration.check_keys({"op_seconds", "gemm_flops", "conv_flops", "notes"});
+    calibration.check_keys({"op_seconds", "gemm_flops", "conv_flops", "winograd_flops", "notes"});
     if (calibration.has("op_seconds")) {
       const JsonNode table = calibration.at("op_seconds");
       for (const std::string& key : table.keys()) platform.measured_op_s[key] = table.at(key).as_quantity(Unit::time_s, true);
     }
-    // Both grids are keyed by GEMM shapes (a direct convolution by the GEMM of the same work).
+    // Every grid is keyed by GEMM shapes (a convolution by the GEMM of the same work).
     const auto read_grid = [&](const char* name, std::map<std::string, double>& rates) {
       if (!calibration.has(name)) return;
       const JsonNode table = calibration.at(name);
@@ -546,6 +548,7 @@ Platform parse_platform(const nlohmann::json& document, const std::string& file)
     };
     read_grid("gemm_flops", platform.measured_gemm_flops);
     read_grid("conv_flops", platform.measured_conv_flops);
+    read_grid("winograd_flops", platform.measured_winograd_flops);
   }
   platform.resolve_speed_factors();
   platform.resolve_gemm_grid();
@@ -657,9 +660,12 @@ nlohmann::json to_json(const Platform& platform) {
     document["comm_start_wait_max"] = fmt::format("{}s", platform.comm_start_wait_max_s);
   if (platform.iteration_overhead_s > 0) document["iteration_overhead"] = fmt::format("{}s", platform.iteration_overhead_s);
   if (platform.input_per_image_s > 0) document["input_per_image"] = fmt::format("{}s", platform.input_per_image_s);
-  if (!platform.measured_op_s.empty() || !platform.measured_gemm_flops.empty() || !platform.measured_conv_flops.empty()) {
+  if (!platform.measured_op_s.empty() || !platform.measured_gemm_flops.empty() || !platform.measured_conv_flops.empty() ||
+      !platform.measured_winograd_flops.empty()) {
     document["calibration"] = {{"gemm_flops", platform.measured_gemm_flops}};
     if (!platform.measured_conv_flops.empty()) document["calibration"]["conv_flops"] = platform.measured_conv_flops;
+    if (!platform.measured_winograd_flops.empty())
+      document["calibration"]["winograd_flops"] = platform.measured_winograd_flops;
     if (!platform.measured_op_s.empty()) document["calibration"]["op_seconds"] = platform.measured_op_s;
   }
   return document;

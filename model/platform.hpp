@@ -39,12 +39,14 @@ Algorithm algorithm_from_string(const std::string& text);  ///< @throws std::inv
 
 /** Kernel families with their own efficiency (fraction of peak) in the roofline model. `conv`
  *  is a direct convolution (forward, backward data or weights of a conv layer without a column
- *  matrix: `--conv direct`). */
-enum class KernelClass { gemm, im2col, col2im, pool, eltwise, lrn, softmax, update, other, conv };
+ *  matrix: `--conv direct`), `winograd` the same work by Winograd's F(4x4, 3x3) transforms
+ *  (`--conv winograd`; its FLOPs are still the direct convolution's, so its rate is an
+ *  effective one). */
+enum class KernelClass { gemm, im2col, col2im, pool, eltwise, lrn, softmax, update, other, conv, winograd };
 inline constexpr KernelClass kKernelClasses[] = {KernelClass::gemm,    KernelClass::im2col, KernelClass::col2im,
                                                  KernelClass::pool,    KernelClass::eltwise, KernelClass::lrn,
                                                  KernelClass::softmax, KernelClass::update, KernelClass::other,
-                                                 KernelClass::conv};
+                                                 KernelClass::conv,    KernelClass::winograd};
 const char* to_string(KernelClass kernel);
 KernelClass kernel_class_from_string(const std::string& text);  ///< @throws std::invalid_argument
 
@@ -60,7 +62,7 @@ struct Processor {
    *  it times). JSON `kernel_memory_bandwidth`. */
   std::map<KernelClass, double> kernel_memory_bandwidth_Bps;
 
-  /** efficiency[kernel], else default_efficiency (conv: else the gemm one). */
+  /** efficiency[kernel], else default_efficiency (conv and winograd: else the gemm one). */
   double efficiency_for(KernelClass kernel) const;
   /** kernel_memory_bandwidth_Bps of the class, else memory_bandwidth_Bps (bytes per second). */
   double memory_bandwidth_for(KernelClass kernel) const;
@@ -264,6 +266,8 @@ struct Platform {
    *  measured_gemm_flops by the GEMM shape of the same work ("gemm MxNxK phase"): the
    *  `calibration.conv_flops` grid of `cnnpar calibrate --conv` */
   std::map<std::string, double> measured_conv_flops;
+  /** the same for Winograd convolutions (kernel class winograd): `calibration.winograd_flops` */
+  std::map<std::string, double> measured_winograd_flops;
 
   /** Speed factor of `rank`'s node (heterogeneity); 1 when none is given. */
   double speed_factor(int rank) const;
@@ -289,7 +293,7 @@ struct Platform {
  public:
   /** Recomputes per-node speed factors (call after changing nodes.* by hand). */
   void resolve_speed_factors();
-  /** Rebuilds the interpolation grids of measured_gemm_flops and measured_conv_flops
+  /** Rebuilds the interpolation grids of measured_gemm_flops, _conv_flops and _winograd_flops
    *  (parse_platform calls it; call it after changing a table by hand, else only exact keys
    *  are found).
    *  @throws std::invalid_argument for a key that is not "gemm MxNxK[ phase]" or a rate <= 0. */
@@ -298,10 +302,13 @@ struct Platform {
   const GemmGrid* gemm_grid() const { return gemm_grid_.get(); }
   /** The grid of measured_conv_flops as last resolved (by resolve_gemm_grid); nullptr when none. */
   const GemmGrid* conv_grid() const { return conv_grid_.get(); }
+  /** The grid of measured_winograd_flops as last resolved; nullptr when none. */
+  const GemmGrid* winograd_grid() const { return winograd_grid_.get(); }
 
  private:
   std::shared_ptr<const GemmGrid> gemm_grid_;  ///< immutable, shared by copies of the platform
   std::shared_ptr<const GemmGrid> conv_grid_;
+  std::shared_ptr<const GemmGrid> winograd_grid_;
  public:
   /** Makes node `rank` (< nodes.count) `factor` times slower: its speed factor is divided by
    *  `factor` (a run's --slowdown). The other nodes keep theirs, Gaussian-drawn ones included. */

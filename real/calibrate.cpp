@@ -68,10 +68,10 @@ std::string describe_source(const Network& network, const Platform& base, const 
     text += fmt::format(
         "; compute (every rank at once, samples pooled over ranks): {} at per-rank batches {}..{} (global batch {}), "
         "GEMMs on {}, GEMM grid of {} points (median of {} repeats x {} ranks, {} outlying repeats), direct "
-        "convolution grid of {} points; non-GEMM kernels "
+        "convolution grid of {} points, Winograd convolution grid of {} points; non-GEMM kernels "
         "t = {:.3g} s + bytes / {:.4g} B/s over {} ops ({} outlying)",
         network.name, c.batches.front(), c.batches.back(), o.batch, to_string(gemm_backend()), c.gemm_points,
-        o.repeats, size, c.gemm_outliers, c.conv_points, c.memory.overhead_s, c.memory.bandwidth_Bps, c.memory_points,
+        o.repeats, size, c.gemm_outliers, c.conv_points, c.winograd_points, c.memory.overhead_s, c.memory.bandwidth_Bps, c.memory_points,
         c.memory.outliers);
   }
   if (result.measured.network) {

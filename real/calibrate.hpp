@@ -54,6 +54,9 @@ struct CalibrateOptions {
   bool op_seconds = false;  ///< also store calibration.op_seconds at the global batch
   /** Also time every conv layer as a direct convolution (oneDNN): calibration.conv_flops. */
   bool direct_convolutions = false;
+  /** Also time every 3x3 stride-1 conv layer as a Winograd convolution (oneDNN, AVX-512):
+   *  calibration.winograd_flops. */
+  bool winograd_convolutions = false;
   CalibrationParts parts;
   // How the runs to be predicted execute (the network and progress parts measure that mode):
   ProgressMode progress_mode = ProgressMode::poll;
@@ -97,6 +100,7 @@ struct ComputeSummary {
   std::vector<std::int64_t> batches;  ///< per-rank batches run
   int gemm_points = 0;
   int conv_points = 0;  ///< direct convolution shapes and phases timed (CalibrateOptions::direct_convolutions)
+  int winograd_points = 0;  ///< the same for Winograd (CalibrateOptions::winograd_convolutions)
   int gemm_outliers = 0;     ///< GEMM repeats beyond kOutlierMads of their median
   MemoryFit memory;
   int memory_points = 0;

@@ -23,7 +23,7 @@
 namespace cnnpar::real::calibration {
 
 Schedule one_rank_schedule(const Network& network, const Platform& base, std::int64_t batch, const CalibrateOptions& o,
-                           bool direct_convolutions) {
+                           const ConvPaths& conv) {
   StrategyOptions strategy = plain_data_parallel(StrategyOptions{});
   strategy.global_batch = batch;
   strategy.ranks = 1;
@@ -31,7 +31,7 @@ Schedule one_rank_schedule(const Network& network, const Platform& base, std::in
   strategy.warmup_iterations = 1;
   strategy.recompute_columns = kExecutorRecomputesColumns;  // the executor's default schedule
   strategy.origin = o.origin;
-  if (direct_convolutions) strategy.conv = ConvPaths{.mode = ConvPaths::Mode::direct};
+  strategy.conv = conv;
   Schedule schedule = build_schedule(network, base, strategy);
   verify_or_throw(schedule, "<calibration schedule>");
   return schedule;
@@ -88,8 +88,8 @@ BatchTimings run_timed(Runtime& runtime, const Schedule& schedule, const Dataset
 namespace {
 
 BatchTimings time_batch(const Network& network, const Platform& base, std::int64_t batch, const CalibrateOptions& o,
-                        bool direct_convolutions) {
-  const Schedule schedule = one_rank_schedule(network, base, batch, o, direct_convolutions);
+                        const ConvPaths& conv) {
+  const Schedule schedule = one_rank_schedule(network, base, batch, o, conv);
   SyntheticDataset data(network.input, network.classes(), 50000, o.seed);
   Runtime runtime(network, schedule, 0, o.seed);
   return run_timed(runtime, schedule, data);
@@ -138,9 +138,11 @@ void calibrate_compute(const Network& network, const Platform& base, const Calib
   // iterations of one batch: a burst of load on a shared machine then spoils one repeat of
   // many points, which their medians ignore, instead of every repeat of a few points.
   std::vector<BatchTimings> timings(summary.batches.size());
-  // With direct convolutions: the same batches with every conv layer direct, kept apart (their
-  // ops carry the im2col schedule's labels); only their conv ops are used.
+  // With direct (Winograd) convolutions: the same batches with every conv layer direct (Winograd
+  // where it can), kept apart (their ops carry the im2col schedule's labels); only their conv
+  // (winograd) ops are used.
   std::vector<BatchTimings> direct_timings(o.direct_convolutions ? summary.batches.size() : 0);
+  std::vector<BatchTimings> winograd_timings(o.winograd_convolutions ? summary.batches.size() : 0);
   const auto add_timings = [](BatchTimings& all, const BatchTimings& t) {
     for (const auto& [label, entry] : t.ops) {
       auto& kept = all.ops.try_emplace(label, entry.first, std::vector<double>{}).first->second;
@@ -154,10 +156,16 @@ void calibrate_compute(const Network& network, const Platform& base, const Calib
     for (std::size_t step = 0; step < summary.batches.size(); ++step) {
       const std::size_t i = pass % 2 == 0 ? step : summary.batches.size() - 1 - step;
       tight_barrier(comm, std::max(o.timeout_s, 3600.0));  // the ranks time each batch together
-      add_timings(timings[i], time_batch(network, base, summary.batches[i], o, false));
+      add_timings(timings[i], time_batch(network, base, summary.batches[i], o, {}));
       if (o.direct_convolutions) {
         tight_barrier(comm, std::max(o.timeout_s, 3600.0));
-        add_timings(direct_timings[i], time_batch(network, base, summary.batches[i], o, true));
+        add_timings(direct_timings[i],
+                    time_batch(network, base, summary.batches[i], o, ConvPaths{.mode = ConvPaths::Mode::direct}));
+      }
+      if (o.winograd_convolutions) {
+        tight_barrier(comm, std::max(o.timeout_s, 3600.0));
+        add_timings(winograd_timings[i],
+                    time_batch(network, base, summary.batches[i], o, ConvPaths{.mode = ConvPaths::Mode::winograd}));
       }
     }
     say(o, fmt::format("compute: pass {}/{} over per-rank batches {}..{}: {:.1f} s", pass + 1, o.repeats,
@@ -165,19 +173,23 @@ void calibrate_compute(const Network& network, const Platform& base, const Calib
   }
   pool_over_ranks(timings, comm, rank, o.timeout_s);
   if (o.direct_convolutions) pool_over_ranks(direct_timings, comm, rank, o.timeout_s);
+  if (o.winograd_convolutions) pool_over_ranks(winograd_timings, comm, rank, o.timeout_s);
   if (rank != 0) return;
-  // Direct convolutions: the median time of each shape and phase, as the GEMM grid's.
-  std::map<std::string, std::pair<GemmShape, std::vector<double>>> conv_seconds;
-  for (const BatchTimings& t : direct_timings)
-    for (const auto& [label, entry] : t.ops) {
-      const auto& [op, seconds] = entry;
-      if (op.kernel != KernelClass::conv) continue;
-      auto& pooled = conv_seconds.try_emplace(gemm_key(op.gemm, op.phase), op.gemm, std::vector<double>{}).first->second;
-      pooled.second.insert(pooled.second.end(), seconds.begin(), seconds.end());
-    }
-  for (const auto& [key, entry] : conv_seconds)
-    platform.measured_conv_flops[key] = entry.first.flops() / std::max(median(entry.second), 1e-9);
-  summary.conv_points = int(conv_seconds.size());
+  // Direct and Winograd convolutions: the median time of each shape and phase, as the GEMM grid's.
+  const auto conv_grid = [](const std::vector<BatchTimings>& kept, KernelClass kernel, std::map<std::string, double>& rates) {
+    std::map<std::string, std::pair<GemmShape, std::vector<double>>> conv_seconds;
+    for (const BatchTimings& t : kept)
+      for (const auto& [label, entry] : t.ops) {
+        const auto& [op, seconds] = entry;
+        if (op.kernel != kernel) continue;
+        auto& pooled = conv_seconds.try_emplace(gemm_key(op.gemm, op.phase), op.gemm, std::vector<double>{}).first->second;
+        pooled.second.insert(pooled.second.end(), seconds.begin(), seconds.end());
+      }
+    for (const auto& [key, entry] : conv_seconds) rates[key] = entry.first.flops() / std::max(median(entry.second), 1e-9);
+    return int(conv_seconds.size());
+  };
+  summary.conv_points = conv_grid(direct_timings, KernelClass::conv, platform.measured_conv_flops);
+  summary.winograd_points = conv_grid(winograd_timings, KernelClass::winograd, platform.measured_winograd_flops);
   for (std::size_t i = 0; i < summary.batches.size(); ++i) {
     const BatchTimings& t = timings[i];
     const bool largest = i + 1 == summary.batches.size();
@@ -224,7 +236,8 @@ void calibrate_compute(const Network& network, const Platform& base, const Calib
     // Every roofline-priced class gets an efficiency: the fitted one, else 1 (memory-bound), as the
     // fit assumed; never the base platform's guess.
     for (KernelClass kernel : kKernelClasses) {
-      if (kernel == KernelClass::gemm || kernel == KernelClass::conv) continue;  // their grids price them
+      if (kernel == KernelClass::gemm || kernel == KernelClass::conv || kernel == KernelClass::winograd)
+        continue;  // their grids price them
       const auto found = fit.efficiency.find(kernel);
       platform.nodes.efficiency[kernel] = found == fit.efficiency.end() ? 1.0 : found->second;
     }

@@ -16,6 +16,7 @@
 #include "model/platform.hpp"
 #include "model/schedule.hpp"
 #include "real/calibrate.hpp"
+#include "workload/conv_paths.hpp"
 #include "real/calibration_fit.hpp"
 #include "real/interpreter.hpp"
 #include "real/mpi_wrap.hpp"
@@ -62,9 +63,10 @@ struct BatchTimings {
 };
 
 /** The network's one-rank dp schedule at `batch` images as cnnpar-run builds it (same
- *  strategy defaults): one warm-up iteration (caches, allocations), one timed. */
+ *  strategy defaults, conv layers on `conv`): one warm-up iteration (caches, allocations), one
+ *  timed. */
 Schedule one_rank_schedule(const Network& network, const Platform& base, std::int64_t batch, const CalibrateOptions& o,
-                           bool direct_convolutions = false);
+                           const ConvPaths& conv = {});
 
 /** Runs `schedule` (one rank) on `runtime` with the real kernels, timing every compute op of
  *  its measured iterations. */

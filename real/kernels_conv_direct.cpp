@@ -12,6 +12,8 @@
 
 namespace cnnpar::real {
 
+const char* to_string(ConvAlgorithm algorithm) { return algorithm == ConvAlgorithm::winograd ? "winograd" : "direct"; }
+
 #ifdef CNNPAR_HAVE_ONEDNN
 
 // A rank runs one layer's kernel at a time: the reordered copies and the library's scratchpads of
@@ -128,45 +130,95 @@ struct DirectConv::Primitives {
 
 bool direct_convolution_available() { return true; }
 
-DirectConv::DirectConv(const ConvGeometry& g, std::int64_t out_maps) : primitives_(std::make_unique<Primitives>()) {
+namespace {
+
+// The shapes of one convolution in oneDNN's terms.
+struct ConvDims {
+  memory::dims src, weights, dst, strides, padding;
+  ConvDims(const ConvGeometry& g, std::int64_t out_maps)
+      : src{g.batch, g.channels, g.in_h, g.in_w},
+        weights{out_maps, g.channels, g.kernel_h, g.kernel_w},
+        dst{g.batch, out_maps, g.out_h(), g.out_w()},
+        strides{g.stride, g.stride},
+        // Right padding as on the left: oneDNN's output size then rounds down like window_count's.
+        padding{g.pad, g.pad} {}
+};
+
+memory::desc any_layout(const memory::dims& dims) { return memory::desc(dims, memory::data_type::f32, Tag::any); }
+
+dnnl::algorithm onednn_algorithm(ConvAlgorithm algorithm) {
+  return algorithm == ConvAlgorithm::winograd ? dnnl::algorithm::convolution_winograd
+                                              : dnnl::algorithm::convolution_direct;
+}
+
+dnnl::convolution_forward::primitive_desc forward_primitive(const ConvDims& d, const memory::desc& bias,
+                                                            ConvAlgorithm algorithm) {
+  const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_training, onednn_algorithm(algorithm),
+                                             any_layout(d.src), any_layout(d.weights), bias, any_layout(d.dst),
+                                             d.strides, d.padding, d.padding);
+  return dnnl::convolution_forward::primitive_desc(desc, user_scratchpad(), cpu_engine());
+}
+
+dnnl::convolution_backward_data::primitive_desc backward_data_primitive(
+    const ConvDims& d, ConvAlgorithm algorithm, const dnnl::convolution_forward::primitive_desc& forward) {
+  const dnnl::convolution_backward_data::desc desc(onednn_algorithm(algorithm), any_layout(d.src),
+                                                   any_layout(d.weights), any_layout(d.dst), d.strides, d.padding,
+                                                   d.padding);
+  return dnnl::convolution_backward_data::primitive_desc(desc, user_scratchpad(), cpu_engine(), forward);
+}
+
+dnnl::convolution_backward_weights::primitive_desc backward_weights_primitive(
+    const ConvDims& d, const memory::desc& bias, ConvAlgorithm algorithm,
+    const dnnl::convolution_forward::primitive_desc& forward) {
+  const dnnl::convolution_backward_weights::desc desc(onednn_algorithm(algorithm), any_layout(d.src),
+                                                      any_layout(d.weights), bias, any_layout(d.dst), d.strides,
+                                                      d.padding, d.padding);
+  return dnnl::convolution_backward_weights::primitive_desc(desc, user_scratchpad(), cpu_engine(), forward);
+}
+
+}  // namespace
+
+bool winograd_convolution_available(const ConvGeometry& g, std::int64_t out_maps) {
+  // oneDNN refuses to make the primitive where it has no kernel (a shape, or a CPU without AVX-512).
+  try {
+    const ConvDims dims(g, out_maps);
+    const memory::desc bias({out_maps}, memory::data_type::f32, Tag::x);
+    const auto forward = forward_primitive(dims, bias, ConvAlgorithm::winograd);
+    backward_data_primitive(dims, ConvAlgorithm::winograd, forward);
+    backward_weights_primitive(dims, bias, ConvAlgorithm::winograd, forward);
+    return true;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
+DirectConv::DirectConv(const ConvGeometry& g, std::int64_t out_maps, ConvAlgorithm algorithm)
+    : algorithm_(algorithm), primitives_(std::make_unique<Primitives>()) {
+  CNNPAR_ASSERT(algorithm == ConvAlgorithm::direct || winograd_convolution_available(g, out_maps),
+                "oneDNN has no Winograd convolution for this shape on this CPU");
   Primitives& p = *primitives_;
-  const memory::dims src_dims = {g.batch, g.channels, g.in_h, g.in_w};
-  const memory::dims weight_dims = {out_maps, g.channels, g.kernel_h, g.kernel_w};
-  const memory::dims dst_dims = {g.batch, out_maps, g.out_h(), g.out_w()};
-  const memory::dims strides = {g.stride, g.stride};
-  // Right padding as on the left: oneDNN's output size then rounds down like window_count's.
-  const memory::dims padding = {g.pad, g.pad};
-  const auto any = [](const memory::dims& dims) { return memory::desc(dims, memory::data_type::f32, Tag::any); };
-  const memory::desc src_user(src_dims, memory::data_type::f32, kChannelMajor);
-  const memory::desc weight_user(weight_dims, memory::data_type::f32, Tag::oihw);
-  const memory::desc dst_user(dst_dims, memory::data_type::f32, kChannelMajor);
+  const ConvDims d(g, out_maps);
+  const memory::desc src_user(d.src, memory::data_type::f32, kChannelMajor);
+  const memory::desc weight_user(d.weights, memory::data_type::f32, Tag::oihw);
+  const memory::desc dst_user(d.dst, memory::data_type::f32, kChannelMajor);
   p.bias = memory::desc({out_maps}, memory::data_type::f32, Tag::x);
   p.no_bias.resize(std::size_t(out_maps));
-  dnnl::engine& engine = cpu_engine();
 
-  const dnnl::convolution_forward::desc forward_desc(
-      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, any(src_dims), any(weight_dims), p.bias,
-      any(dst_dims), strides, padding, padding);
-  const dnnl::convolution_forward::primitive_desc forward_pd(forward_desc, user_scratchpad(), engine);
+  const dnnl::convolution_forward::primitive_desc forward_pd = forward_primitive(d, p.bias, algorithm);
   p.forward = dnnl::convolution_forward(forward_pd);
   p.src = std::make_unique<Primitives::Operand>(src_user, forward_pd.src_desc(), kFirstOperand);
   p.weights = std::make_unique<Primitives::Operand>(weight_user, forward_pd.weights_desc(), kSecondOperand);
   p.dst = std::make_unique<Primitives::Operand>(dst_user, forward_pd.dst_desc(), kThirdOperand);
   p.forward_scratchpad = forward_pd.scratchpad_desc();
 
-  const dnnl::convolution_backward_data::desc data_desc(dnnl::algorithm::convolution_direct, any(src_dims),
-                                                        any(weight_dims), any(dst_dims), strides, padding, padding);
-  const dnnl::convolution_backward_data::primitive_desc data_pd(data_desc, user_scratchpad(), engine, forward_pd);
+  const auto data_pd = backward_data_primitive(d, algorithm, forward_pd);
   p.backward_data = dnnl::convolution_backward_data(data_pd);
   p.bd_weights = std::make_unique<Primitives::Operand>(weight_user, data_pd.weights_desc(), kSecondOperand);
   p.bd_diff_dst = std::make_unique<Primitives::Operand>(dst_user, data_pd.diff_dst_desc(), kFirstOperand);
   p.bd_diff_src = std::make_unique<Primitives::Operand>(src_user, data_pd.diff_src_desc(), kThirdOperand, /*add=*/true);
   p.data_scratchpad = data_pd.scratchpad_desc();
 
-  const dnnl::convolution_backward_weights::desc weights_desc(dnnl::algorithm::convolution_direct, any(src_dims),
-                                                              any(weight_dims), p.bias, any(dst_dims), strides,
-                                                              padding, padding);
-  const dnnl::convolution_backward_weights::primitive_desc weights_pd(weights_desc, user_scratchpad(), engine, forward_pd);
+  const auto weights_pd = backward_weights_primitive(d, p.bias, algorithm, forward_pd);
   p.backward_weights = dnnl::convolution_backward_weights(weights_pd);
   p.bw_src = std::make_unique<Primitives::Operand>(src_user, weights_pd.src_desc(), kFirstOperand);
   p.bw_diff_dst = std::make_unique<Primitives::Operand>(dst_user, weights_pd.diff_dst_desc(), kSecondOperand);
@@ -214,7 +266,9 @@ struct DirectConv::Primitives {};
 
 bool direct_convolution_available() { return false; }
 
-DirectConv::DirectConv(const ConvGeometry&, std::int64_t) {
+bool winograd_convolution_available(const ConvGeometry&, std::int64_t) { return false; }
+
+DirectConv::DirectConv(const ConvGeometry&, std::int64_t, ConvAlgorithm algorithm) : algorithm_(algorithm) {
   CNNPAR_ASSERT(false, "direct convolutions need a build with oneDNN (CNNPAR_ONEDNN)");
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -59,8 +61,7 @@ double conv_probe_s(const Network& network, std::int64_t batch, bool real_comput
   for (const Layer& layer : network.layers) {
     if (layer.spec.kind != LayerKind::conv) continue;
     ConvBuffers b;
-    b.geo = ConvGeometry{layer.in.c, images, layer.in.h, layer.in.w, layer.spec.kernel_h, layer.spec.kernel_w,
-                         layer.spec.stride, layer.spec.pad};
+    b.geo = conv_layer_geometry(layer, images);
     b.maps = layer.out.c;
     // Random values: only the time counts (the paper's probe does the same).
     b.input.resize(std::size_t(layer.in.c * images * layer.in.h * layer.in.w));
@@ -96,6 +97,25 @@ double training_probe_s(const Network& network, std::int64_t batch, bool real_co
   return mean_probe_s([&] { executor.run(data); }, slowdown, repeats) / double(images);
 }
 
+ConvGeometry conv_layer_geometry(const Layer& layer, std::int64_t images) {
+  return ConvGeometry{.channels = layer.in.c,
+                      .batch = images,
+                      .in_h = layer.in.h,
+                      .in_w = layer.in.w,
+                      .kernel_h = layer.spec.kernel_h,
+                      .kernel_w = layer.spec.kernel_w,
+                      .stride = layer.spec.stride,
+                      .pad = layer.spec.pad};
+}
+
+std::string winograd_layer_without_kernel(const Network& network, const ConvPaths& paths) {
+  for (const Layer& layer : network.layers)
+    if (layer.spec.kind == LayerKind::conv && paths.path(layer.spec) == ConvPath::winograd &&
+        !winograd_convolution_available(conv_layer_geometry(layer, 1), layer.out.c))
+      return layer.spec.name;
+  return "";
+}
+
 ConvPathSeconds conv_path_seconds(const ConvGeometry& g, std::int64_t out_maps, bool backward_data, int repeats) {
   const std::size_t input_floats = std::size_t(g.channels * g.batch * g.in_h * g.in_w);
   const std::size_t output_floats = std::size_t(out_maps * g.column_cols());
@@ -106,6 +126,8 @@ ConvPathSeconds conv_path_seconds(const ConvGeometry& g, std::int64_t out_maps, 
   std::vector<float> weight_grad(weights.size()), bias(std::size_t(out_maps), 0.0f), bias_grad(bias.size());
   std::vector<float> columns(std::size_t(g.column_rows() * g.column_cols()));
   DirectConv direct(g, out_maps);
+  std::unique_ptr<DirectConv> winograd;
+  if (winograd_convolution_available(g, out_maps)) winograd = std::make_unique<DirectConv>(g, out_maps, ConvAlgorithm::winograd);
   const auto im2col_step = [&] {
     im2col(g, input.data(), columns.data());
     conv_forward_gemm(g, out_maps, weights.data(), bias.data(), columns.data(), output.data());
@@ -117,13 +139,13 @@ ConvPathSeconds conv_path_seconds(const ConvGeometry& g, std::int64_t out_maps, 
     im2col(g, input.data(), columns.data());
     conv_backward_weight_gemm(g, out_maps, errors.data(), columns.data(), weight_grad.data(), bias_grad.data());
   };
-  const auto direct_step = [&] {
-    direct.forward(input.data(), weights.data(), bias.data(), output.data());
+  const auto primitive_step = [&](DirectConv& conv) {
+    conv.forward(input.data(), weights.data(), bias.data(), output.data());
     if (backward_data) {
       std::fill(input_errors.begin(), input_errors.end(), 0.0f);
-      direct.backward_data_add(weights.data(), errors.data(), input_errors.data());
+      conv.backward_data_add(weights.data(), errors.data(), input_errors.data());
     }
-    direct.backward_weights(input.data(), errors.data(), weight_grad.data(), bias_grad.data());
+    conv.backward_weights(input.data(), errors.data(), weight_grad.data(), bias_grad.data());
   };
   using clock = std::chrono::steady_clock;
   const auto seconds = [](const auto& step) {
@@ -131,14 +153,20 @@ ConvPathSeconds conv_path_seconds(const ConvGeometry& g, std::int64_t out_maps, 
     step();
     return std::chrono::duration<double>(clock::now() - start).count();
   };
+  const auto direct_step = [&] { primitive_step(direct); };
+  const auto winograd_step = [&] { primitive_step(*winograd); };
   seconds(im2col_step);
   seconds(direct_step);
-  std::vector<double> im2col_s, direct_s;
+  if (winograd) seconds(winograd_step);
+  std::vector<double> im2col_s, direct_s, winograd_s;
   for (int r = 0; r < std::max(1, repeats); ++r) {
     im2col_s.push_back(seconds(im2col_step));
     direct_s.push_back(seconds(direct_step));
+    if (winograd) winograd_s.push_back(seconds(winograd_step));
   }
-  return {.im2col_s = median(im2col_s), .direct_s = median(direct_s)};
+  return {.im2col_s = median(im2col_s),
+          .direct_s = median(direct_s),
+          .winograd_s = winograd ? median(winograd_s) : std::numeric_limits<double>::infinity()};
 }
 
 }  // namespace cnnpar::real

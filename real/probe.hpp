@@ -4,9 +4,12 @@
 // device runs convolutions of the conv layers' shapes on random values; the times give the
 // workload shares of Eq. 1 (conv_split's `--shares probe`). BPT-CNN's: every worker times
 // training steps, and the seconds per sample are IDPA's t̄_j (param_server's `--per-sample probe`).
+#include <string>
+
 #include "model/network.hpp"
 #include "model/platform.hpp"
 #include "real/kernels.hpp"
+#include "workload/conv_paths.hpp"
 
 namespace cnnpar::real {
 
@@ -26,13 +29,21 @@ double conv_probe_s(const Network& network, std::int64_t batch, bool real_comput
 double training_probe_s(const Network& network, std::int64_t batch, bool real_compute, const Platform& platform,
                         int rank, double slowdown, int repeats = 3);
 
+/** Conv layer `layer`'s geometry over `images` images (every input map). */
+ConvGeometry conv_layer_geometry(const Layer& layer, std::int64_t images);
+
+/** The first conv layer of `network` that `paths` runs as Winograd and this CPU has no oneDNN
+ *  kernel for (oneDNN 2.x: AVX-512 only), or "" when every such layer runs. */
+std::string winograd_layer_without_kernel(const Network& network, const ConvPaths& paths);
+
 /** Seconds of one conv layer's training step on this rank's shape (`geometry` over its images,
  *  `out_maps` output maps) by each path: im2col + GEMM (forward; W^T E + col2im when
- *  `backward_data`; columns again + the weight GEMM) and oneDNN's direct convolutions. The
- *  median of `repeats` runs of each, alternated, after one warm-up of each. */
+ *  `backward_data`; columns again + the weight GEMM), oneDNN's direct convolutions and its
+ *  Winograd ones. The median of `repeats` runs of each, alternated, after one warm-up of each. */
 struct ConvPathSeconds {
   double im2col_s = 0;
   double direct_s = 0;
+  double winograd_s = 0;  ///< infinity where this CPU has no Winograd kernel for the shape
 };
 ConvPathSeconds conv_path_seconds(const ConvGeometry& geometry, std::int64_t out_maps, bool backward_data, int repeats = 3);
 

@@ -16,6 +16,11 @@
 
 namespace cnnpar::real {
 
+/** Whether an op of this class runs on oneDNN's convolution primitives (DirectConv). */
+inline bool runs_conv_primitive(KernelClass kernel) {
+  return kernel == KernelClass::conv || kernel == KernelClass::winograd;
+}
+
 // A layer's activations or errors: its own storage, or the buffer of the layer before it
 // (in-place relu and dropout). Never copied: a shared buffer points into another layer's.
 class LayerBuffer {
@@ -91,7 +96,8 @@ struct Runtime::Impl {
                                          // the ranks by a statistics allreduce
     bool im2col_op = false, bias_op = false, col2im_op = false, softmax_bwd_op = false;
     bool im2col_w_op = false;            // backward_weight im2col op (recomputed columns)
-    bool direct_ops = false;             // conv ops of kernel class conv: no columns
+    bool direct_ops = false;             // conv ops of kernel class conv or winograd: no columns
+    ConvAlgorithm direct_algorithm = ConvAlgorithm::direct;  // winograd for kernel class winograd
     std::unique_ptr<DirectConv> direct;  // their primitives (this rank's units and images)
     // Replicated with batch-sliced activations (Lee): gathered (N, K_b) inputs and (N, K_c)
     // errors by iteration parity; staged, this rank's rows (lee_rows, K_b) and (lee_rows, K_c).

@@ -136,7 +136,7 @@ void Runtime::Impl::forward(LayerState& x, const Op& op, int it, const Tiling& t
     case LayerKind::conv: {
       float* w = x.w(weights);
       float* b = x.bias_of(weights);
-      if (op.kernel == KernelClass::conv) {
+      if (runs_conv_primitive(op.kernel)) {
         x.direct->forward(in, w, x.bias_op ? nullptr : b, x.out.data());
       } else if (op.kernel == KernelClass::im2col) {
         // The DAG's tasks extract their own areas in the gemm op (Algorithm 4.1).
@@ -273,7 +273,7 @@ void Runtime::Impl::backward_data(LayerState& x, const Op& op, const Tiling& t) 
   switch (ly.spec.kind) {
     case LayerKind::conv: {
       const std::size_t cnt = std::size_t(x.geo.channels * n * x.geo.in_h * x.geo.in_w);
-      if (op.kernel == KernelClass::conv) {
+      if (runs_conv_primitive(op.kernel)) {
         x.direct->backward_data_add(x.w(weights), x.err.data(), begin_added_errors(x, cnt));
         finish_added_errors(x);
       } else if (op.kernel == KernelClass::gemm) {
@@ -381,7 +381,7 @@ void Runtime::Impl::backward_weight(LayerState& x, const Op& op, const Tiling& t
       if (inner != InnerMode::dag) im2col(x.geo, in_of(x.index), columns(x));  // dag: in the gemm op's tasks
       return;
     }
-    if (op.kernel == KernelClass::conv) {
+    if (runs_conv_primitive(op.kernel)) {
       const bool add = begin_gradient(x);
       x.direct->backward_weights(in_of(x.index), x.err.data(), gw, gb);
       if (add) end_gradient(x);
@@ -447,7 +447,7 @@ void Runtime::Impl::set_active_batch(std::int64_t images) {
     const bool changed = x.geo.batch != images;
     x.n = images;
     x.geo.batch = images;
-    if (x.direct && changed) x.direct = std::make_unique<DirectConv>(x.geo, x.held.units.count);  // primitives are per shape
+    if (x.direct && changed) x.direct = std::make_unique<DirectConv>(x.geo, x.held.units.count, x.direct_algorithm);  // primitives are per shape
   }
   n = images;
   label_range.count = images;

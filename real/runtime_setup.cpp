@@ -154,7 +154,8 @@ void Runtime::Impl::find_layer_ops(const Program& program) {
         (kind == LayerKind::conv || kind == LayerKind::fc))
       x.bias_op = true;
     if (op.phase == Phase::backward_data && op.kernel == KernelClass::col2im) x.col2im_op = true;
-    if (op.kernel == KernelClass::conv) x.direct_ops = true;
+    if (runs_conv_primitive(op.kernel)) x.direct_ops = true;
+    if (op.kernel == KernelClass::winograd) x.direct_algorithm = ConvAlgorithm::winograd;
     if (op.phase == Phase::backward_data && kind == LayerKind::softmax) x.softmax_bwd_op = true;
   }
 }
@@ -266,7 +267,7 @@ std::int64_t Runtime::Impl::shape_layer(LayerState& x) {
                     "inferred output shape differs from the kernel geometry: " + ly.spec.name);
       if (ly.spec.kind == LayerKind::conv && x.direct_ops) {
         CNNPAR_ASSERT(!x.im2col_op && !x.col2im_op && !x.im2col_w_op, "a conv layer with direct and column ops: " + ly.spec.name);
-        if (!x.none()) x.direct = std::make_unique<DirectConv>(x.geo, units);
+        if (!x.none()) x.direct = std::make_unique<DirectConv>(x.geo, units, x.direct_algorithm);
       } else if (ly.spec.kind == LayerKind::conv) {
         columns = x.geo.column_rows() * x.geo.column_cols();
       } else if (ly.spec.pool_mode == PoolMode::max) {

@@ -4,7 +4,7 @@
 #
 #   scripts/bench_pytorch.sh [--build DIR] [--network NAME] [--batch N] [--repeats R]
 #                            [--iterations I] [--warmup W] [--gemm openblas|onednn]
-#                            [--conv im2col|direct|auto|LAYERS] [--cases LIST] [--out DIR]
+#                            [--conv im2col|direct|winograd|auto|LAYERS] [--cases LIST] [--out DIR]
 #                            [--no-efficiency]
 #   defaults: build, vgg-a-32, 64, 3 repeats, 8 iterations (2 warm-up), openblas, auto,
 #             cases 1x1,1x2,2x1 (processes x threads), out bench-results

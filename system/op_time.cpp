@@ -11,17 +11,27 @@ namespace cnnpar {
 
 namespace {
 
-/** The calibrated FLOP rate of a GEMM op, or of a direct convolution by the GEMM shape of its
- *  work, if the platform measured one (see op_time_s). */
+bool priced_by_rate(KernelClass kernel) {
+  return kernel == KernelClass::gemm || kernel == KernelClass::conv || kernel == KernelClass::winograd;
+}
+
+/** The measured rates of a rate-priced class and their grid. */
+std::pair<const std::map<std::string, double>*, const GemmGrid*> rate_table(const Platform& platform, KernelClass kernel) {
+  if (kernel == KernelClass::conv) return {&platform.measured_conv_flops, platform.conv_grid()};
+  if (kernel == KernelClass::winograd) return {&platform.measured_winograd_flops, platform.winograd_grid()};
+  return {&platform.measured_gemm_flops, platform.gemm_grid()};
+}
+
+/** The calibrated FLOP rate of a GEMM op, or of a convolution by the GEMM shape of its work, if
+ *  the platform measured one (see op_time_s). */
 std::optional<GemmRate> calibrated_gemm_rate(const Platform& platform, const Op& op) {
-  const bool conv = op.kernel == KernelClass::conv;
-  const std::map<std::string, double>& rates = conv ? platform.measured_conv_flops : platform.measured_gemm_flops;
-  if (rates.empty()) return std::nullopt;
+  const auto [rates, grid] = rate_table(platform, op.kernel);
+  if (rates->empty()) return std::nullopt;
   for (const std::string& key : {gemm_key(op.gemm, op.phase), op.gemm.to_string()}) {
-    const auto found = rates.find(key);
-    if (found != rates.end() && found->second > 0) return GemmRate{found->second, false};
+    const auto found = rates->find(key);
+    if (found != rates->end() && found->second > 0) return GemmRate{found->second, false};
   }
-  if (const GemmGrid* grid = conv ? platform.conv_grid() : platform.gemm_grid()) return gemm_rate(*grid, op.gemm, op.phase);
+  if (grid) return gemm_rate(*grid, op.gemm, op.phase);
   return std::nullopt;
 }
 
@@ -81,7 +91,7 @@ double host_op_s(const Platform& platform, const Op& op, int rank) {
     if (found != platform.measured_op_s.end()) return found->second / platform.speed_factor(rank);
   }
   if (const auto seconds = inner_conv_s(platform, op, rank)) return *seconds;
-  if (op.kernel == KernelClass::gemm || op.kernel == KernelClass::conv)
+  if (priced_by_rate(op.kernel))
     if (const auto rate = calibrated_gemm_rate(platform, op))
       return op.flops / (rate->rate_flops * platform.speed_factor(rank));
   return host_roofline_s(platform, op, rank) + platform.nodes.call_overhead_s / platform.speed_factor(rank);
@@ -148,11 +158,10 @@ std::vector<std::string> calibration_warnings(const Platform& platform, const Sc
   std::set<std::string> outside, unmeasured_conv;
   for (int rank = 0; rank < schedule.ranks(); ++rank)
     for (const Op& op : schedule.programs[std::size_t(rank)].ops) {
-      const bool priced_by_rate = op.kernel == KernelClass::gemm || op.kernel == KernelClass::conv;
-      if (op.kind != OpKind::compute || !priced_by_rate || platform.runs_on_device(op.kernel, rank)) continue;
+      if (op.kind != OpKind::compute || !priced_by_rate(op.kernel) || platform.runs_on_device(op.kernel, rank)) continue;
       if (platform.measured_op_s.count(op.label)) continue;
-      if (op.kernel == KernelClass::conv && platform.measured_conv_flops.empty()) {
-        unmeasured_conv.insert(op.label);
+      if (op.kernel != KernelClass::gemm && rate_table(platform, op.kernel).first->empty()) {
+        unmeasured_conv.insert(fmt::format("{} ({})", op.label, to_string(op.kernel)));
         continue;
       }
       const auto rate = calibrated_gemm_rate(platform, op);
@@ -160,8 +169,8 @@ std::vector<std::string> calibration_warnings(const Platform& platform, const Sc
     }
   if (!unmeasured_conv.empty())
     warnings.push_back(fmt::format(
-        "{} direct convolution op(s) (e.g. {}) have no calibrated rate on {}: the roofline of kernel class conv "
-        "prices them; calibrate with --conv direct",
+        "{} convolution op(s) (e.g. {}) have no calibrated rate on {}: the roofline of their kernel class "
+        "prices them; calibrate with the same --conv",
         unmeasured_conv.size(), *unmeasured_conv.begin(), platform.name));
   if (!outside.empty())
     warnings.push_back(fmt::format(

@@ -20,6 +20,7 @@
 #include "real/calibrate.hpp"
 #include "real/kernels_conv_direct.hpp"
 #include "real/mpi_wrap.hpp"
+#include "real/probe.hpp"
 
 namespace cnnpar::executor {
 
@@ -56,6 +57,7 @@ void print_compute_calibration(const ComputeSummary& c, const Platform& p) {
   fmt::print("cnnpar-run: GEMM grid: {} points (per-rank batches {}..{}), {} outlying repeats\n", c.gemm_points,
              c.batches.front(), c.batches.back(), c.gemm_outliers);
   if (c.conv_points > 0) fmt::print("cnnpar-run: direct convolution grid: {} points\n", c.conv_points);
+  if (c.winograd_points > 0) fmt::print("cnnpar-run: Winograd convolution grid: {} points\n", c.winograd_points);
   fmt::print("cnnpar-run: non-GEMM kernels: memory bandwidth {:.3f} GB/s, call overhead {:.2f} us ({} ops: {} outlying "
              "repeats, {} ops beyond 3 MADs of the fit); iteration overhead {:.3f} ms + {:.1f} us per image\n",
              p.nodes.memory_bandwidth_Bps / 1e9, p.nodes.call_overhead_s * 1e6, c.memory_points, c.op_outliers,
@@ -158,6 +160,18 @@ int run_calibration(const Options& o, int rank, int size, bool max_message_given
     if (conv.any_direct() && !real::direct_convolution_available())
       throw InputError("command line", "--conv", conv.text(),
                        "this build has no oneDNN (configure with -DCNNPAR_ONEDNN=ON; libdnnl-dev): use --conv im2col");
+    // Winograd where this CPU runs it (oneDNN 2.x: AVX-512) and the network has a layer it takes.
+    const ConvPaths all_winograd{.mode = ConvPaths::Mode::winograd};
+    const bool winograd_layers = std::any_of(network.layers.begin(), network.layers.end(),
+                                             [](const Layer& layer) { return winograd_shape(layer.spec); });
+    const bool winograd_here = options.direct_convolutions && winograd_layers &&
+                               real::winograd_layer_without_kernel(network, all_winograd).empty();
+    if (conv.any_winograd() && !winograd_here)
+      throw InputError("command line", "--conv", conv.text(),
+                       fmt::format("this CPU has no oneDNN Winograd kernel for network {} (oneDNN 2.x runs them "
+                                   "with AVX-512 only, on 3x3 stride-1 layers): use --conv direct or auto",
+                                   network.name));
+    options.winograd_convolutions = winograd_here;
     options.platform_file = o.platform;
     check_calibration_network(network, options);  // before any rank measures
   } catch (...) {

@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 
@@ -150,16 +152,18 @@ ConvPaths checkpoint_conv_paths(const CheckpointRun& run, const std::string& fil
   return conv_paths_from_json(options.at("conv"), file, "/options/conv");
 }
 
-// `--conv auto` on a platform without a direct grid: every rank times both paths of each of its
-// conv layers on its own shapes, and the sums over the ranks pick each layer's faster path for
-// all of them (one schedule).
+// `--conv auto` on a platform without a direct grid: every rank times every path of each of its
+// conv layers on its own shapes, and the sums over the ranks pick each layer's fastest path for
+// all of them (one schedule). A path a rank cannot run (Winograd on a CPU without its kernels)
+// costs it infinity.
 ConvPaths choose_conv_paths(const Setup& s, const Options& o, int rank, int size) {
   StrategyOptions im2col = s.strategy;
   im2col.conv = {};
   const Schedule schedule = build_schedule(s.network, s.platform, im2col);
   const auto& ops = schedule.programs.at(std::size_t(rank)).ops;
   const std::size_t layers = s.network.layers.size();
-  std::vector<double> mine(2 * layers, 0.0), sums(2 * layers, 0.0);  // per layer: im2col s, direct s
+  constexpr std::size_t kPaths = 3;  // per layer: im2col s, direct s, Winograd s
+  std::vector<double> mine(kPaths * layers, 0.0), sums(kPaths * layers, 0.0);
   std::vector<bool> timed(layers, false);
   for (const Op& op : ops) {
     if (op.kind != OpKind::compute || !op.conv_layer || op.kernel != KernelClass::gemm || op.phase != Phase::forward)
@@ -168,27 +172,34 @@ ConvPaths choose_conv_paths(const Setup& s, const Options& o, int rank, int size
     if (timed[l]) continue;
     timed[l] = true;
     const Layer& layer = s.network.layers[l];
-    const real::ConvGeometry geometry{layer.in.c, op.batch, layer.in.h, layer.in.w, layer.spec.kernel_h,
-                                      layer.spec.kernel_w, layer.spec.stride, layer.spec.pad};
+    const real::ConvGeometry geometry = real::conv_layer_geometry(layer, op.batch);
     const bool backward_data = std::any_of(ops.begin(), ops.end(), [&](const Op& other) {
       return other.kind == OpKind::compute && other.layer == op.layer && other.phase == Phase::backward_data;
     });
     const real::ConvPathSeconds seconds = real::conv_path_seconds(geometry, op.gemm.m, backward_data);
-    mine[2 * l] = seconds.im2col_s;
-    mine[2 * l + 1] = seconds.direct_s;
+    mine[kPaths * l] = seconds.im2col_s;
+    mine[kPaths * l + 1] = seconds.direct_s;
+    mine[kPaths * l + 2] = winograd_shape(layer.spec) ? seconds.winograd_s : std::numeric_limits<double>::infinity();
   }
   mpi::allreduce(mine.data(), sums.data(), int(sums.size()), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, o.timeout_s,
                  "conv path probe");
   ConvPaths chosen{.mode = ConvPaths::Mode::layers};
   std::vector<std::string> lines;
   for (std::size_t l = 0; l < layers; ++l) {
-    if (sums[2 * l] == 0 && sums[2 * l + 1] == 0) continue;  // no rank computes it
-    const bool direct = sums[2 * l + 1] < sums[2 * l];
-    if (direct) chosen.direct_layers.push_back(s.network.layers[l].spec.name);
-    lines.push_back(fmt::format("{} {} ({:.2f} ms im2col, {:.2f} ms direct)", s.network.layers[l].spec.name,
-                                direct ? "direct" : "im2col", 1e3 * sums[2 * l] / size, 1e3 * sums[2 * l + 1] / size));
+    const double* path_s = &sums[kPaths * l];
+    if (path_s[0] == 0 && path_s[1] == 0) continue;  // no rank computes it
+    const std::size_t fastest = std::size_t(std::min_element(path_s, path_s + kPaths) - path_s);
+    const std::string& name = s.network.layers[l].spec.name;
+    if (fastest == 1) chosen.direct_layers.push_back(name);
+    if (fastest == 2) chosen.winograd_layers.push_back(name);
+    const auto ms = [&](double seconds) {
+      return std::isfinite(seconds) ? fmt::format("{:.2f} ms", 1e3 * seconds / size) : std::string("n/a");
+    };
+    lines.push_back(fmt::format("{} {} ({} im2col, {} direct, {} winograd)", name,
+                                to_string(ConvPath(fastest)), ms(path_s[0]), ms(path_s[1]), ms(path_s[2])));
   }
   std::sort(chosen.direct_layers.begin(), chosen.direct_layers.end());
+  std::sort(chosen.winograd_layers.begin(), chosen.winograd_layers.end());
   if (rank == 0 && !o.quiet) fmt::print(stderr, "cnnpar-run: --conv auto, per training step: {}\n", fmt::join(lines, "; "));
   return chosen;
 }
@@ -288,6 +299,15 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
     s.strategy.conv = checkpoint_conv_paths(saved->run, checkpoint_file(o));  // timing again could choose others
     automatic = false;
   }
+  if (!automatic && o.compute == "real") {
+    const std::string origin = o.spec.empty() ? "command line" : o.spec;
+    validate_conv_paths(s.strategy.conv, s.network, origin);
+    if (const std::string layer = real::winograd_layer_without_kernel(s.network, s.strategy.conv); !layer.empty())
+      throw InputError(origin, "--conv", s.strategy.conv.text(),
+                       fmt::format("this CPU has no oneDNN Winograd kernel for {} (oneDNN 2.x runs them with AVX-512 "
+                                   "only): use --conv direct or auto",
+                                   layer));
+  }
   s.strategy.ranks = size;
   s.strategy.iterations = iterations;
   s.strategy.warmup_iterations = warmup;
@@ -316,9 +336,9 @@ void prepare(Setup& s, const Options& o, int rank, int size) {
   if (automatic && s.strategy.conv.mode == ConvPaths::Mode::automatic && prices_direct_convolutions(s.platform) &&
       rank == 0 && !o.quiet) {
     const nlohmann::json chosen = s.schedule.options.value("conv", nlohmann::json());
-    fmt::print(stderr, "cnnpar-run: --conv auto from the platform's direct-convolution grid: {}\n",
+    fmt::print(stderr, "cnnpar-run: --conv auto from the platform's convolution grids: {}\n",
                chosen.is_null() ? std::string("im2col for every layer")
-                                : "direct for " + conv_paths_from_json(chosen, o.platform, "/conv").text());
+                                : "not im2col: " + conv_paths_from_json(chosen, o.platform, "/conv").text());
   }
   if (s.schedule.ranks() != size)
     throw InputError("command line", "/ranks", std::to_string(size),

@@ -244,10 +244,13 @@ CLI::Option* conv(CLI::App& app, std::string& paths) {
   return app
       .add_option("--conv", paths,
                   "conv layers: im2col (im2col + GEMM, col2im) | direct (oneDNN's direct convolutions in the executor, "
-                  "priced as kernel class conv) | LAYER,LAYER,... (those direct) | auto (each layer's faster path: "
-                  "by the platform's calibration.conv_flops where it has them, else im2col in a prediction and timed "
-                  "at start-up in a real run); calibrate: anything but im2col also times every conv layer as a "
-                  "direct convolution (calibration.conv_flops)")
+                  "priced as kernel class conv) | winograd (oneDNN's Winograd F(4x4,3x3) for 3x3 stride-1 layers, "
+                  "kernel class winograd; needs AVX-512; the other layers direct) | LAYER[:direct|winograd],... (those "
+                  "layers; a bare name is direct) | auto (each layer's fastest path: by the platform's "
+                  "calibration.conv_flops and winograd_flops where it has them, else im2col in a prediction and timed "
+                  "at start-up in a real run); calibrate: anything but im2col also times every conv layer as a direct "
+                  "convolution (calibration.conv_flops) and, where the CPU runs them, as a Winograd one "
+                  "(calibration.winograd_flops)")
       ->capture_default_str();
 }
 

@@ -123,6 +123,34 @@ if(CNNPAR_ONEDNN AND NOT CNNPAR_SANITIZE)
                    ${run_out}/direct_np2.json)
 endif()
 
+# Winograd convolutions (oneDNN's F(4x4, 3x3); oneDNN 2.x has them on AVX-512 CPUs only, so the
+# runs need such a build machine) train to the weights of im2col + GEMM on a smooth network of
+# 3x3 convolutions. Each layer's output differs from a direct sum by its transforms' rounding
+# (2e-6 relative on VGG's conv3_2 shape, ~10x a direct sum's); after 20 iterations the weights
+# still differ by rounding alone: 1e-5 at their scale, as direct (measured 1.7e-8 at P = 1, 2, 4
+# on an AMD EPYC with AVX-512).
+file(READ /proc/cpuinfo cnnpar_cpuinfo LIMIT 8192)
+set(cnnpar_cpu_avx512 ON)
+foreach(flag avx512f avx512bw avx512vl avx512dq)
+  if(NOT cnnpar_cpuinfo MATCHES " ${flag}( |\n)")
+    set(cnnpar_cpu_avx512 OFF)
+  endif()
+endforeach()
+if(CNNPAR_ONEDNN AND NOT CNNPAR_SANITIZE AND cnnpar_cpu_avx512)
+  set(smooth3_common --network ${CMAKE_CURRENT_SOURCE_DIR}/data/cifar-smooth-3x3.json --batch 64 --iterations 20
+      --warmup 1 --seed 7 --lr 0.001 --strategy dp)
+  foreach(np 1 2 4)
+    foreach(conv im2col winograd)
+      cnnpar_mpi_run(real_run_smooth3_${conv}_np${np} ${np} real_winograd_runs ${smooth3_common} --conv ${conv}
+                     --trace ${run_out}/smooth3_${conv}_np${np}.json --weights-out ${run_out}/smooth3_${conv}_np${np}.bin)
+    endforeach()
+    cnnpar_mpi_check(real_weights_smooth_winograd_np${np} real_winograd_runs $<TARGET_FILE:cnnpar_weights_compare>
+                     1e-5 ${run_out}/smooth3_im2col_np${np}.bin ${run_out}/smooth3_winograd_np${np}.bin)
+  endforeach()
+  cnnpar_mpi_check(real_trace_winograd_ops real_winograd_runs sh -c "grep -q '\"conv\": \"winograd\"' $0"
+                   ${run_out}/smooth3_winograd_np2.json)
+endif()
+
 # --conv auto, the default. A real run on a platform without a direct grid times both paths of
 # each conv layer at start-up and says what it chose; sleep compute (nothing to time) takes the
 # platform's prices: on local-direct-grid (direct convolutions at 1000 TFLOP/s against GEMMs at

@@ -26,6 +26,10 @@ constexpr double kGemmTolerance = 1e-5;
 constexpr double kExactTolerance = 1e-6;
 // LRN uses float pow and sums of 5 squares against a double reference.
 constexpr double kLrnTolerance = 1e-5;
+// Winograd F(4x4, 3x3) (Lavin & Gray 2016) sums each output over transformed 6x6 tiles whose
+// coefficients reach 5.25 and whose inverse transform multiplies by up to 8: FP32 rounding grows
+// ~10x over a direct sum's, to ~1e-4 on sums of ~300 products in [-1, 1] (size ~10).
+constexpr double kWinogradTolerance = 2e-4;
 
 std::vector<float> random_vector(std::size_t n, std::mt19937& rng, float scale = 1.0f) {
   std::uniform_real_distribution<float> d(-scale, scale);
@@ -169,6 +173,46 @@ TEST_CASE("direct convolution (oneDNN): forward, backward data (adding) and weig
     CHECK(report("direct conv weight gradient", dw, ref_dw) < kGemmTolerance);
     CHECK(report("direct conv bias gradient", db, ref_db) < kGemmTolerance);
   }
+}
+
+TEST_CASE("Winograd convolution (oneDNN): forward, backward data (adding) and weights equal the reference") {
+  // 3x3 kernels of stride 1 (pad 1 and 0), the only ones Winograd F(4x4, 3x3) takes; channel
+  // counts that are and are not multiples of oneDNN's 16-wide blocks; tiles cut at the edges.
+  const Case cases[] = {{3, 2, 7, 9, 3, 3, 1, 1, 4}, {32, 2, 8, 8, 3, 3, 1, 1, 48}, {17, 3, 5, 7, 3, 3, 1, 0, 20},
+                        {64, 1, 2, 2, 3, 3, 1, 1, 64}};
+  std::mt19937 rng(5);
+  int tested = 0;
+  for (const Case& k : cases) {
+    const ConvGeometry g = geometry(k);
+    if (!winograd_convolution_available(g, k.o)) continue;
+    ++tested;
+    const auto [in, w, b] = random_operands(k, rng);
+    auto e = random_vector(std::size_t(k.o * g.column_cols()), rng);
+    DirectConv winograd(g, k.o, ConvAlgorithm::winograd);
+    CHECK(winograd.algorithm() == ConvAlgorithm::winograd);
+
+    std::vector<float> out(std::size_t(k.o * g.column_cols())), ref_out(out.size());
+    ref::conv_forward(g, k.o, w.data(), b.data(), in.data(), ref_out.data());
+    winograd.forward(in.data(), w.data(), b.data(), out.data());
+    CHECK(report("winograd conv forward", out, ref_out) < kWinogradTolerance);
+
+    const auto earlier = random_vector(in.size(), rng);
+    std::vector<float> in_grad = earlier, ref_in_grad(in.size());
+    ref::conv_backward_data(g, k.o, w.data(), e.data(), ref_in_grad.data());
+    for (std::size_t i = 0; i < ref_in_grad.size(); ++i) ref_in_grad[i] += earlier[i];
+    winograd.backward_data_add(w.data(), e.data(), in_grad.data());
+    CHECK(report("winograd conv backward data (added)", in_grad, ref_in_grad) < kWinogradTolerance);
+
+    std::vector<float> dw(w.size()), ref_dw(w.size()), db(b.size()), ref_db(b.size());
+    ref::conv_backward_weight(g, k.o, in.data(), e.data(), ref_dw.data(), ref_db.data());
+    winograd.backward_weights(in.data(), e.data(), dw.data(), db.data());
+    CHECK(report("winograd conv weight gradient", dw, ref_dw) < kWinogradTolerance);
+    CHECK(report("winograd conv bias gradient", db, ref_db) < kGemmTolerance);
+  }
+  if (tested == 0) WARN("this CPU or build has no oneDNN Winograd kernels (oneDNN 2.x: AVX-512 only): not tested");
+  // Not a shape Winograd F(4x4, 3x3) takes, on any CPU.
+  CHECK_FALSE(winograd_convolution_available(ConvGeometry{4, 2, 8, 8, 3, 3, 2, 1}, 8));
+  CHECK_FALSE(winograd_convolution_available(ConvGeometry{4, 2, 8, 8, 5, 5, 1, 2}, 8));
 }
 
 TEST_CASE("gemm with column tiles equals the naive product for every transpose") {

@@ -167,6 +167,36 @@ TEST_CASE("op time of a direct convolution comes from its own grid, keyed by the
   schedule.programs[0].ops = {direct};
   const auto warnings = calibration_warnings(no_conv, schedule);
   REQUIRE(warnings.size() == 1);
-  CHECK_THAT(warnings[0], Catch::Contains("direct convolution"));
+  CHECK_THAT(warnings[0], Catch::Contains("convolution op(s)"));
+  CHECK(calibration_warnings(platform, schedule).empty());
+}
+
+TEST_CASE("op time of a Winograd convolution comes from its own grid, apart from the direct one") {
+  // Direct at 40 GFLOP/s, Winograd at 80 and 120 GFLOP/s (of the direct work) around the shape.
+  nlohmann::json doc = nlohmann::json::parse(R"({"name": "cal", "nodes": {"count": 1, "peak": "1Tf"},
+      "network": {"bandwidth": "1GBps", "latency": "1us"},
+      "calibration": {"gemm_flops": {"gemm 64x2048x27 forward": "10Gf"},
+                      "conv_flops": {"gemm 64x2048x27 forward": "40Gf"},
+                      "winograd_flops": {"gemm 64x1024x27 forward": "80Gf", "gemm 64x4096x27 forward": "120Gf"}}})");
+  const Platform platform = parse_platform(doc, "p.json");
+  const GemmShape mid{64, 2048, 27};
+  Op direct = Op::compute_op("c.fwd", 0, Phase::forward, KernelClass::conv, mid.flops(), 0, 2, mid);
+  Op winograd = direct;
+  winograd.kernel = KernelClass::winograd;
+  // 2·64·2048·27 FLOP at 40 GFLOP/s (direct) and at the interpolated 100 GFLOP/s (Winograd)
+  CHECK(op_time_s(platform, direct, 0) == Approx(mid.flops() / 40e9).epsilon(kRounding));
+  CHECK(op_time_s(platform, winograd, 0) == Approx(mid.flops() / 100e9).epsilon(kRounding));
+  const Platform again = parse_platform(to_json(platform), "again.json");
+  CHECK(again.measured_winograd_flops == platform.measured_winograd_flops);
+  // Without a Winograd grid its ops take the roofline of their class, and the warning says so.
+  Platform no_winograd = platform;
+  no_winograd.measured_winograd_flops.clear();
+  no_winograd.resolve_gemm_grid();
+  Schedule schedule;
+  schedule.programs.resize(1);
+  schedule.programs[0].ops = {winograd};
+  const auto warnings = calibration_warnings(no_winograd, schedule);
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Catch::Contains("c.fwd (winograd)"));
   CHECK(calibration_warnings(platform, schedule).empty());
 }

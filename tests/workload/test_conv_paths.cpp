@@ -8,6 +8,7 @@
 
 #include "base/error.hpp"
 #include "model/scenarios.hpp"
+#include "system/op_time.hpp"
 #include "workload/conv_choice.hpp"
 #include "workload/conv_paths.hpp"
 #include "workload/registry.hpp"
@@ -45,8 +46,13 @@ TEST_CASE("conv paths: --conv parses im2col, direct, auto and layer lists, and b
   const ConvPaths listed = parse_conv_paths("conv3_1,conv2,conv3_1", "command line", "--conv");
   CHECK(listed.mode == ConvPaths::Mode::layers);
   CHECK(listed.direct_layers == std::vector<std::string>{"conv2", "conv3_1"});  // sorted, once each
-  CHECK(listed.direct("conv2"));
-  CHECK_FALSE(listed.direct("conv1"));
+  const Network network = load_network("vgg-a-32");
+  const auto spec = [&](const std::string& name) {
+    return std::find_if(network.layers.begin(), network.layers.end(), [&](const Layer& l) { return l.spec.name == name; })
+        ->spec;
+  };
+  CHECK(listed.path(spec("conv2")) == ConvPath::direct);
+  CHECK(listed.path(spec("conv1")) == ConvPath::im2col);
   CHECK(listed.text() == "conv2,conv3_1");
   CHECK(listed.json() == nlohmann::json({"conv2", "conv3_1"}));
   CHECK(conv_paths_from_json(listed.json(), "t.json", "/conv") == listed);
@@ -60,6 +66,62 @@ TEST_CASE("conv paths: --conv parses im2col, direct, auto and layer lists, and b
     CHECK(e.value() == "conv1,,conv2");
   }
   CHECK_THROWS_AS(conv_paths_from_json(nlohmann::json(7), "spec.json", "/conv"), InputError);
+}
+
+TEST_CASE("conv paths: --conv winograd and LAYER:PATH lists, and a layer given two paths names flag and value") {
+  const Network network = load_network("resnet-18-32");
+  const ConvPaths all = parse_conv_paths("winograd", "command line", "--conv");
+  CHECK(all.mode == ConvPaths::Mode::winograd);
+  CHECK(all.any_direct());
+  CHECK(all.any_winograd());
+  CHECK(all.text() == "winograd");
+  // Winograd F(4x4, 3x3) takes 3x3 kernels of stride 1; a stride-2 or 1x1 layer runs direct.
+  for (const Layer& layer : network.layers) {
+    if (layer.spec.kind != LayerKind::conv) continue;
+    const bool winograd = layer.spec.kernel_h == 3 && layer.spec.kernel_w == 3 && layer.spec.stride == 1;
+    CHECK(winograd_shape(layer.spec) == winograd);
+    CHECK(all.path(layer.spec) == (winograd ? ConvPath::winograd : ConvPath::direct));
+  }
+
+  const ConvPaths listed = parse_conv_paths("conv3_1:winograd,conv2,conv1:direct,conv4_1:im2col", "c", "--conv");
+  CHECK(listed.direct_layers == std::vector<std::string>{"conv1", "conv2"});
+  CHECK(listed.winograd_layers == std::vector<std::string>{"conv3_1"});
+  CHECK(listed.text() == "conv1,conv2,conv3_1:winograd");  // sorted by name; a bare name is direct
+  CHECK(listed.json() == nlohmann::json({"conv1", "conv2", "conv3_1:winograd"}));
+  CHECK(conv_paths_from_json(listed.json(), "t.json", "/conv") == listed);
+  CHECK(parse_conv_paths("conv1:im2col", "c", "--conv").json().is_null());
+
+  for (const char* bad : {"conv1:winograd,conv1:direct", "conv1:fft", ":winograd"}) {
+    try {
+      parse_conv_paths(bad, "command line", "--conv");
+      FAIL(std::string("parsed ") + bad);
+    } catch (const InputError& e) {
+      CHECK(e.file() == "command line");
+      CHECK(e.json_path() == "--conv");
+      CHECK(e.value() == bad);
+    }
+  }
+}
+
+TEST_CASE("conv paths: Winograd takes 3x3 stride-1 conv layers only") {
+  const Network vgg = load_network("vgg-a-32");
+  CHECK_NOTHROW(validate_conv_paths(parse_conv_paths("conv1:winograd,conv5_2:winograd", "c", "--conv"), vgg, "c"));
+  const Network resnet = load_network("resnet-18-32");
+  std::string strided;  // the first stride-2 3x3 conv layer of resnet-18-32
+  for (const Layer& layer : resnet.layers)
+    if (layer.spec.kind == LayerKind::conv && layer.spec.stride == 2 && layer.spec.kernel_h == 3) {
+      strided = layer.spec.name;
+      break;
+    }
+  REQUIRE_FALSE(strided.empty());
+  try {
+    validate_conv_paths(parse_conv_paths(strided + ":winograd", "c", "--conv"), resnet, "spec.json");
+    FAIL("a stride-2 layer ran Winograd");
+  } catch (const InputError& e) {
+    CHECK(e.file() == "spec.json");
+    CHECK(e.json_path() == "/conv");
+    CHECK(e.value() == strided + ":winograd");
+  }
 }
 
 TEST_CASE("conv paths: a schedule takes conv layers only") {
@@ -110,17 +172,30 @@ TEST_CASE("conv paths: a direct layer has no im2col or col2im ops, its GEMM ops 
   CHECK(options.at("conv") == nlohmann::json({"conv2"}));
   CHECK(strategy_options_from_json(options, "t").conv.direct_layers == std::vector<std::string>{"conv2"});
   CHECK_FALSE(to_json(dp_on(2, {})).contains("conv"));
+
+  // Winograd: the same ops, bytes and FLOPs (those of the work, not of the transforms), of
+  // kernel class winograd.
+  const Schedule winograd = build_schedule(network, platform, dp_on(2, parse_conv_paths("conv2:winograd", "c", "--conv")));
+  const auto with_winograd = kernels_by_layer(winograd, network);
+  CHECK(with_winograd.count({"conv2", KernelClass::conv}) == 0);
+  CHECK(with_winograd.at({"conv2", KernelClass::winograd}) == 3);
+  for (const Op& op : winograd.programs[0].ops) {
+    if (op.kind != OpKind::compute || op.kernel != KernelClass::winograd) continue;
+    CHECK(op.bytes == Approx(kExpectedBytes).epsilon(1e-12));
+    CHECK(op.flops == Approx(2.0 * 128 * 64 * 9 * 32 * 16 * 16).epsilon(1e-12));
+  }
 }
 
 namespace {
 
 /** vgg-a-32 on a calibrated node: every GEMM at 10 GFLOP/s and, when `direct_flops` is given,
  *  every direct convolution at that rate (one grid point each: the rate of every shape). */
-Platform calibrated(const char* direct_flops) {
+Platform calibrated(const char* direct_flops, const char* winograd_flops = nullptr) {
   nlohmann::json doc = nlohmann::json::parse(R"({"name": "cal", "nodes": {"count": 4, "peak": "1Tf"},
       "network": {"bandwidth": "1GBps", "latency": "1us"},
       "calibration": {"gemm_flops": {"gemm 64x2048x27": "10Gf"}}})");
   if (direct_flops != nullptr) doc["calibration"]["conv_flops"] = {{"gemm 64x2048x27", direct_flops}};
+  if (winograd_flops != nullptr) doc["calibration"]["winograd_flops"] = {{"gemm 64x2048x27", winograd_flops}};
   return parse_platform(doc, "cal.json");
 }
 
@@ -163,4 +238,41 @@ TEST_CASE("conv paths: auto takes each layer's path the platform prices faster, 
   // Direct at 100 MFLOP/s: 100 times slower than the GEMMs, whose path costs at most the GEMM
   // work plus memory-bound copies: every layer stays im2col.
   CHECK(conv_paths_priced_faster(network, calibrated("100Mf"), dp_on(2, automatic)) == ConvPaths{});
+}
+
+TEST_CASE("conv paths: auto takes Winograd where the platform prices it lowest, only on layers it can run") {
+  const Network network = load_network("resnet-18-32");
+  const ConvPaths automatic{.mode = ConvPaths::Mode::automatic};
+  std::vector<std::string> winograd_layers, other_conv_layers;
+  for (const Layer& layer : network.layers)
+    if (layer.spec.kind == LayerKind::conv) (winograd_shape(layer.spec) ? winograd_layers : other_conv_layers).push_back(layer.spec.name);
+  std::sort(winograd_layers.begin(), winograd_layers.end());
+  std::sort(other_conv_layers.begin(), other_conv_layers.end());
+  REQUIRE_FALSE(other_conv_layers.empty());  // its stride-2 and 1x1 convolutions
+
+  // Winograd at 2 TFLOP/s (of the direct work), direct at 1, GEMMs at 10 GFLOP/s: Winograd
+  // wherever it runs, direct elsewhere.
+  const ConvPaths both = conv_paths_priced_faster(network, calibrated("1Tf", "2Tf"), dp_on(2, automatic));
+  CHECK(both.winograd_layers == winograd_layers);
+  CHECK(both.direct_layers == other_conv_layers);
+  // Winograd slower than direct: direct everywhere.
+  const ConvPaths slow_winograd = conv_paths_priced_faster(network, calibrated("1Tf", "100Gf"), dp_on(2, automatic));
+  CHECK(slow_winograd.winograd_layers.empty());
+  // A Winograd grid alone: Winograd where it runs, im2col (the only other measured path) elsewhere.
+  const Platform winograd_only = calibrated(nullptr, "2Tf");
+  CHECK(prices_direct_convolutions(winograd_only));
+  const ConvPaths alone = conv_paths_priced_faster(network, winograd_only, dp_on(2, automatic));
+  CHECK(alone.winograd_layers == winograd_layers);
+  CHECK(alone.direct_layers.empty());
+  // The resolved schedule records it, and prices the Winograd ops by their own grid: one
+  // forward op at 2 TFLOP/s takes flops / 2e12 s.
+  const Schedule schedule = build_schedule(network, winograd_only, dp_on(2, automatic));
+  CHECK(schedule.options.at("conv") == alone.json());
+  bool priced = false;
+  for (const Op& op : schedule.programs[0].ops)
+    if (op.kind == OpKind::compute && op.kernel == KernelClass::winograd && op.phase == Phase::forward) {
+      CHECK(op_time_s(winograd_only, op, 0) == Approx(op.flops / 2e12).epsilon(1e-9));
+      priced = true;
+    }
+  CHECK(priced);
 }
