@@ -1,6 +1,7 @@
 // cnnpar-run, the MPI executor mpiexec/srun starts: MPI and signal set-up, the options, then
 // training or --calibrate. Exit status: 0 ok, 1 failure (incl. a stalled or dead rank), 2 bad
 // input.
+#include <malloc.h>
 #include <sys/prctl.h>
 
 #include <csignal>
@@ -52,6 +53,10 @@ int main(int argc, char** argv) {
   // Sleeps (sleep compute, polling, the communication thread) end when asked, not up to the
   // default 50 us timer slack later (threads inherit it). Measured: 65-86 us late -> 15-36 us.
   ::prctl(PR_SET_TIMERSLACK, 1UL);
+  // Buffers of 128 KiB and more are mapped and unmapped: what the set-up and the start-up probes
+  // free returns to the system, instead of staying in the heap once glibc's sliding threshold
+  // has grown past it (up to 32 MiB). Measured on resnet-18-32, batch 64: 30 MB less peak memory.
+  ::mallopt(M_MMAP_THRESHOLD, 128 * 1024);
   std::unique_ptr<mpi::Environment> environment;
   try {
     environment = std::make_unique<mpi::Environment>(&argc, &argv, wants_thread_multiple(argc, argv));
