@@ -63,7 +63,7 @@ struct RunSpec {
   std::string inner = "gemm";  ///< conv forward and weight gradient: gemm | dag (model/inner_mode.hpp)
   Slowdowns slowdown;                  ///< JSON "slowdown": {"RANK": FACTOR}
   // strategy.recompute_columns is the "columns" field: "kept" | "recomputed"; strategy.conv
-  // the "conv" field: "im2col" | "direct" | "auto" | "LAYER,LAYER,..."
+  // the "conv" field: "im2col" | "direct" | "winograd" | "auto" | "LAYER[:PATH],..."
 };
 
 /** Numbers of a run that mean something only in a range. One check serves cnnpar-run's

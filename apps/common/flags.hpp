@@ -66,8 +66,8 @@ CLI::Option* max_message(CLI::App& app, double& bytes);
 CLI::Option* op_seconds(CLI::App& app, bool& op_seconds);
 /** --calibrate-parts compute,network,progress (workload/run_spec.hpp parse_calibration_parts). */
 CLI::Option* calibrate_parts(CLI::App& app, std::string& parts);
-/** --conv im2col|direct|auto|LAYER,... (workload/conv_paths.hpp): which conv layers run as
- *  direct convolutions; one help text for the strategy flags and `cnnpar calibrate`. */
+/** --conv im2col|direct|winograd|auto|LAYER[:PATH],... (workload/conv_paths.hpp): how each
+ *  conv layer runs; one help text for the strategy flags and `cnnpar calibrate`. */
 CLI::Option* conv(CLI::App& app, std::string& paths);
 /** --inner gemm|dag (model/inner_mode.hpp): how a rank runs its conv layers. */
 CLI::Option* inner(CLI::App& app, std::string& mode);
