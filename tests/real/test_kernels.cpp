@@ -138,6 +138,44 @@ TEST_CASE("conv backward weight: E columns^T equals the direct sum") {
   }
 }
 
+namespace {
+
+// One of oneDNN's convolutions against the reference kernels on a random case: forward with and
+// without bias, backward data adding to earlier errors, weight and bias gradients.
+void check_against_reference(DirectConv& conv, const Case& k, std::mt19937& rng, const std::string& name,
+                             double tolerance) {
+  const ConvGeometry g = geometry(k);
+  const auto [in, w, b] = random_operands(k, rng);
+  auto e = random_vector(std::size_t(k.o * g.column_cols()), rng);
+  const auto label = [&](const char* what) { return name + " conv " + what; };
+
+  std::vector<float> out(std::size_t(k.o * g.column_cols())), ref_out(out.size());
+  ref::conv_forward(g, k.o, w.data(), b.data(), in.data(), ref_out.data());
+  conv.forward(in.data(), w.data(), b.data(), out.data());
+  CHECK(report(label("forward").c_str(), out, ref_out) < tolerance);
+  std::vector<float> zero_bias(b.size(), 0.0f);
+  ref::conv_forward(g, k.o, w.data(), zero_bias.data(), in.data(), ref_out.data());
+  conv.forward(in.data(), w.data(), nullptr, out.data());
+  CHECK(report(label("forward, no bias").c_str(), out, ref_out) < tolerance);
+
+  // The errors add to what the tensor's other readers left there.
+  const auto earlier = random_vector(in.size(), rng);
+  std::vector<float> in_grad = earlier, ref_in_grad(in.size());
+  ref::conv_backward_data(g, k.o, w.data(), e.data(), ref_in_grad.data());
+  for (std::size_t i = 0; i < ref_in_grad.size(); ++i) ref_in_grad[i] += earlier[i];
+  conv.backward_data_add(w.data(), e.data(), in_grad.data());
+  CHECK(report(label("backward data (added)").c_str(), in_grad, ref_in_grad) < tolerance);
+
+  std::vector<float> dw(w.size()), ref_dw(w.size()), db(b.size()), ref_db(b.size());
+  ref::conv_backward_weight(g, k.o, in.data(), e.data(), ref_dw.data(), ref_db.data());
+  conv.backward_weights(in.data(), e.data(), dw.data(), db.data());
+  CHECK(report(label("weight gradient").c_str(), dw, ref_dw) < tolerance);
+  // The bias gradient is a plain sum over the errors in both algorithms.
+  CHECK(report(label("bias gradient").c_str(), db, ref_db) < kGemmTolerance);
+}
+
+}  // namespace
+
 TEST_CASE("direct convolution (oneDNN): forward, backward data (adding) and weights equal the reference") {
   if (!direct_convolution_available()) {
     WARN("this build has no oneDNN (CNNPAR_ONEDNN=OFF): direct convolutions not tested");
@@ -145,33 +183,8 @@ TEST_CASE("direct convolution (oneDNN): forward, backward data (adding) and weig
   }
   std::mt19937 rng(4);
   for (const Case& k : kConvCases) {
-    const ConvGeometry g = geometry(k);
-    const auto [in, w, b] = random_operands(k, rng);
-    auto e = random_vector(std::size_t(k.o * g.column_cols()), rng);
-    DirectConv direct(g, k.o);
-
-    std::vector<float> out(std::size_t(k.o * g.column_cols())), ref_out(out.size());
-    ref::conv_forward(g, k.o, w.data(), b.data(), in.data(), ref_out.data());
-    direct.forward(in.data(), w.data(), b.data(), out.data());
-    CHECK(report("direct conv forward", out, ref_out) < kGemmTolerance);
-    std::vector<float> zero_bias(b.size(), 0.0f);
-    ref::conv_forward(g, k.o, w.data(), zero_bias.data(), in.data(), ref_out.data());
-    direct.forward(in.data(), w.data(), nullptr, out.data());
-    CHECK(report("direct conv forward, no bias", out, ref_out) < kGemmTolerance);
-
-    // The errors add to what the tensor's other readers left there.
-    const auto earlier = random_vector(in.size(), rng);
-    std::vector<float> in_grad = earlier, ref_in_grad(in.size());
-    ref::conv_backward_data(g, k.o, w.data(), e.data(), ref_in_grad.data());
-    for (std::size_t i = 0; i < ref_in_grad.size(); ++i) ref_in_grad[i] += earlier[i];
-    direct.backward_data_add(w.data(), e.data(), in_grad.data());
-    CHECK(report("direct conv backward data (added)", in_grad, ref_in_grad) < kGemmTolerance);
-
-    std::vector<float> dw(w.size()), ref_dw(w.size()), db(b.size()), ref_db(b.size());
-    ref::conv_backward_weight(g, k.o, in.data(), e.data(), ref_dw.data(), ref_db.data());
-    direct.backward_weights(in.data(), e.data(), dw.data(), db.data());
-    CHECK(report("direct conv weight gradient", dw, ref_dw) < kGemmTolerance);
-    CHECK(report("direct conv bias gradient", db, ref_db) < kGemmTolerance);
+    DirectConv direct(geometry(k), k.o);
+    check_against_reference(direct, k, rng, "direct", kGemmTolerance);
   }
 }
 
@@ -183,31 +196,11 @@ TEST_CASE("Winograd convolution (oneDNN): forward, backward data (adding) and we
   std::mt19937 rng(5);
   int tested = 0;
   for (const Case& k : cases) {
-    const ConvGeometry g = geometry(k);
-    if (!winograd_convolution_available(g, k.o)) continue;
+    if (!winograd_convolution_available(geometry(k), k.o)) continue;
     ++tested;
-    const auto [in, w, b] = random_operands(k, rng);
-    auto e = random_vector(std::size_t(k.o * g.column_cols()), rng);
-    DirectConv winograd(g, k.o, ConvAlgorithm::winograd);
+    DirectConv winograd(geometry(k), k.o, ConvAlgorithm::winograd);
     CHECK(winograd.algorithm() == ConvAlgorithm::winograd);
-
-    std::vector<float> out(std::size_t(k.o * g.column_cols())), ref_out(out.size());
-    ref::conv_forward(g, k.o, w.data(), b.data(), in.data(), ref_out.data());
-    winograd.forward(in.data(), w.data(), b.data(), out.data());
-    CHECK(report("winograd conv forward", out, ref_out) < kWinogradTolerance);
-
-    const auto earlier = random_vector(in.size(), rng);
-    std::vector<float> in_grad = earlier, ref_in_grad(in.size());
-    ref::conv_backward_data(g, k.o, w.data(), e.data(), ref_in_grad.data());
-    for (std::size_t i = 0; i < ref_in_grad.size(); ++i) ref_in_grad[i] += earlier[i];
-    winograd.backward_data_add(w.data(), e.data(), in_grad.data());
-    CHECK(report("winograd conv backward data (added)", in_grad, ref_in_grad) < kWinogradTolerance);
-
-    std::vector<float> dw(w.size()), ref_dw(w.size()), db(b.size()), ref_db(b.size());
-    ref::conv_backward_weight(g, k.o, in.data(), e.data(), ref_dw.data(), ref_db.data());
-    winograd.backward_weights(in.data(), e.data(), dw.data(), db.data());
-    CHECK(report("winograd conv weight gradient", dw, ref_dw) < kWinogradTolerance);
-    CHECK(report("winograd conv bias gradient", db, ref_db) < kGemmTolerance);
+    check_against_reference(winograd, k, rng, "winograd", kWinogradTolerance);
   }
   if (tested == 0) WARN("this CPU or build has no oneDNN Winograd kernels (oneDNN 2.x: AVX-512 only): not tested");
   // Not a shape Winograd F(4x4, 3x3) takes, on any CPU.

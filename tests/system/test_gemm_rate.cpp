@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "base/error.hpp"
 #include "model/platform.hpp"
@@ -141,6 +142,33 @@ TEST_CASE("op time of a GEMM between calibrated batches is interpolated, outside
   CHECK_THAT(warnings[0], Catch::Contains("gemm 64x8192x27 forward"));
 }
 
+namespace {
+
+// The calibration warnings of a one-rank schedule of `op` alone.
+std::vector<std::string> warnings_for_one_op(const Platform& platform, const Op& op) {
+  Schedule schedule;
+  schedule.programs.resize(1);
+  schedule.programs[0].ops = {op};
+  return calibration_warnings(platform, schedule);
+}
+
+// The platform's grid `rates` survives a round trip through its JSON; without it, `op` is
+// priced by its class's roofline and the one warning contains `warning`.
+void check_grid_kept_and_missed(const Platform& platform, std::map<std::string, double> Platform::*rates, const Op& op,
+                                const std::string& warning) {
+  const Platform again = parse_platform(to_json(platform), "again.json");
+  CHECK(again.*rates == platform.*rates);
+  Platform without = platform;
+  (without.*rates).clear();
+  without.resolve_gemm_grid();
+  const auto warnings = warnings_for_one_op(without, op);
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Catch::Contains(warning));
+  CHECK(warnings_for_one_op(platform, op).empty());
+}
+
+}  // namespace
+
 TEST_CASE("op time of a direct convolution comes from its own grid, keyed by the GEMM of the same work") {
   // The GEMM grid says 10 GFLOP/s for this shape, the direct convolutions' grid 40 and 60.
   nlohmann::json doc = nlohmann::json::parse(R"({"name": "cal", "nodes": {"count": 1, "peak": "1Tf"},
@@ -155,20 +183,7 @@ TEST_CASE("op time of a direct convolution comes from its own grid, keyed by the
   // 2·64·2048·27 FLOP at 10 GFLOP/s (the GEMM) and at the interpolated 50 GFLOP/s (direct)
   CHECK(op_time_s(platform, gemm, 0) == Approx(mid.flops() / 10e9).epsilon(kRounding));
   CHECK(op_time_s(platform, direct, 0) == Approx(mid.flops() / 50e9).epsilon(kRounding));
-  // The grid survives a round trip through the platform JSON.
-  const Platform again = parse_platform(to_json(platform), "again.json");
-  CHECK(again.measured_conv_flops == platform.measured_conv_flops);
-  // Without a conv grid a calibrated platform prices direct ops by the roofline, and says so.
-  Platform no_conv = platform;
-  no_conv.measured_conv_flops.clear();
-  no_conv.resolve_gemm_grid();
-  Schedule schedule;
-  schedule.programs.resize(1);
-  schedule.programs[0].ops = {direct};
-  const auto warnings = calibration_warnings(no_conv, schedule);
-  REQUIRE(warnings.size() == 1);
-  CHECK_THAT(warnings[0], Catch::Contains("convolution op(s)"));
-  CHECK(calibration_warnings(platform, schedule).empty());
+  check_grid_kept_and_missed(platform, &Platform::measured_conv_flops, direct, "c.fwd (conv)");
 }
 
 TEST_CASE("op time of a Winograd convolution comes from its own grid, apart from the direct one") {
@@ -186,17 +201,5 @@ TEST_CASE("op time of a Winograd convolution comes from its own grid, apart from
   // 2·64·2048·27 FLOP at 40 GFLOP/s (direct) and at the interpolated 100 GFLOP/s (Winograd)
   CHECK(op_time_s(platform, direct, 0) == Approx(mid.flops() / 40e9).epsilon(kRounding));
   CHECK(op_time_s(platform, winograd, 0) == Approx(mid.flops() / 100e9).epsilon(kRounding));
-  const Platform again = parse_platform(to_json(platform), "again.json");
-  CHECK(again.measured_winograd_flops == platform.measured_winograd_flops);
-  // Without a Winograd grid its ops take the roofline of their class, and the warning says so.
-  Platform no_winograd = platform;
-  no_winograd.measured_winograd_flops.clear();
-  no_winograd.resolve_gemm_grid();
-  Schedule schedule;
-  schedule.programs.resize(1);
-  schedule.programs[0].ops = {winograd};
-  const auto warnings = calibration_warnings(no_winograd, schedule);
-  REQUIRE(warnings.size() == 1);
-  CHECK_THAT(warnings[0], Catch::Contains("c.fwd (winograd)"));
-  CHECK(calibration_warnings(platform, schedule).empty());
+  check_grid_kept_and_missed(platform, &Platform::measured_winograd_flops, winograd, "c.fwd (winograd)");
 }
