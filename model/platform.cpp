@@ -180,7 +180,8 @@ void Platform::resolve_speed_factors() {
 void Platform::resolve_gemm_grid() {
   gemm_grid_ = measured_gemm_flops.empty() ? nullptr : std::make_shared<const GemmGrid>(measured_gemm_flops);
   conv_grid_ = measured_conv_flops.empty() ? nullptr : std::make_shared<const GemmGrid>(measured_conv_flops);
-  winograd_grid_ = measured_winograd_flops.empty() ? nullptr : std::make_shared<const GemmGrid>(measured_winograd_flops);
+  winograd_grid_ =
+      measured_winograd_flops.empty() ? nullptr : std::make_shared<const GemmGrid>(measured_winograd_flops);
 }
 
 void Platform::slow_down(int rank, double factor) {

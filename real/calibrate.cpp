@@ -71,8 +71,8 @@ std::string describe_source(const Network& network, const Platform& base, const 
         "convolution grid of {} points, Winograd convolution grid of {} points; non-GEMM kernels "
         "t = {:.3g} s + bytes / {:.4g} B/s over {} ops ({} outlying)",
         network.name, c.batches.front(), c.batches.back(), o.batch, to_string(gemm_backend()), c.gemm_points,
-        o.repeats, size, c.gemm_outliers, c.conv_points, c.winograd_points, c.memory.overhead_s, c.memory.bandwidth_Bps, c.memory_points,
-        c.memory.outliers);
+        o.repeats, size, c.gemm_outliers, c.conv_points, c.winograd_points, c.memory.overhead_s, c.memory.bandwidth_Bps,
+        c.memory_points, c.memory.outliers);
   }
   if (result.measured.network) {
     int outliers = 0, repeats = 0;

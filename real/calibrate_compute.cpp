@@ -176,16 +176,19 @@ void calibrate_compute(const Network& network, const Platform& base, const Calib
   if (o.winograd_convolutions) pool_over_ranks(winograd_timings, comm, rank, o.timeout_s);
   if (rank != 0) return;
   // Direct and Winograd convolutions: the median time of each shape and phase, as the GEMM grid's.
-  const auto conv_grid = [](const std::vector<BatchTimings>& kept, KernelClass kernel, std::map<std::string, double>& rates) {
+  const auto conv_grid = [](const std::vector<BatchTimings>& kept, KernelClass kernel,
+                            std::map<std::string, double>& rates) {
     std::map<std::string, std::pair<GemmShape, std::vector<double>>> conv_seconds;
     for (const BatchTimings& t : kept)
       for (const auto& [label, entry] : t.ops) {
         const auto& [op, seconds] = entry;
         if (op.kernel != kernel) continue;
-        auto& pooled = conv_seconds.try_emplace(gemm_key(op.gemm, op.phase), op.gemm, std::vector<double>{}).first->second;
+        auto& pooled =
+            conv_seconds.try_emplace(gemm_key(op.gemm, op.phase), op.gemm, std::vector<double>{}).first->second;
         pooled.second.insert(pooled.second.end(), seconds.begin(), seconds.end());
       }
-    for (const auto& [key, entry] : conv_seconds) rates[key] = entry.first.flops() / std::max(median(entry.second), 1e-9);
+    for (const auto& [key, entry] : conv_seconds)
+      rates[key] = entry.first.flops() / std::max(median(entry.second), 1e-9);
     return int(conv_seconds.size());
   };
   summary.conv_points = conv_grid(direct_timings, KernelClass::conv, platform.measured_conv_flops);

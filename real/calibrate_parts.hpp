@@ -16,10 +16,10 @@
 #include "model/platform.hpp"
 #include "model/schedule.hpp"
 #include "real/calibrate.hpp"
-#include "workload/conv_paths.hpp"
 #include "real/calibration_fit.hpp"
 #include "real/interpreter.hpp"
 #include "real/mpi_wrap.hpp"
+#include "workload/conv_paths.hpp"
 
 namespace cnnpar::real {
 

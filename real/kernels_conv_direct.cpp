@@ -12,8 +12,6 @@
 
 namespace cnnpar::real {
 
-const char* to_string(ConvAlgorithm algorithm) { return algorithm == ConvAlgorithm::winograd ? "winograd" : "direct"; }
-
 #ifdef CNNPAR_HAVE_ONEDNN
 
 // A rank runs one layer's kernel at a time: the reordered copies and the library's scratchpads of

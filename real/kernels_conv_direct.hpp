@@ -16,7 +16,6 @@ bool direct_convolution_available();
 
 /** Which of oneDNN's convolution algorithms a DirectConv runs. */
 enum class ConvAlgorithm { direct, winograd };
-const char* to_string(ConvAlgorithm algorithm);
 
 /** True when this build has oneDNN and its Winograd convolutions run `geometry` with `out_maps`
  *  maps on this CPU (oneDNN 2.x has them for 3x3 kernels, stride 1, pad <= 1, on AVX-512 only). */

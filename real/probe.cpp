@@ -127,7 +127,8 @@ ConvPathSeconds conv_path_seconds(const ConvGeometry& g, std::int64_t out_maps, 
   std::vector<float> columns(std::size_t(g.column_rows() * g.column_cols()));
   DirectConv direct(g, out_maps);
   std::unique_ptr<DirectConv> winograd;
-  if (winograd_convolution_available(g, out_maps)) winograd = std::make_unique<DirectConv>(g, out_maps, ConvAlgorithm::winograd);
+  if (winograd_convolution_available(g, out_maps))
+    winograd = std::make_unique<DirectConv>(g, out_maps, ConvAlgorithm::winograd);
   const auto im2col_step = [&] {
     im2col(g, input.data(), columns.data());
     conv_forward_gemm(g, out_maps, weights.data(), bias.data(), columns.data(), output.data());

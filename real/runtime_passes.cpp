@@ -447,7 +447,8 @@ void Runtime::Impl::set_active_batch(std::int64_t images) {
     const bool changed = x.geo.batch != images;
     x.n = images;
     x.geo.batch = images;
-    if (x.direct && changed) x.direct = std::make_unique<DirectConv>(x.geo, x.held.units.count, x.direct_algorithm);  // primitives are per shape
+    if (x.direct && changed)  // primitives are per shape
+      x.direct = std::make_unique<DirectConv>(x.geo, x.held.units.count, x.direct_algorithm);
   }
   n = images;
   label_range.count = images;

@@ -16,7 +16,8 @@ bool priced_by_rate(KernelClass kernel) {
 }
 
 /** The measured rates of a rate-priced class and their grid. */
-std::pair<const std::map<std::string, double>*, const GemmGrid*> rate_table(const Platform& platform, KernelClass kernel) {
+std::pair<const std::map<std::string, double>*, const GemmGrid*> rate_table(const Platform& platform,
+                                                                             KernelClass kernel) {
   if (kernel == KernelClass::conv) return {&platform.measured_conv_flops, platform.conv_grid()};
   if (kernel == KernelClass::winograd) return {&platform.measured_winograd_flops, platform.winograd_grid()};
   return {&platform.measured_gemm_flops, platform.gemm_grid()};
@@ -158,7 +159,8 @@ std::vector<std::string> calibration_warnings(const Platform& platform, const Sc
   std::set<std::string> outside, unmeasured_conv;
   for (int rank = 0; rank < schedule.ranks(); ++rank)
     for (const Op& op : schedule.programs[std::size_t(rank)].ops) {
-      if (op.kind != OpKind::compute || !priced_by_rate(op.kernel) || platform.runs_on_device(op.kernel, rank)) continue;
+      if (op.kind != OpKind::compute || !priced_by_rate(op.kernel) || platform.runs_on_device(op.kernel, rank))
+        continue;
       if (platform.measured_op_s.count(op.label)) continue;
       if (op.kernel != KernelClass::gemm && rate_table(platform, op.kernel).first->empty()) {
         unmeasured_conv.insert(fmt::format("{} ({})", op.label, to_string(op.kernel)));
