@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "base/error.hpp"
@@ -174,16 +176,26 @@ dnnl::convolution_backward_weights::primitive_desc backward_weights_primitive(
   return dnnl::convolution_backward_weights::primitive_desc(desc, user_scratchpad(), cpu_engine(), forward);
 }
 
+// The three passes' descriptions. @throws dnnl::error where oneDNN has no kernel for them (a
+// shape, or Winograd on a CPU without AVX-512).
+struct PrimitiveDescs {
+  dnnl::convolution_forward::primitive_desc forward;
+  dnnl::convolution_backward_data::primitive_desc data;
+  dnnl::convolution_backward_weights::primitive_desc weights;
+};
+PrimitiveDescs primitive_descs(const ConvDims& d, const memory::desc& bias, ConvAlgorithm algorithm) {
+  auto forward = forward_primitive(d, bias, algorithm);
+  auto data = backward_data_primitive(d, algorithm, forward);
+  auto weights = backward_weights_primitive(d, bias, algorithm, forward);
+  return {std::move(forward), std::move(data), std::move(weights)};
+}
+
 }  // namespace
 
 bool winograd_convolution_available(const ConvGeometry& g, std::int64_t out_maps) {
-  // oneDNN refuses to make the primitive where it has no kernel (a shape, or a CPU without AVX-512).
   try {
-    const ConvDims dims(g, out_maps);
-    const memory::desc bias({out_maps}, memory::data_type::f32, Tag::x);
-    const auto forward = forward_primitive(dims, bias, ConvAlgorithm::winograd);
-    backward_data_primitive(dims, ConvAlgorithm::winograd, forward);
-    backward_weights_primitive(dims, bias, ConvAlgorithm::winograd, forward);
+    primitive_descs(ConvDims(g, out_maps), memory::desc({out_maps}, memory::data_type::f32, Tag::x),
+                    ConvAlgorithm::winograd);
     return true;
   } catch (const dnnl::error&) {
     return false;
@@ -192,8 +204,6 @@ bool winograd_convolution_available(const ConvGeometry& g, std::int64_t out_maps
 
 DirectConv::DirectConv(const ConvGeometry& g, std::int64_t out_maps, ConvAlgorithm algorithm)
     : algorithm_(algorithm), primitives_(std::make_unique<Primitives>()) {
-  CNNPAR_ASSERT(algorithm == ConvAlgorithm::direct || winograd_convolution_available(g, out_maps),
-                "oneDNN has no Winograd convolution for this shape on this CPU");
   Primitives& p = *primitives_;
   const ConvDims d(g, out_maps);
   const memory::desc src_user(d.src, memory::data_type::f32, kChannelMajor);
@@ -201,22 +211,28 @@ DirectConv::DirectConv(const ConvGeometry& g, std::int64_t out_maps, ConvAlgorit
   const memory::desc dst_user(d.dst, memory::data_type::f32, kChannelMajor);
   p.bias = memory::desc({out_maps}, memory::data_type::f32, Tag::x);
   p.no_bias.resize(std::size_t(out_maps));
+  std::optional<PrimitiveDescs> descs;
+  try {
+    descs = primitive_descs(d, p.bias, algorithm);
+  } catch (const dnnl::error&) {
+    CNNPAR_ASSERT(false, "oneDNN has no convolution kernel for this shape and algorithm on this CPU");
+  }
 
-  const dnnl::convolution_forward::primitive_desc forward_pd = forward_primitive(d, p.bias, algorithm);
+  const auto& forward_pd = descs->forward;
   p.forward = dnnl::convolution_forward(forward_pd);
   p.src = std::make_unique<Primitives::Operand>(src_user, forward_pd.src_desc(), kFirstOperand);
   p.weights = std::make_unique<Primitives::Operand>(weight_user, forward_pd.weights_desc(), kSecondOperand);
   p.dst = std::make_unique<Primitives::Operand>(dst_user, forward_pd.dst_desc(), kThirdOperand);
   p.forward_scratchpad = forward_pd.scratchpad_desc();
 
-  const auto data_pd = backward_data_primitive(d, algorithm, forward_pd);
+  const auto& data_pd = descs->data;
   p.backward_data = dnnl::convolution_backward_data(data_pd);
   p.bd_weights = std::make_unique<Primitives::Operand>(weight_user, data_pd.weights_desc(), kSecondOperand);
   p.bd_diff_dst = std::make_unique<Primitives::Operand>(dst_user, data_pd.diff_dst_desc(), kFirstOperand);
   p.bd_diff_src = std::make_unique<Primitives::Operand>(src_user, data_pd.diff_src_desc(), kThirdOperand, /*add=*/true);
   p.data_scratchpad = data_pd.scratchpad_desc();
 
-  const auto weights_pd = backward_weights_primitive(d, p.bias, algorithm, forward_pd);
+  const auto& weights_pd = descs->weights;
   p.backward_weights = dnnl::convolution_backward_weights(weights_pd);
   p.bw_src = std::make_unique<Primitives::Operand>(src_user, weights_pd.src_desc(), kFirstOperand);
   p.bw_diff_dst = std::make_unique<Primitives::Operand>(dst_user, weights_pd.diff_dst_desc(), kSecondOperand);

@@ -35,8 +35,9 @@ ConvPaths conv_paths_priced_faster(const Network& network, const Platform& platf
   // A path is a candidate only where the platform measured it.
   const bool direct_priced = !platform.measured_conv_flops.empty();
   const bool winograd_priced = !platform.measured_winograd_flops.empty();
-  const std::vector<double> direct_s = direct_priced ? layer_seconds(ConvPaths::Mode::direct) : im2col_s;
-  const std::vector<double> winograd_s = winograd_priced ? layer_seconds(ConvPaths::Mode::winograd) : im2col_s;
+  const std::vector<double> direct_s = direct_priced ? layer_seconds(ConvPaths::Mode::direct) : std::vector<double>{};
+  const std::vector<double> winograd_s =
+      winograd_priced ? layer_seconds(ConvPaths::Mode::winograd) : std::vector<double>{};
   ConvPaths chosen{.mode = ConvPaths::Mode::layers};
   for (std::size_t l = 0; l < network.layers.size(); ++l) {
     const LayerSpec& layer = network.layers[l].spec;
