@@ -39,6 +39,8 @@ void Runtime::set_gemm_tile_columns(std::int64_t columns) {
 std::int64_t Runtime::gemm_tile_columns() const { return impl_->tile_columns; }
 void Runtime::set_keep_columns(bool keep) { impl_->set_keep_columns(keep); }
 bool Runtime::keep_columns() const { return impl_->keep_columns; }
+void Runtime::set_share_errors(bool share) { impl_->place_errors(share); }
+std::int64_t Runtime::error_floats() const { return impl_->error_storage_floats; }
 void Runtime::set_inner_mode(InnerMode mode) { impl_->inner = mode; }
 InnerMode Runtime::inner_mode() const { return impl_->inner; }
 

@@ -174,6 +174,13 @@ class Runtime {
   void set_keep_columns(bool keep);
   bool keep_columns() const;
 
+  /** Layers whose errors are needed at different times (within an iteration of this rank's
+   *  program) share one arena (default), or every layer keeps its own error buffer: the same
+   *  bits either way, less memory shared. Call between iterations. */
+  void set_share_errors(bool share);
+  /** Floats of this rank's error buffers: the arena and the layers' own. */
+  std::int64_t error_floats() const;
+
   /** How conv forward and weight-gradient GEMM ops run (real/inner_dag.hpp); default gemm. */
   void set_inner_mode(InnerMode mode);
   InnerMode inner_mode() const;

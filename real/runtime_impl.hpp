@@ -21,8 +21,8 @@ inline bool runs_conv_primitive(KernelClass kernel) {
   return kernel == KernelClass::conv || kernel == KernelClass::winograd;
 }
 
-// A layer's activations or errors: its own storage, or the buffer of the layer before it
-// (in-place relu and dropout). Never copied: a shared buffer points into another layer's.
+// A layer's activations or errors: its own storage, the buffer of the layer before it (in-place
+// relu and dropout), or a part of an arena. Never copied: a shared buffer points into another's.
 class LayerBuffer {
  public:
   LayerBuffer() = default;
@@ -37,6 +37,12 @@ class LayerBuffer {
     std::vector<float>().swap(own_);
     data_ = other.data_;
     size_ = other.size_;
+  }
+  // Memory owned elsewhere (an arena), `count` floats at `data`.
+  void place(float* data, std::size_t count) {
+    std::vector<float>().swap(own_);
+    data_ = data;
+    size_ = count;
   }
   float* data() { return data_; }
   const float* data() const { return data_; }
@@ -137,6 +143,15 @@ struct Runtime::Impl {
   std::int64_t iteration_base = 0;
 
   std::vector<LayerState> layers;
+  // Errors of layers whose lifetimes never meet share the arena, each at its planned offset.
+  struct ErrorPlacement {
+    int layer = 0;
+    std::int64_t offset = 0;  // floats
+  };
+  std::vector<ErrorPlacement> error_placements;
+  std::int64_t error_arena_floats = 0;
+  std::vector<float> error_arena;
+  std::int64_t error_storage_floats = 0;  // the arena and the layers' own error buffers
   bool input_cm = false;
   std::vector<float> input;   // (C, n, H, W) or (n, C·H·W)
   std::vector<int> labels;    // images of the softmax layer's region
@@ -202,6 +217,11 @@ struct Runtime::Impl {
   void set_input(const Schedule& schedule);
   void lay_out_parameters();
   std::int64_t allocate_layer(int l);  // returns the floats of a conv layer's columns, else 0
+  // Error buffers (runtime_errors.cpp): planned from the program, then placed in the arena
+  // (share) or each in its own storage.
+  void allocate_errors(const Schedule& schedule);
+  void place_errors(bool share);
+  int error_owner(int l) const;  // the layer whose error storage layer l uses (in place: an earlier one)
   std::int64_t shape_layer(LayerState& x);
   void choose_transitions(LayerState& x);
   void allocate_gathered(LayerState& x);

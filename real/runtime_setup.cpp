@@ -71,6 +71,7 @@ void Runtime::Impl::init(const Schedule& schedule) {
     max_dcols = std::max(max_dcols, columns);
     total_cols += columns;
   }
+  allocate_errors(schedule);
   allocate_columns(max_dcols, total_cols);
   initialise_weights(schedule);
   for (const Collective& c : schedule.collectives)
@@ -230,18 +231,13 @@ std::int64_t Runtime::Impl::allocate_layer(int l) {
   x.in_region = input_region(rank, l);
   if (x.none()) {  // takes no part: no buffers
     x.out.allocate(0);
-    x.err.allocate(0);
     return columns;
   }
   if (l > 0) choose_transitions(x);
-  if (in_place(l)) {
-    LayerState& before = layers[std::size_t(x.producer)];
-    x.out.share(before.out);
-    x.err.share(before.err);
-  } else {
-    x.out.allocate(std::size_t(x.out_region.elements()));
-    x.err.allocate(std::size_t(x.out_region.elements()));
-  }
+  if (in_place(l))
+    x.out.share(layers[std::size_t(x.producer)].out);
+  else
+    x.out.allocate(std::size_t(x.out_region.elements()));  // the errors: allocate_errors
   x.image_floats = x.n > 0 ? std::int64_t(x.out.size()) / x.n : 0;
   if (x.replicated) allocate_gathered(x);
   return columns;

@@ -252,6 +252,7 @@ int run_training(const Options& o, int rank, int size) {
     m["im2col_columns"] = !s.runtime                 ? "none (sleep compute)"
                           : s.runtime->keep_columns() ? "kept"
                                                       : "shared, recomputed for each conv weight gradient";
+    if (s.runtime) m["error_buffers_bytes"] = 4 * s.runtime->error_floats();
     m["peak_rss_bytes"] = peak_rss;
     m["mpi"] = mpi_library_version();
     m["hosts"] = hosts;
@@ -283,7 +284,10 @@ int run_training(const Options& o, int rank, int size) {
       fmt::print("cnnpar-run: {} compute threads per rank, GEMMs on {}, im2col columns {}, conv inner mode {}\n",
                  compute_threads(), to_string(gemm_backend()),
                  s.runtime ? (s.runtime->keep_columns() ? "kept" : "shared") : "none", o.inner);
-      fmt::print("cnnpar-run: peak resident memory {:.1f} MB (largest rank)\n", largest_rss_bytes / 1e6);
+      fmt::print("cnnpar-run: peak resident memory {:.1f} MB (largest rank){}\n", largest_rss_bytes / 1e6,
+                 s.runtime ? fmt::format(", errors {:.1f} MB on rank 0 (shared by lifetime)",
+                                         4.0 * double(s.runtime->error_floats()) / 1e6)
+                           : "");
       const TraceMetrics metrics = compute_metrics(trace);
       if (!metrics.iteration_times_s.empty()) {
         const auto [least, most] = std::minmax_element(metrics.iteration_times_s.begin(), metrics.iteration_times_s.end());
