@@ -1,6 +1,6 @@
 // The Runtime's construction and state: accessors, the loss of the last forward, the weights
 // and gradients, checkpoint state and its restore (the parts: runtime_setup.cpp,
-// runtime_passes.cpp, runtime_exchange.cpp).
+// runtime_errors.cpp, runtime_passes.cpp, runtime_exchange.cpp).
 #include "real/runtime.hpp"
 
 #include <algorithm>

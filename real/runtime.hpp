@@ -4,7 +4,8 @@
 // One Runtime holds the tensors of one rank, every one sized from the partitions of the
 // Schedule (model/partition.hpp; all ranks' partitions are read, to unpack their blocks):
 // weights, gradients, momentum (whole arrays; a model-parallel layer uses its rows), the
-// activations and errors of the region of every layer this rank holds, the input (and input
+// activations and errors of the region of every layer this rank holds (the errors of layers
+// needed at different times in one arena, see set_share_errors), the input (and input
 // errors) a layer needs when the previous layer holds another region, the im2col columns
 // kept from forward for the weight gradient (or one shared column buffer, see
 // set_keep_columns), and the gathered buffers of replicated layers

@@ -1,6 +1,7 @@
 #pragma once
 // Runtime::Impl, the per-rank state behind real/runtime.hpp, shared by the files that hold its
-// parts: runtime_setup.cpp, runtime_passes.cpp, runtime_exchange.cpp and runtime.cpp (state).
+// parts: runtime_setup.cpp, runtime_errors.cpp, runtime_passes.cpp, runtime_exchange.cpp and
+// runtime.cpp (state).
 #include <cstdint>
 #include <map>
 #include <utility>
