@@ -99,6 +99,19 @@ inline Schedule make_schedule(const Network& net, const std::string& strategy, i
   return build_schedule(net, Platform{}, o);
 }
 
+/** A schedule of `strategy` with the options of `values` (an object: option -> value). */
+inline Schedule schedule_with(const Network& net, const std::string& strategy, int ranks, std::int64_t batch,
+                              int iterations, const nlohmann::json& values) {
+  StrategyOptions o;
+  o.name = strategy;
+  o.global_batch = batch;
+  o.ranks = ranks;
+  o.iterations = iterations;
+  o.warmup_iterations = 0;
+  for (const auto& [key, value] : values.items()) o.set(key, value);
+  return build_schedule(net, Platform{}, o);
+}
+
 /** The whole model of a run: the sum over ranks of what each owns (adding zeros rounds
  *  nothing), for schedules that split layers over the ranks. */
 inline std::vector<float> assembled_weights(LocalExecutor& ex) {

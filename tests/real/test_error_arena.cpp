@@ -46,18 +46,6 @@ std::vector<std::vector<float>> all_weights(LocalExecutor& ex) {
   return weights;
 }
 
-Schedule schedule_with(const Network& net, const std::string& strategy, int ranks, std::int64_t batch, int iterations,
-                       const nlohmann::json& values) {
-  StrategyOptions o;
-  o.name = strategy;
-  o.global_batch = batch;
-  o.ranks = ranks;
-  o.iterations = iterations;
-  o.warmup_iterations = 0;
-  for (const auto& [key, value] : values.items()) o.set(key, value);
-  return build_schedule(net, Platform{}, o);
-}
-
 }  // namespace
 
 TEST_CASE("arena plan: lives that never meet share one offset, lives that all meet are stacked") {
@@ -154,7 +142,7 @@ TEST_CASE("runtime: errors in a shared arena train to the bits of errors in buff
   for (const Case& c : cases) {
     const Network net = c.graph ? testing::smooth_graph_network() : testing::small_network();
     SyntheticDataset data(net.input, net.classes(), 96, 21);
-    const Schedule s = schedule_with(net, c.strategy, c.ranks, 12, 6, c.values);
+    const Schedule s = testing::schedule_with(net, c.strategy, c.ranks, 12, 6, c.values);
     LocalExecutor shared(net, s, 5, SgdConfig{0.05f, 0.9f, 5e-4f}), own(net, s, 5, SgdConfig{0.05f, 0.9f, 5e-4f});
     std::int64_t shared_floats = 0, own_floats = 0;
     for (int r = 0; r < own.ranks(); ++r) {

@@ -43,16 +43,9 @@ std::vector<float> train(const Network& net, const Schedule& s, const Dataset& d
 
 // A schedule of 8 images per iteration with synchronised batchnorm (sync_bn on) and `values`.
 Schedule sync_bn_schedule(const Network& net, const std::string& strategy, int ranks, int iterations,
-                          const nlohmann::json& values = nlohmann::json::object()) {
-  StrategyOptions o;
-  o.name = strategy;
-  o.global_batch = 8;
-  o.ranks = ranks;
-  o.iterations = iterations;
-  o.warmup_iterations = 0;
-  o.set("sync_bn", "on");
-  for (const auto& [key, value] : values.items()) o.set(key, value);
-  return build_schedule(net, Platform{}, o);
+                          nlohmann::json values = nlohmann::json::object()) {
+  values["sync_bn"] = "on";
+  return testing::schedule_with(net, strategy, ranks, 8, iterations, values);
 }
 
 }  // namespace

@@ -36,14 +36,7 @@ const SgdConfig kSgd{0.02f, 0.9f, 5e-4f};
 
 Schedule worker_schedule(const Network& net, const std::string& strategy, int ranks, const std::string& key,
                          const std::string& value) {
-  StrategyOptions o;
-  o.name = strategy;
-  o.global_batch = kBatch;
-  o.ranks = ranks;
-  o.iterations = kIterations;
-  o.warmup_iterations = 0;
-  o.set(key, value);
-  return build_schedule(net, Platform{}, o);
+  return testing::schedule_with(net, strategy, ranks, kBatch, kIterations, {{key, value}});
 }
 
 }  // namespace
