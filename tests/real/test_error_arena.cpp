@@ -15,7 +15,6 @@
 #include "real/dataset.hpp"
 #include "real/local_executor.hpp"
 #include "tests/real/real_test_util.hpp"
-#include "workload/strategy.hpp"
 
 using namespace cnnpar;
 using namespace cnnpar::real;
@@ -143,7 +142,8 @@ TEST_CASE("runtime: errors in a shared arena train to the bits of errors in buff
     const Network net = c.graph ? testing::smooth_graph_network() : testing::small_network();
     SyntheticDataset data(net.input, net.classes(), 96, 21);
     const Schedule s = testing::schedule_with(net, c.strategy, c.ranks, 12, 6, c.values);
-    LocalExecutor shared(net, s, 5, SgdConfig{0.05f, 0.9f, 5e-4f}), own(net, s, 5, SgdConfig{0.05f, 0.9f, 5e-4f});
+    const SgdConfig sgd{0.05f, 0.9f, 5e-4f};
+    LocalExecutor shared(net, s, 5, sgd), own(net, s, 5, sgd);
     std::int64_t shared_floats = 0, own_floats = 0;
     for (int r = 0; r < own.ranks(); ++r) {
       shared_floats += shared.runtime(r).error_floats();
