@@ -34,12 +34,8 @@ class LayerBuffer {
     data_ = own_.data();
     size_ = count;
   }
-  void share(LayerBuffer& other) {
-    std::vector<float>().swap(own_);
-    data_ = other.data_;
-    size_ = other.size_;
-  }
-  // Memory owned elsewhere (an arena), `count` floats at `data`.
+  void share(LayerBuffer& other) { place(other.data_, other.size_); }
+  // Memory owned elsewhere (another layer's buffer, an arena), `count` floats at `data`.
   void place(float* data, std::size_t count) {
     std::vector<float>().swap(own_);
     data_ = data;
