@@ -1,6 +1,7 @@
 """Checks the conv paths a trace's options record: conv_paths_check.py TRACE EXPECTED, where
 EXPECTED is "im2col" (no "conv" key), the comma-separated conv layers that ran direct, or
-"any-of:LAYERS" (a timed choice: im2col or any of those layers, sorted, each direct or NAME:PATH)."""
+"any-of:LAYERS" (a timed choice: im2col or any of those layers, sorted, each direct or
+NAME:PATH)."""
 import json
 import sys
 
