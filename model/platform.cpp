@@ -121,18 +121,20 @@ double NetworkSpec::transfer_time_s(double bytes) const {
   return bytes / (bandwidth_Bps * message_factor(bytes).bandwidth_factor);
 }
 
-double NetworkSpec::kind_size_factor(const std::string& kind, double bytes) const {
+StepPricing NetworkSpec::kind_step_pricing(const std::string& kind, double bytes) const {
   const auto found = kind_size_factors.find(kind);
-  if (found == kind_size_factors.end() || found->second.empty()) return 1.0;
+  if (found == kind_size_factors.end() || found->second.empty()) return {};
   const std::vector<KindSizeFactor>& points = found->second;
-  if (bytes <= points.front().bytes) return points.front().factor;
-  if (bytes >= points.back().bytes) return points.back().factor;
+  const auto pricing = [](const KindSizeFactor& point) { return StepPricing{point.factor, point.step_overhead_s}; };
+  if (bytes <= points.front().bytes) return pricing(points.front());
+  if (bytes >= points.back().bytes) return pricing(points.back());
   const auto upper = std::upper_bound(points.begin(), points.end(), bytes,
                                       [](double n, const KindSizeFactor& point) { return n < point.bytes; });
   const KindSizeFactor& a = *(upper - 1);
   const KindSizeFactor& b = *upper;
   const double t = std::log2(bytes / a.bytes) / std::log2(b.bytes / a.bytes);
-  return a.factor + t * (b.factor - a.factor);
+  return StepPricing{.size_factor = a.factor + t * (b.factor - a.factor),
+                     .step_overhead_s = a.step_overhead_s + t * (b.step_overhead_s - a.step_overhead_s)};
 }
 
 bool DeviceSpec::runs(KernelClass kernel) const { return std::binary_search(kernels.begin(), kernels.end(), kernel); }
@@ -434,7 +436,7 @@ void parse_kind_size_factors(const JsonNode& table, NetworkSpec& network) {
     check_collective_kind(kind, list);
     std::vector<KindSizeFactor>& points = network.kind_size_factors[kind];
     for (const JsonNode& item : list.items()) {
-      item.check_keys({"bytes", "factor"});
+      item.check_keys({"bytes", "factor", "step_overhead"});
       KindSizeFactor point;
       point.bytes = item.at("bytes").as_quantity(Unit::size_bytes);
       if (!points.empty() && !(point.bytes > points.back().bytes))
@@ -443,6 +445,7 @@ void parse_kind_size_factors(const JsonNode& table, NetworkSpec& network) {
       point.factor = factor.as_number();
       if (!(point.factor >= kMinKindSizeFactor && point.factor <= kMaxKindSizeFactor))
         factor.fail(fmt::format("a size factor must be in [{:g}, {:g}]", kMinKindSizeFactor, kMaxKindSizeFactor));
+      if (item.has("step_overhead")) point.step_overhead_s = item.at("step_overhead").as_quantity(Unit::time_s, true);
       points.push_back(point);
     }
     if (points.empty()) list.fail("a kind's size factors need at least one point");
@@ -631,8 +634,11 @@ nlohmann::json to_json(const Platform& platform) {
     nlohmann::json table = nlohmann::json::object();
     for (const auto& [kind, points] : platform.network.kind_size_factors) {
       table[kind] = nlohmann::json::array();
-      for (const KindSizeFactor& point : points)
-        table[kind].push_back({{"bytes", fmt::format("{}B", point.bytes)}, {"factor", point.factor}});
+      for (const KindSizeFactor& point : points) {
+        nlohmann::json item = {{"bytes", fmt::format("{}B", point.bytes)}, {"factor", point.factor}};
+        if (point.step_overhead_s > 0) item["step_overhead"] = fmt::format("{}s", point.step_overhead_s);
+        table[kind].push_back(std::move(item));
+      }
     }
     network["kind_size_factors"] = table;
   }

@@ -165,13 +165,22 @@ struct MessageFactor {
 };
 
 /** One point of a collective kind's size factor: the steps of a collective of that kind and
- *  `bytes` bytes (Collective::bytes) are priced as messages `factor` times their own size.
- *  A kind's implementation (MPI's, or the executor's own point-to-point steps) moves its
- *  bytes more or less efficiently than one link model prices its steps; calibration measures
- *  by how much, kind by kind. */
+ *  `bytes` bytes (Collective::bytes) are priced as messages `factor` times their own size,
+ *  each started `step_overhead_s` later. A kind's implementation (MPI's, or the executor's
+ *  own point-to-point steps) moves its bytes more or less efficiently than one link model
+ *  prices its steps, and its small sizes start up slower than one message does (MPICH's
+ *  allgather of 1-16 KiB on 4 ranks over TCP: 1.13 ms, flat, where two messages take 0.4-0.6);
+ *  calibration measures by how much, kind by kind. */
 struct KindSizeFactor {
-  double bytes = 0;   ///< collective size (bytes)
-  double factor = 1;  ///< multiplier on the bytes of every step
+  double bytes = 0;            ///< collective size (bytes)
+  double factor = 1;           ///< multiplier on the bytes of every step
+  double step_overhead_s = 0;  ///< seconds added to every step's start-up, >= 0
+};
+/** How the steps of one collective are priced: its kind's size factor and step overhead at
+ *  its size (NetworkSpec::kind_step_pricing). */
+struct StepPricing {
+  double size_factor = 1;      ///< multiplier on the bytes of every step
+  double step_overhead_s = 0;  ///< seconds added to every step's start-up
 };
 /** The range a platform file accepts for KindSizeFactor::factor. */
 inline constexpr double kMinKindSizeFactor = 0.01, kMaxKindSizeFactor = 100;
@@ -194,8 +203,8 @@ struct NetworkSpec {
   /** Sorted by from_bytes, the first at 0; empty = factors of 1 (pure α-β). */
   std::vector<MessageFactor> message_factors;
   /** Per kind name ("allreduce", ...): points sorted by bytes. Between two points the factor
-   *  is linear in log2(bytes); before the first and after the last it is theirs. A kind not
-   *  listed has factor 1. */
+   *  and the step overhead are linear in log2(bytes); before the first and after the last they
+   *  are theirs. A kind not listed has factor 1 and no step overhead. */
   std::map<std::string, std::vector<KindSizeFactor>> kind_size_factors;
   /** Bytes per second a rank adds when a collective step reduces what it received
    *  (allreduce, reduce_scatter, reduce); 0 = the arithmetic is free. */
@@ -227,9 +236,9 @@ struct NetworkSpec {
   double message_time_s(double bytes) const;
   /** The part of message_time_s that grows with the bytes: bytes/(bandwidth·bandwidth_factor). */
   double transfer_time_s(double bytes) const;
-  /** The size factor of a collective of kind `kind` ("allreduce", ...) and `bytes` bytes
-   *  (kind_size_factors; 1 for a kind not listed). */
-  double kind_size_factor(const std::string& kind, double bytes) const;
+  /** The size factor and step overhead of a collective of kind `kind` ("allreduce", ...) and
+   *  `bytes` bytes (kind_size_factors; factor 1 and no overhead for a kind not listed). */
+  StepPricing kind_step_pricing(const std::string& kind, double bytes) const;
 };
 
 /** The MPI executor trains FP32 and sends FP32: cnnpar-run and `cnnpar run` set a loaded

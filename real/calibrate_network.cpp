@@ -111,9 +111,9 @@ CollectivePlan priced_plan(const Collective& c, const Platform& platform) {
 }
 
 /** Seconds the engines' step pricing gives `c` on `platform` (steps_time_s, with the kind's
- *  size factor). */
+ *  size factor and step overhead). */
 double priced_s(const Collective& c, const Platform& platform) {
-  return steps_time_s(priced_plan(c, platform), platform.network, step_size_factor(c, platform.network));
+  return steps_time_s(priced_plan(c, platform), platform.network, step_pricing(c, platform.network));
 }
 
 // Draining a link's token bucket sends this many times its depth: tbf counts headers too.
@@ -331,14 +331,19 @@ void calibrate_network(const CalibrateOptions& o, const Exchange& x, MPI_Comm co
       if (line.slope > 0) platform.network.reduction_rate_Bps = 1.0 / line.slope;
     }
     // What the one link model leaves per kind (at 10 Gbit/s on 4 ranks it priced allgather
-    // 21-32 % fast and send 6-20 % slow): each kind's own size factors.
+    // 21-32 % fast and send 6-20 % slow; MPICH's allgather of 1-16 KiB on 4 ranks at 1 Gbit/s
+    // took 1.13 ms where its messages were priced 0.38-0.65): each kind's own size factors
+    // and step overheads.
     std::map<std::string, std::vector<KindSizeFactor>> kind_factors;
     for (const CollectiveCurve& curve : curves) {
       std::vector<KindSample> samples;
       for (const CollectivePoint& point : curve.points) {
         const Collective c = measured_collective(collective_kind_from_string(curve.kind), point.bytes, size);
         const CollectivePlan plan = priced_plan(c, platform);
-        KindSample sample{point.bytes, point.fit_s, steps_time_s(plan, platform.network), 0};
+        KindSample sample{.bytes = point.bytes,
+                          .measured_s = point.fit_s,
+                          .priced_s = steps_time_s(plan, platform.network),
+                          .steps = int(plan.steps.size())};
         for (const CollectiveStep& step : plan.steps)
           sample.transfer_s += platform.network.transfer_time_s(step_message_bytes(step));
         samples.push_back(sample);

@@ -104,26 +104,46 @@ LinkFit fit_link(const std::vector<std::pair<double, double>>& samples) {
 
 std::vector<KindSizeFactor> fit_kind_size_factors(std::vector<KindSample> samples, double min_transfer_share) {
   std::sort(samples.begin(), samples.end(), [](const KindSample& a, const KindSample& b) { return a.bytes < b.bytes; });
+  std::erase_if(samples, [](const KindSample& s) {
+    return !(s.bytes > 0 && s.measured_s > 0 && std::isfinite(s.measured_s) && s.priced_s > 0 && s.steps > 0);
+  });
   const auto qualifies = [&](const KindSample& s) {
-    return s.bytes > 0 && s.measured_s > 0 && std::isfinite(s.measured_s) && s.priced_s > 0 && s.transfer_s > 0 &&
-           s.transfer_s >= min_transfer_share * s.priced_s;
+    return s.transfer_s > 0 && s.transfer_s >= min_transfer_share * s.priced_s;
   };
-  std::size_t first = samples.size();  // the run of qualifying sizes is [first, end)
+  std::size_t first = samples.size();  // the qualifying sizes are [first, end), the start-up-bound ones below
   while (first > 0 && qualifies(samples[first - 1])) --first;
-  if (samples.size() - first < 2) return {};
-  std::vector<KindSizeFactor> raw;
-  if (first > 0) raw.push_back(KindSizeFactor{samples[first - 1].bytes, 1.0});
+  const bool run = samples.size() - first >= 2;
+  // One size off its neighbours is noise or a knee the link model already prices (a 16 KiB
+  // allreduce at 2.8 between 1.0 and 0.99 at 100 Mbit/s): the median of each value and its
+  // two neighbours; the ends keep theirs.
+  const auto smoothed = [](const std::vector<double>& raw, std::size_t from) {
+    std::vector<double> values = raw;
+    for (std::size_t i = std::max<std::size_t>(from, 1); i + 1 < raw.size(); ++i)
+      values[i] = median({raw[i - 1], raw[i], raw[i + 1]});
+    return values;
+  };
+  std::vector<double> overheads;
+  for (std::size_t i = 0; i < first; ++i) {
+    const double overhead_s = (samples[i].measured_s - samples[i].priced_s) / samples[i].steps;
+    overheads.push_back(overhead_s < kNegligibleStepOverhead_s ? 0.0 : overhead_s);
+  }
+  overheads = smoothed(overheads, 0);
+  // The factors with the start-up-bound sizes' factor 1 below them, as the first one's left
+  // neighbour: a run's first size is smoothed toward it.
+  std::vector<double> factors(first, 1.0);
   for (std::size_t i = first; i < samples.size(); ++i) {
     const KindSample& s = samples[i];
-    const double factor = 1.0 + (s.measured_s - s.priced_s) / s.transfer_s;
-    raw.push_back(KindSizeFactor{s.bytes, std::clamp(factor, kMinKindSizeFactor, kMaxKindSizeFactor)});
+    const double factor = run ? 1.0 + (s.measured_s - s.priced_s) / s.transfer_s : 1.0;
+    factors.push_back(std::clamp(factor, kMinKindSizeFactor, kMaxKindSizeFactor));
   }
-  // One size off its neighbours is noise or a knee the link model already prices (a 16 KiB
-  // allreduce at 2.8 between 1.0 and 0.99 at 100 Mbit/s): the median of each point and its
-  // two neighbours; the ends keep theirs.
-  std::vector<KindSizeFactor> points = raw;
-  for (std::size_t i = 1; i + 1 < raw.size(); ++i)
-    points[i].factor = median({raw[i - 1].factor, raw[i].factor, raw[i + 1].factor});
+  factors = smoothed(factors, first);
+  const bool slower = std::any_of(overheads.begin(), overheads.end(), [](double o) { return o > 0; });
+  if (!run && !slower) return {};
+  std::vector<KindSizeFactor> points;
+  for (std::size_t i = 0; i < samples.size(); ++i)
+    points.push_back(KindSizeFactor{.bytes = samples[i].bytes,
+                                    .factor = factors[i],
+                                    .step_overhead_s = i < first ? overheads[i] : 0.0});
   return points;
 }
 

@@ -301,8 +301,8 @@ CollectivePlan plan_collective(const Collective& c, Algorithm algorithm, int i) 
   return plan;
 }
 
-double step_size_factor(const Collective& collective, const NetworkSpec& network) {
-  return network.kind_size_factor(to_string(collective.kind), collective.bytes);
+StepPricing step_pricing(const Collective& collective, const NetworkSpec& network) {
+  return network.kind_step_pricing(to_string(collective.kind), collective.bytes);
 }
 
 double step_message_bytes(const CollectiveStep& step) {
@@ -311,23 +311,24 @@ double step_message_bytes(const CollectiveStep& step) {
   return std::max(sent, received);
 }
 
-double step_time_s(const CollectiveStep& step, const NetworkSpec& network, double size_factor) {
-  return step_time_s(step, network, size_factor, 0.0);
+double step_time_s(const CollectiveStep& step, const NetworkSpec& network, StepPricing pricing) {
+  return step_time_s(step, network, pricing, 0.0);
 }
 
-double step_time_s(const CollectiveStep& step, const NetworkSpec& network, double size_factor, double passed_bytes) {
-  const double wire_bytes = size_factor * step_message_bytes(step);
-  double seconds = network.message_time_s(std::max(0.0, wire_bytes - passed_bytes)) + network.burst_time_s(passed_bytes);
+double step_time_s(const CollectiveStep& step, const NetworkSpec& network, StepPricing pricing, double passed_bytes) {
+  const double wire_bytes = pricing.size_factor * step_message_bytes(step);
+  double seconds = pricing.step_overhead_s + network.message_time_s(std::max(0.0, wire_bytes - passed_bytes)) +
+                   network.burst_time_s(passed_bytes);
   if (step.reduce && network.reduction_rate_Bps > 0 && step.receive_from >= 0)
     seconds += step.receive_bytes / network.reduction_rate_Bps;
   return seconds;
 }
 
-double steps_time_s(const CollectivePlan& plan, const NetworkSpec& network, double size_factor) {
-  return steps_time_s(plan, network, size_factor, 0.0);
+double steps_time_s(const CollectivePlan& plan, const NetworkSpec& network, StepPricing pricing) {
+  return steps_time_s(plan, network, pricing, 0.0);
 }
 
-double steps_time_s(const CollectivePlan& plan, const NetworkSpec& network, double size_factor, double burst_bytes) {
+double steps_time_s(const CollectivePlan& plan, const NetworkSpec& network, StepPricing pricing, double burst_bytes) {
   double total_s = 0, burst_left_bytes = std::max(0.0, burst_bytes);
   // A ring's rounds repeat one step: price it once (what step_time_s reads equal, the same
   // seconds), and add it round by round as before.
@@ -335,13 +336,13 @@ double steps_time_s(const CollectivePlan& plan, const NetworkSpec& network, doub
   double previous_message_bytes = 0, previous_passed_bytes = 0, previous_s = 0;
   for (const CollectiveStep& step : plan.steps) {
     const double message_bytes = step_message_bytes(step);
-    const double passed_bytes = std::min(burst_left_bytes, size_factor * message_bytes);
+    const double passed_bytes = std::min(burst_left_bytes, pricing.size_factor * message_bytes);
     burst_left_bytes -= passed_bytes;
     const bool same = previous && passed_bytes == previous_passed_bytes && message_bytes == previous_message_bytes &&
                       step.reduce == previous->reduce &&
                       (step.receive_from >= 0) == (previous->receive_from >= 0) &&
                       step.receive_bytes == previous->receive_bytes;
-    if (!same) previous_s = step_time_s(step, network, size_factor, passed_bytes);
+    if (!same) previous_s = step_time_s(step, network, pricing, passed_bytes);
     previous = &step;
     previous_message_bytes = message_bytes;
     previous_passed_bytes = passed_bytes;

@@ -85,31 +85,33 @@ CollectivePlan plan_collective(const Collective& collective, Algorithm algorithm
  *  otherwise (the other algorithms are symmetric). */
 int critical_member(const Collective& collective);
 
-/** The size factor of `collective`'s steps: network.kind_size_factor(kind, collective.bytes).
- *  Both engines price every step of the collective as a message this many times its size. */
-double step_size_factor(const Collective& collective, const NetworkSpec& network);
+/** The pricing of `collective`'s steps: network.kind_step_pricing(kind, collective.bytes).
+ *  Both engines price every step of the collective as a message size_factor times its size,
+ *  started step_overhead_s later. */
+StepPricing step_pricing(const Collective& collective, const NetworkSpec& network);
 
 /** Bytes of a round's larger message on a full-duplex link: max(sent, received), a side
  *  without a peer counting 0. What every pricing of a round scales. */
 double step_message_bytes(const CollectiveStep& step);
 
-/** Seconds of one round: its larger message on a full-duplex link, scaled by the
- *  collective's step_size_factor, network.message_time_s(size_factor · max(send, receive
- *  bytes)) (α·latency factor + n/(β·bandwidth factor)), plus received bytes /
- *  network.reduction_rate when the round reduces (the arithmetic is not scaled). */
-double step_time_s(const CollectiveStep& step, const NetworkSpec& network, double size_factor = 1);
+/** Seconds of one round: the collective's step overhead, then its larger message on a
+ *  full-duplex link scaled by the collective's size factor (step_pricing),
+ *  network.message_time_s(size_factor · max(send, receive bytes)) (α·latency factor +
+ *  n/(β·bandwidth factor)), plus received bytes / network.reduction_rate when the round
+ *  reduces (the arithmetic is not scaled). */
+double step_time_s(const CollectiveStep& step, const NetworkSpec& network, StepPricing pricing = {});
 /** step_time_s when `passed_bytes` of the round's scaled message pass as a burst (a link's
  *  token bucket, system/link_bucket.hpp): network.burst_time_s(passed_bytes) and a message of
  *  the rest, network.message_time_s(size_factor · max(send, receive bytes) - passed_bytes), as
  *  the SimGrid engine sends it. */
-double step_time_s(const CollectiveStep& step, const NetworkSpec& network, double size_factor, double passed_bytes);
-/** Σ of step_time_s over the steps of a member. With no message factors, size factor 1 and
- *  free reductions this is Σ α + max(send, receive bytes)/β, for the critical member the
+double step_time_s(const CollectiveStep& step, const NetworkSpec& network, StepPricing pricing, double passed_bytes);
+/** Σ of step_time_s over the steps of a member. With no message factors, the default pricing
+ *  and free reductions this is Σ α + max(send, receive bytes)/β, for the critical member the
  *  closed form of each algorithm (sim/analytic/collective_cost.hpp). */
-double steps_time_s(const CollectivePlan& plan, const NetworkSpec& network, double size_factor = 1);
+double steps_time_s(const CollectivePlan& plan, const NetworkSpec& network, StepPricing pricing = {});
 /** steps_time_s when the first `burst_bytes` scaled bytes of the rounds pass as a burst: each
  *  round in turn passes what is left of them (step_time_s with passed bytes). */
-double steps_time_s(const CollectivePlan& plan, const NetworkSpec& network, double size_factor, double burst_bytes);
+double steps_time_s(const CollectivePlan& plan, const NetworkSpec& network, StepPricing pricing, double burst_bytes);
 /** The pure α-β case of steps_time_s. */
 double steps_time_s(const CollectivePlan& plan, double alpha_s, double beta_Bps);
 

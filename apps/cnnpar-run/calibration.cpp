@@ -89,7 +89,11 @@ void print_network_calibration(const CalibrationResult& result) {
     fmt::print("  from {:>12.0f} B: latency x {:.3f}, bandwidth x {:.3f}\n", f.from_bytes, f.latency_factor, f.bandwidth_factor);
   for (const auto& [kind, points] : p.network.kind_size_factors) {
     fmt::print("  {} steps priced as messages of", kind);
-    for (const KindSizeFactor& point : points) fmt::print(" {:.0f} B: x {:.3f};", point.bytes, point.factor);
+    for (const KindSizeFactor& point : points)
+      if (point.step_overhead_s > 0)
+        fmt::print(" {:.0f} B: x {:.3f} + {:.1f} us a step;", point.bytes, point.factor, point.step_overhead_s * 1e6);
+      else
+        fmt::print(" {:.0f} B: x {:.3f};", point.bytes, point.factor);
     fmt::print(" their size\n");
   }
   fmt::print("{:<15} {:>12} {:>12} {:>12} {:>8} {:>9}\n", "collective", "bytes", "measured s", "modelled s", "error %", "outliers");

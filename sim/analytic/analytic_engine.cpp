@@ -499,7 +499,7 @@ class Replay {
     const Collective& coll = schedule_.collectives[std::size_t(c)];
     if (coll.group.size() <= 1) return colls_[std::size_t(c)].duration_s;
     const Algorithm algorithm = resolve_algorithm(coll, platform_);
-    const double size_factor = step_size_factor(coll, platform_.network);
+    const double size_factor = step_pricing(coll, platform_.network).size_factor;
     struct Volume {
       int rank;
       double sent_bytes, received_bytes;  // scaled by the size factor

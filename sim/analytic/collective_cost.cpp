@@ -62,7 +62,7 @@ double collective_time_s(const Collective& collective, const CollectivePlan& cri
   if (collective.group.size() <= 1) return 0.0;
   // The steps of the one collective layer (system/collective.hpp), priced round by round; the
   // closed forms above are what this sums to (tests/sim/test_collective_cost.cpp).
-  return steps_time_s(critical_plan, network, step_size_factor(collective, network), burst_bytes);
+  return steps_time_s(critical_plan, network, step_pricing(collective, network), burst_bytes);
 }
 
 }  // namespace cnnpar::analytic

@@ -396,6 +396,14 @@ class Replay {
     if (latency_s > 0) sg4::this_actor::sleep_for(latency_s * (1 / busy_fraction_ - 1));
   }
 
+  /** A collective kind's step overhead (StepPricing) before rank `from` sends to `to`: part of
+   *  the step's start-up, so it is slowed as its latency is (sleep_busy_latency). */
+  void sleep_step_overhead(int from, int to, double overhead_s) {
+    if (!(overhead_s > 0)) return;
+    const bool slowed = busy_fraction_ < 1 && (states_[std::size_t(from)].busy || states_[std::size_t(to)].busy);
+    sg4::this_actor::sleep_for(slowed ? overhead_s / busy_fraction_ : overhead_s);
+  }
+
   /** The latency of the route from rank `from`'s host to rank `to`'s (seconds). */
   double route_latency_s(int from, int to) const {
     std::vector<sg4::Link*> links;
@@ -405,9 +413,11 @@ class Replay {
   }
   void end_put(int from, int to) { buckets_.end_message(from, to, sg4::Engine::get_clock()); }
 
-  /** Blocking send of `bytes` from rank `from` to rank `to` after the per-message overhead. */
-  void send(sg4::Mailbox* box, double bytes, int from, int to) {
+  /** Blocking send of `bytes` from rank `from` to rank `to` after the per-message overhead and
+   *  the collective's step overhead. */
+  void send(sg4::Mailbox* box, double bytes, int from, int to, double step_overhead_s) {
     if (overhead_s_ > 0) sg4::this_actor::sleep_for(message_overhead_s(bytes));
+    sleep_step_overhead(from, to, step_overhead_s);
     start_put(from, to, bytes, [&](std::uint64_t size) { return box->put_async(&dummy_payload, size); })->wait();
     end_put(from, to);
   }
@@ -419,11 +429,14 @@ class Replay {
 
   /** One step that sends and receives at once (ring, recursive doubling, pairwise exchange);
    *  it ends when both have. `extra_s` is start-up of further batched steps, paid with the
-   *  overhead. (Detached sends would save a simcall, but SimGrid 3.32 keeps them in a
-   *  per-actor list whose removal is linear: quadratic in the steps of a ring.) */
-  void send_receive(sg4::Mailbox* out, double bytes, sg4::Mailbox* in, int me, int to, int from, double extra_s = 0) {
+   *  overhead; `step_overhead_s` the collective's step overhead of all of them. (Detached sends
+   *  would save a simcall, but SimGrid 3.32 keeps them in a per-actor list whose removal is
+   *  linear: quadratic in the steps of a ring.) */
+  void send_receive(sg4::Mailbox* out, double bytes, sg4::Mailbox* in, int me, int to, int from, double extra_s,
+                    double step_overhead_s) {
     const double start_s = message_overhead_s(bytes) + extra_s;
     if (start_s > 0) sg4::this_actor::sleep_for(start_s);
+    sleep_step_overhead(me, to, step_overhead_s);
     sg4::CommPtr put = start_put(me, to, bytes, [&](std::uint64_t size) { return out->put_async(&dummy_payload, size); });
     receive(in, from, me);
     put->wait();
@@ -465,7 +478,7 @@ class Replay {
     const int me = st.rank;
     const int id = c.id;
     const int member = int(position - c.group.begin());
-    const double size_factor = step_size_factor(c, platform_.network);  // as step_time_s prices it
+    const StepPricing pricing = step_pricing(c, platform_.network);  // as step_time_s prices it
     const std::shared_ptr<const std::vector<StepMessage>> messages = messages_of(c, member);
     for (const StepMessage& planned : *messages) {
       const StepMessage message = plans_shift_with_member(c, algorithms_[std::size_t(id)])
@@ -480,15 +493,15 @@ class Replay {
       }
       const int to = c.group[std::size_t(step.send_to)];
       if (step.receive_from < 0) {
-        send(pair_mailbox(id, me, to), size_factor * step.send_bytes, me, to);
+        send(pair_mailbox(id, me, to), pricing.size_factor * step.send_bytes, me, to, pricing.step_overhead_s);
         continue;
       }
       const std::size_t g = message.steps;
       // Start-up of the rounds a batched message stands for, beyond the one it pays itself.
       const double extra_s = g > 1 ? double(g - 1) * (route_latency_s(me, to) + overhead_s_) : 0.0;
       const int from = c.group[std::size_t(step.receive_from)];
-      send_receive(pair_mailbox(id, me, to), size_factor * double(g) * step.send_bytes, pair_mailbox(id, from, me), me,
-                   to, from, extra_s);
+      send_receive(pair_mailbox(id, me, to), pricing.size_factor * double(g) * step.send_bytes, pair_mailbox(id, from, me),
+                   me, to, from, extra_s, double(g) * pricing.step_overhead_s);
       reduce_received(step, g);
     }
   }
@@ -514,8 +527,10 @@ class Replay {
     CNNPAR_ASSERT(c.group.size() == 2, "send needs a group of two ranks");
     if (st.rank == c.root) {
       const int destination = c.group[0] == c.root ? c.group[1] : c.group[0];
-      const double bytes = step_size_factor(c, platform_.network) * c.bytes;  // as step_time_s prices it
+      const StepPricing pricing = step_pricing(c, platform_.network);  // as step_time_s prices it
+      const double bytes = pricing.size_factor * c.bytes;
       if (overhead_s_ > 0) sg4::this_actor::sleep_for(message_overhead_s(bytes));
+      sleep_step_overhead(st.rank, destination, pricing.step_overhead_s);
       start_put(st.rank, destination, bytes,
                 [&](std::uint64_t size) { return inbox(destination)->put_async(const_cast<int*>(&c.id), size); })
           ->wait();

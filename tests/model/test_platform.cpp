@@ -451,20 +451,30 @@ TEST_CASE("a link's token bucket parses, round-trips and prices its burst") {
 TEST_CASE("kind size factors parse, round-trip and interpolate in log2 of the collective's size") {
   nlohmann::json document = minimal_platform();
   document["network"]["kind_size_factors"] = {
-      {"allgather", {{{"bytes", "1MiB"}, {"factor", 1.0}}, {{"bytes", "4MiB"}, {"factor", 1.4}}}}};
+      {"allgather",
+       {{{"bytes", "1KiB"}, {"factor", 1.0}, {"step_overhead", "400us"}},
+        {{"bytes", "1MiB"}, {"factor", 1.0}},
+        {{"bytes", "4MiB"}, {"factor", 1.4}}}}};
   const Platform platform = parse_platform(document, "p.json");
   const NetworkSpec& net = platform.network;
-  // 2 MiB is halfway between 1 and 4 MiB in log2: 1.0 + 0.5·(1.4 − 1.0) = 1.2.
-  CHECK(net.kind_size_factor("allgather", 2.0 * 1024 * 1024) == Approx(1.2).epsilon(1e-12));
-  // Outside the points the nearest point's factor holds; a kind not listed has factor 1.
-  CHECK(net.kind_size_factor("allgather", 1024) == Approx(1.0));
-  CHECK(net.kind_size_factor("allgather", 64.0 * 1024 * 1024) == Approx(1.4));
-  CHECK(net.kind_size_factor("allreduce", 2.0 * 1024 * 1024) == 1.0);
+  // 2 MiB is halfway between 1 and 4 MiB in log2: 1.0 + 0.5·(1.4 − 1.0) = 1.2, no overhead.
+  CHECK(net.kind_step_pricing("allgather", 2.0 * 1024 * 1024).size_factor == Approx(1.2).epsilon(1e-12));
+  CHECK(net.kind_step_pricing("allgather", 2.0 * 1024 * 1024).step_overhead_s == 0.0);
+  // 32 KiB is halfway between 1 KiB and 1 MiB in log2: overhead 400 µs − 0.5·400 µs = 200 µs.
+  CHECK(net.kind_step_pricing("allgather", 32.0 * 1024).step_overhead_s == Approx(200e-6).epsilon(1e-12));
+  CHECK(net.kind_step_pricing("allgather", 32.0 * 1024).size_factor == Approx(1.0).epsilon(1e-12));
+  // Outside the points the nearest point's values hold; a kind not listed has factor 1 and no overhead.
+  CHECK(net.kind_step_pricing("allgather", 100).step_overhead_s == Approx(400e-6).epsilon(1e-12));
+  CHECK(net.kind_step_pricing("allgather", 64.0 * 1024 * 1024).size_factor == Approx(1.4));
+  CHECK(net.kind_step_pricing("allreduce", 2.0 * 1024 * 1024).size_factor == 1.0);
+  CHECK(net.kind_step_pricing("allreduce", 1024).step_overhead_s == 0.0);
   const Platform again = parse_platform(to_json(platform), "again.json");
   REQUIRE(again.network.kind_size_factors.count("allgather") == 1);
-  REQUIRE(again.network.kind_size_factors.at("allgather").size() == 2);
-  CHECK(again.network.kind_size_factors.at("allgather")[1].bytes == 4.0 * 1024 * 1024);
-  CHECK(again.network.kind_size_factors.at("allgather")[1].factor == 1.4);
+  REQUIRE(again.network.kind_size_factors.at("allgather").size() == 3);
+  CHECK(again.network.kind_size_factors.at("allgather")[0].step_overhead_s == Approx(400e-6).epsilon(1e-12));
+  CHECK(again.network.kind_size_factors.at("allgather")[2].bytes == 4.0 * 1024 * 1024);
+  CHECK(again.network.kind_size_factors.at("allgather")[2].factor == 1.4);
+  CHECK(again.network.kind_size_factors.at("allgather")[2].step_overhead_s == 0.0);
 }
 
 TEST_CASE("bad kind size factors name the file, the JSON path and the value") {
@@ -478,6 +488,9 @@ TEST_CASE("bad kind size factors name the file, the JSON path and the value") {
   nlohmann::json range = minimal_platform();
   range["network"]["kind_size_factors"] = {{"send", {{{"bytes", "1MiB"}, {"factor", 0}}}}};
   expect_error(range, "/network/kind_size_factors/send/0/factor", "0");
+  nlohmann::json overhead = minimal_platform();
+  overhead["network"]["kind_size_factors"] = {{"send", {{{"bytes", "1KiB"}, {"factor", 1.0}, {"step_overhead", "-1us"}}}}};
+  expect_error(overhead, "/network/kind_size_factors/send/0/step_overhead", "-1us");
   nlohmann::json empty = minimal_platform();
   empty["network"]["kind_size_factors"] = {{"send", nlohmann::json::array()}};
   CHECK_THROWS_AS(parse_platform(empty, "p.json"), InputError);

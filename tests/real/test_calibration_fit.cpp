@@ -295,28 +295,35 @@ TEST_CASE("progress: busy bandwidth fraction from a collective that outlasts or 
 TEST_CASE("kind size factors: the transfer-bound sizes get the factor that prices them as measured") {
   // One step per collective on α = 100 µs, β = 1 GB/s: priced(n) = α + n/β, transfer(n) = n/β.
   // The kind measures α + 1.25·n/β: its size factor is 1.25 wherever the transfer is at least
-  // half the priced time, n/β >= α, i.e. from 100 kB: from 128 KiB on. 64 KiB (share 0.40)
-  // anchors factor 1 below them.
+  // half the priced time, n/β >= α, i.e. from 100 kB: from 128 KiB on. Below, 1-64 KiB are
+  // start-up-bound: factor 1 and a step overhead of what they take beyond the link, 0.25·n/β.
   constexpr double kAlpha_s = 100e-6, kBeta_Bps = 1e9, kTrueFactor = 1.25, kShare = 0.5;
   std::vector<KindSample> samples;
   for (double n = 64 * MiB; n >= 1 * KiB; n /= 2)  // unsorted on purpose: largest first
     samples.push_back({n, kAlpha_s + kTrueFactor * n / kBeta_Bps, kAlpha_s + n / kBeta_Bps, n / kBeta_Bps});
   const std::vector<KindSizeFactor> points = fit_kind_size_factors(samples, kShare);
-  REQUIRE(points.size() == 11);  // 64 KiB, then 128 KiB .. 64 MiB
-  CHECK(points.front().bytes == 64 * KiB);
-  CHECK(points.front().factor == 1.0);
-  for (std::size_t i = 1; i < points.size(); ++i) {
-    CHECK(points[i].bytes == points[i - 1].bytes * 2);
-    CHECK(points[i].factor == Approx(kTrueFactor).epsilon(1e-12));
+  REQUIRE(points.size() == 17);  // 1 KiB .. 64 KiB start-up-bound, then 128 KiB .. 64 MiB
+  CHECK(points.front().bytes == 1 * KiB);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    if (i > 0) CHECK(points[i].bytes == points[i - 1].bytes * 2);
+    if (points[i].bytes <= 64 * KiB) {
+      CHECK(points[i].factor == 1.0);
+      CHECK(points[i].step_overhead_s == Approx(0.25 * points[i].bytes / kBeta_Bps).epsilon(1e-12));
+    } else {
+      // The first, 128 KiB, is the median of 1 (below it), 1.25 and 1.25.
+      CHECK(points[i].factor == Approx(kTrueFactor).epsilon(1e-12));
+      CHECK(points[i].step_overhead_s == 0.0);
+    }
   }
-  // A size in the middle that is not transfer-bound ends the run there: only the sizes above it.
+  // A size in the middle that is not transfer-bound ends the run there: the sizes above it.
   std::vector<KindSample> broken = samples;
   for (KindSample& s : broken)
     if (s.bytes == 8 * MiB) s.priced_s = 4 * s.transfer_s;
   const std::vector<KindSizeFactor> upper = fit_kind_size_factors(broken, kShare);
-  REQUIRE(upper.size() == 4);  // 8 MiB (factor 1), 16, 32, 64 MiB
-  CHECK(upper.front().bytes == 8 * MiB);
-  CHECK(upper.front().factor == 1.0);
+  REQUIRE(upper.size() == 17);
+  CHECK(upper[13].bytes == 8 * MiB);
+  CHECK(upper[13].factor == 1.0);
+  CHECK(upper[14].factor == Approx(kTrueFactor).epsilon(1e-12));
   // One size measured 2.8 times slower than its neighbours' 1.25 is a spike: the median of it
   // and its neighbours, 1.25, replaces it.
   std::vector<KindSample> spiked = samples;
@@ -324,10 +331,47 @@ TEST_CASE("kind size factors: the transfer-bound sizes get the factor that price
     if (s.bytes == 1 * MiB) s.measured_s = s.priced_s + (2.8 - 1) * s.transfer_s;
   for (const KindSizeFactor& point : fit_kind_size_factors(spiked, kShare))
     if (point.bytes == 1 * MiB) CHECK(point.factor == Approx(kTrueFactor).epsilon(1e-12));
-  // Fewer than two transfer-bound sizes: no factors; a factor beyond the platform's range is clamped.
-  CHECK(fit_kind_size_factors({samples.front()}, kShare).empty());
+  // A factor beyond the platform's range is clamped.
   std::vector<KindSample> slow = {{1 * MiB, 1.0, 1e-3, 1e-3}, {2 * MiB, 2.0, 2e-3, 2e-3}};
   const std::vector<KindSizeFactor> clamped = fit_kind_size_factors(slow, kShare);
   REQUIRE(clamped.size() == 2);
   CHECK(clamped[0].factor == kMaxKindSizeFactor);
+}
+
+TEST_CASE("kind size factors: start-up-bound sizes get the step overhead that prices them as measured") {
+  // MPICH's allgather at 4 ranks, 1 Gbit/s (calibration of 2026-11-29): 1-16 KiB took
+  // 1.137, 1.152, 1.140, 1.131, 1.138 ms, priced 0.381, 0.528, 0.526, 0.537, 0.647 ms over
+  // its 2 recursive-doubling steps, transfer parts well under half. Overheads (measured −
+  // priced) / 2: 378.0, 312.0, 307.0, 297.0, 245.5 µs; the inner three take the median of
+  // their neighbours': 312.0, 307.0, 297.0 µs; the ends keep theirs.
+  constexpr double kShare = 0.5;
+  const std::vector<KindSample> samples = {
+      {.bytes = 1 * KiB, .measured_s = 1.137e-3, .priced_s = 0.381e-3, .transfer_s = 1e-5, .steps = 2},
+      {.bytes = 2 * KiB, .measured_s = 1.152e-3, .priced_s = 0.528e-3, .transfer_s = 2e-5, .steps = 2},
+      {.bytes = 4 * KiB, .measured_s = 1.140e-3, .priced_s = 0.526e-3, .transfer_s = 4e-5, .steps = 2},
+      {.bytes = 8 * KiB, .measured_s = 1.131e-3, .priced_s = 0.537e-3, .transfer_s = 8e-5, .steps = 2},
+      {.bytes = 16 * KiB, .measured_s = 1.138e-3, .priced_s = 0.647e-3, .transfer_s = 16e-5, .steps = 2}};
+  const std::vector<KindSizeFactor> points = fit_kind_size_factors(samples, kShare);
+  REQUIRE(points.size() == 5);
+  const double expected_s[] = {378.0e-6, 312.0e-6, 307.0e-6, 297.0e-6, 245.5e-6};
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    CHECK(points[i].factor == 1.0);
+    CHECK(points[i].step_overhead_s == Approx(expected_s[i]).epsilon(1e-9));
+  }
+  // A size its link fit reproduces but for rounding gets none.
+  std::vector<KindSample> exact = samples;
+  exact[0].measured_s = exact[0].priced_s + 1e-21;
+  CHECK(fit_kind_size_factors(exact, kShare)[0].step_overhead_s == 0.0);
+  // A kind its link fit prices slow everywhere: no overhead below 0, so no points at all.
+  std::vector<KindSample> fast = samples;
+  for (KindSample& s : fast) s.measured_s = 0.9 * s.priced_s;
+  CHECK(fit_kind_size_factors(fast, kShare).empty());
+  // One transfer-bound size above them is no run: it keeps factor 1 and no overhead.
+  std::vector<KindSample> one = samples;
+  one.push_back({.bytes = 1 * MiB, .measured_s = 20e-3, .priced_s = 10e-3, .transfer_s = 9e-3, .steps = 2});
+  const std::vector<KindSizeFactor> with_one = fit_kind_size_factors(one, kShare);
+  REQUIRE(with_one.size() == 6);
+  CHECK(with_one.back().factor == 1.0);
+  CHECK(with_one.back().step_overhead_s == 0.0);
+  CHECK(fit_kind_size_factors({one.back()}, kShare).empty());
 }

@@ -87,6 +87,25 @@ TEST_CASE("a kind's size factor prices its steps as larger messages in both engi
   CHECK(mark_s(bcast_simgrid) == Approx(0.012806).epsilon(kHandTolerance));
 }
 
+TEST_CASE("a kind's step overhead starts every step later in both engines", "[simgrid][mechanisms]") {
+  // The 8e6 B ring allreduce on 4 ranks with an allreduce step overhead of 50 µs: each of its
+  // 6 rounds is 50e-6 + 3e-6 + 2e6/1.25e9 s, 6 · 1.653e-3 = 9.918e-3 s (9.618e-3 without).
+  Platform platform = crossbar(4);
+  platform.network.kind_size_factors["allreduce"] = {{.bytes = 1e6, .factor = 1, .step_overhead_s = 50e-6}};
+  platform.network.kind_size_factors["send"] = {{.bytes = 1e3, .factor = 1, .step_overhead_s = 20e-6}};
+  const auto [analytic, simgrid] = both(single_collective(4, CollectiveKind::allreduce, 8e6), platform);
+  CHECK(mark_s(analytic) == Approx(9.918e-3).epsilon(kHandTolerance));
+  CHECK(mark_s(simgrid) == Approx(9.918e-3).epsilon(kHandTolerance));
+  // A send of 8e6 B: 20e-6 + 3e-6 + 8e6/1.25e9 = 6.423e-3 s.
+  const auto [send_analytic, send_simgrid] = both(single_collective(2, CollectiveKind::send, 8e6, 0), platform);
+  CHECK(latest_end_s(send_analytic, 0) == Approx(6.423e-3).epsilon(kHandTolerance));
+  CHECK(latest_end_s(send_simgrid, 0) == Approx(6.423e-3).epsilon(kHandTolerance));
+  // A bcast of 8e6 B has no overhead: its binomial tree of 2 rounds is 2 · (3e-6 + 6.4e-3) = 0.012806 s.
+  const auto [bcast_analytic, bcast_simgrid] = both(single_collective(4, CollectiveKind::bcast, 8e6, 0), platform);
+  CHECK(mark_s(bcast_analytic) == Approx(0.012806).epsilon(kHandTolerance));
+  CHECK(mark_s(bcast_simgrid) == Approx(0.012806).epsilon(kHandTolerance));
+}
+
 TEST_CASE("iteration overhead is paid once at the start of every iteration", "[simgrid][mechanisms]") {
   // 2 ranks, 2 iterations of 2e-3 s compute, overhead 1e-3 s: marks at 3e-3 and 6e-3 s.
   Schedule schedule = empty_schedule(2);
@@ -160,6 +179,14 @@ TEST_CASE("a collective's latency also advances at the busy fraction while a mem
   for (const Trace* trace : {&analytic, &simgrid}) {
     INFO(trace->engine);
     CHECK(mark_s(*trace) == Approx(2.7e-3).epsilon(kHandTolerance));
+  }
+  // A step overhead of 1e-4 s is start-up too: rounds of 1.3e-3 s, D = 2.6e-3 s; 0.7e-3 s of
+  // it under compute, 1.9e-3 s after: it ends at 2.9e-3 s.
+  platform.network.kind_size_factors["allreduce"] = {{.bytes = 1e6, .factor = 1, .step_overhead_s = 1e-4}};
+  const auto [overhead_analytic, overhead_simgrid] = both(schedule, platform);
+  for (const Trace* trace : {&overhead_analytic, &overhead_simgrid}) {
+    INFO(trace->engine);
+    CHECK(mark_s(*trace) == Approx(2.9e-3).epsilon(kHandTolerance));
   }
 }
 
