@@ -46,9 +46,8 @@ void drive(const Done& done, const Exchange& x, double start, const std::string&
 // token bucket's head start), and a large gradient's allreduce is most of a dp iteration;
 // small sizes then take more pieces, which costs nothing.
 constexpr double kFactorTolerance = 0.03;
-// A kind's size factors start where the transfer is at least this share of a collective's
-// priced time, its step overheads stop where the start-up is less.
-constexpr double kKindPricingShare = 0.5;
+// A kind's size factors start where the transfer is at least this share of a collective's priced time.
+constexpr double kKindFactorTransferShare = 0.5;
 constexpr int kRounds = 3;
 constexpr int kWarmUpCalls = 50;
 // A chain lasts at least this long when the extrapolated transfer allows, within kMaxChainCalls.
@@ -345,14 +344,11 @@ void calibrate_network(const CalibrateOptions& o, const Exchange& x, MPI_Comm co
                           .measured_s = point.fit_s,
                           .priced_s = steps_time_s(plan, platform.network),
                           .steps = int(plan.steps.size())};
-        for (const CollectiveStep& step : plan.steps) {
-          const double bytes = step_message_bytes(step);
-          sample.transfer_s += platform.network.transfer_time_s(bytes);
-          sample.startup_s += platform.network.message_time_s(bytes) - platform.network.transfer_time_s(bytes);
-        }
+        for (const CollectiveStep& step : plan.steps)
+          sample.transfer_s += platform.network.transfer_time_s(step_message_bytes(step));
         samples.push_back(sample);
       }
-      std::vector<KindSizeFactor> points = fit_kind_size_factors(samples, kKindPricingShare);
+      std::vector<KindSizeFactor> points = fit_kind_size_factors(samples, kKindFactorTransferShare);
       if (!points.empty()) kind_factors[curve.kind] = std::move(points);
     }
     platform.network.kind_size_factors = std::move(kind_factors);

@@ -102,18 +102,17 @@ LinkFit fit_link(const std::vector<std::pair<double, double>>& samples) {
   return LinkFit{std::max(0.0, latency_s), 1.0 / large.slope};
 }
 
-std::vector<KindSizeFactor> fit_kind_size_factors(std::vector<KindSample> samples, double min_share) {
+std::vector<KindSizeFactor> fit_kind_size_factors(std::vector<KindSample> samples, double min_transfer_share) {
   std::sort(samples.begin(), samples.end(), [](const KindSample& a, const KindSample& b) { return a.bytes < b.bytes; });
   std::erase_if(samples, [](const KindSample& s) {
     return !(s.bytes > 0 && s.measured_s > 0 && std::isfinite(s.measured_s) && s.priced_s > 0 && s.steps > 0);
   });
-  const auto qualifies = [&](const KindSample& s) { return s.transfer_s > 0 && s.transfer_s >= min_share * s.priced_s; };
-  std::size_t first = samples.size();  // the qualifying sizes are [first, end)
+  const auto qualifies = [&](const KindSample& s) {
+    return s.transfer_s > 0 && s.transfer_s >= min_transfer_share * s.priced_s;
+  };
+  std::size_t first = samples.size();  // the qualifying sizes are [first, end), the start-up-bound ones below
   while (first > 0 && qualifies(samples[first - 1])) --first;
   const bool run = samples.size() - first >= 2;
-  std::size_t startup_end = 0;  // the start-up-bound sizes are [0, startup_end)
-  while (startup_end < first && samples[startup_end].startup_s >= min_share * samples[startup_end].priced_s)
-    ++startup_end;
   // One size off its neighbours is noise or a knee the link model already prices (a 16 KiB
   // allreduce at 2.8 between 1.0 and 0.99 at 100 Mbit/s): the median of each value and its
   // two neighbours; the ends keep theirs.
@@ -124,7 +123,7 @@ std::vector<KindSizeFactor> fit_kind_size_factors(std::vector<KindSample> sample
     return values;
   };
   std::vector<double> overheads;
-  for (std::size_t i = 0; i < startup_end; ++i) {
+  for (std::size_t i = 0; i < first; ++i) {
     const double overhead_s = (samples[i].measured_s - samples[i].priced_s) / samples[i].steps;
     overheads.push_back(overhead_s < kNegligibleStepOverhead_s ? 0.0 : overhead_s);
   }
@@ -144,7 +143,7 @@ std::vector<KindSizeFactor> fit_kind_size_factors(std::vector<KindSample> sample
   for (std::size_t i = 0; i < samples.size(); ++i)
     points.push_back(KindSizeFactor{.bytes = samples[i].bytes,
                                     .factor = factors[i],
-                                    .step_overhead_s = i < startup_end ? overheads[i] : 0.0});
+                                    .step_overhead_s = i < first ? overheads[i] : 0.0});
   return points;
 }
 

@@ -88,31 +88,28 @@ std::vector<MessageFactor> fit_message_factors(const std::vector<StepSample>& sa
 
 /** One calibrated collective size of a kind: the median measured seconds, the seconds its
  *  steps are priced at size factor 1 and no step overhead (steps_time_s), the part of those
- *  that grows with the bytes (Σ NetworkSpec::transfer_time_s of the steps), the part that
- *  does not (Σ of the steps' α·latency factor) and how many steps that pricing sums. */
+ *  that grows with the bytes (Σ NetworkSpec::transfer_time_s of the steps) and how many steps
+ *  that pricing sums. */
 struct KindSample {
   double bytes = 0;  ///< Collective::bytes
   double measured_s = 0;
   double priced_s = 0;
   double transfer_s = 0;
-  double startup_s = 0;
   int steps = 1;  ///< rounds of the priced (critical) member's plan
 };
 /** A kind's NetworkSpec::kind_size_factors from its samples, a point per size. The largest
- *  sizes whose transfer part is at least `min_share` of their priced time (a contiguous run
- *  from the largest down) each get the factor f with priced + (f − 1)·transfer = measured,
- *  clamped to [kMinKindSizeFactor, kMaxKindSizeFactor] (first order: the message factors of
- *  the unscaled size), when the run holds at least two sizes (else factor 1). The smallest
- *  sizes whose start-up part is at least `min_share` of their priced time (a contiguous run
- *  from the smallest up, below the other) keep factor 1 and each get the step overhead o
- *  with priced + steps·o = measured, at least 0: what the kind's small collectives take
- *  beyond the link fit's messages. The sizes between (where the reduction arithmetic
- *  dominates) keep factor 1 and no overhead. Then every factor but the two ends takes the
- *  median of its value and its neighbours' (the run's first size has the factor 1 below it as
- *  one), and so does every overhead of the start-up-bound sizes (one size off its neighbours
- *  is noise). Empty when no size gets a factor and none an overhead. Samples need not be
+ *  sizes whose transfer part is at least `min_transfer_share` of their priced time (a
+ *  contiguous run from the largest down) each get the factor f with
+ *  priced + (f − 1)·transfer = measured, clamped to [kMinKindSizeFactor, kMaxKindSizeFactor]
+ *  (first order: the message factors of the unscaled size), when the run holds at least two
+ *  sizes (else factor 1). Every size below the run (the start-up-bound sizes) keeps factor 1
+ *  and gets the step overhead o with priced + steps·o = measured, at least 0: what the kind's
+ *  small collectives take beyond the link fit's messages. Then every factor but the two ends
+ *  takes the median of its value and its neighbours' (the run's first size has the factor 1
+ *  below it as one), and so does every overhead (one size off its neighbours is noise).
+ *  Empty when no size gets a factor and none takes longer than priced. Samples need not be
  *  sorted; those without a positive size, measurement, pricing and step count are left out. */
-std::vector<KindSizeFactor> fit_kind_size_factors(std::vector<KindSample> samples, double min_share);
+std::vector<KindSizeFactor> fit_kind_size_factors(std::vector<KindSample> samples, double min_transfer_share);
 /** A fitted step overhead below this is rounding (a size the fit reproduces exactly): 0. */
 inline constexpr double kNegligibleStepOverhead_s = 1e-9;
 

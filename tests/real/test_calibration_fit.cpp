@@ -300,11 +300,7 @@ TEST_CASE("kind size factors: the transfer-bound sizes get the factor that price
   constexpr double kAlpha_s = 100e-6, kBeta_Bps = 1e9, kTrueFactor = 1.25, kShare = 0.5;
   std::vector<KindSample> samples;
   for (double n = 64 * MiB; n >= 1 * KiB; n /= 2)  // unsorted on purpose: largest first
-    samples.push_back({.bytes = n,
-                       .measured_s = kAlpha_s + kTrueFactor * n / kBeta_Bps,
-                       .priced_s = kAlpha_s + n / kBeta_Bps,
-                       .transfer_s = n / kBeta_Bps,
-                       .startup_s = kAlpha_s});
+    samples.push_back({n, kAlpha_s + kTrueFactor * n / kBeta_Bps, kAlpha_s + n / kBeta_Bps, n / kBeta_Bps});
   const std::vector<KindSizeFactor> points = fit_kind_size_factors(samples, kShare);
   REQUIRE(points.size() == 17);  // 1 KiB .. 64 KiB start-up-bound, then 128 KiB .. 64 MiB
   CHECK(points.front().bytes == 1 * KiB);
@@ -319,21 +315,14 @@ TEST_CASE("kind size factors: the transfer-bound sizes get the factor that price
       CHECK(points[i].step_overhead_s == 0.0);
     }
   }
-  // A size in the middle that is not transfer-bound (its reduction, say) ends the run there:
-  // the sizes above it get the factor, the ones between it and the start-up-bound sizes
-  // neither factor nor overhead.
+  // A size in the middle that is not transfer-bound ends the run there: the sizes above it.
   std::vector<KindSample> broken = samples;
   for (KindSample& s : broken)
     if (s.bytes == 8 * MiB) s.priced_s = 4 * s.transfer_s;
   const std::vector<KindSizeFactor> upper = fit_kind_size_factors(broken, kShare);
   REQUIRE(upper.size() == 17);
-  CHECK(upper[6].bytes == 64 * KiB);
-  CHECK(upper[6].step_overhead_s == Approx(0.25 * 64 * KiB / kBeta_Bps).epsilon(1e-12));
-  for (std::size_t i = 7; i <= 13; ++i) {  // 128 KiB .. 8 MiB
-    CHECK(upper[i].factor == 1.0);
-    CHECK(upper[i].step_overhead_s == 0.0);
-  }
   CHECK(upper[13].bytes == 8 * MiB);
+  CHECK(upper[13].factor == 1.0);
   CHECK(upper[14].factor == Approx(kTrueFactor).epsilon(1e-12));
   // One size measured 2.8 times slower than its neighbours' 1.25 is a spike: the median of it
   // and its neighbours, 1.25, replaces it.
@@ -343,8 +332,7 @@ TEST_CASE("kind size factors: the transfer-bound sizes get the factor that price
   for (const KindSizeFactor& point : fit_kind_size_factors(spiked, kShare))
     if (point.bytes == 1 * MiB) CHECK(point.factor == Approx(kTrueFactor).epsilon(1e-12));
   // A factor beyond the platform's range is clamped.
-  std::vector<KindSample> slow = {{.bytes = 1 * MiB, .measured_s = 1.0, .priced_s = 1e-3, .transfer_s = 1e-3},
-                                  {.bytes = 2 * MiB, .measured_s = 2.0, .priced_s = 2e-3, .transfer_s = 2e-3}};
+  std::vector<KindSample> slow = {{1 * MiB, 1.0, 1e-3, 1e-3}, {2 * MiB, 2.0, 2e-3, 2e-3}};
   const std::vector<KindSizeFactor> clamped = fit_kind_size_factors(slow, kShare);
   REQUIRE(clamped.size() == 2);
   CHECK(clamped[0].factor == kMaxKindSizeFactor);
@@ -353,16 +341,16 @@ TEST_CASE("kind size factors: the transfer-bound sizes get the factor that price
 TEST_CASE("kind size factors: start-up-bound sizes get the step overhead that prices them as measured") {
   // MPICH's allgather at 4 ranks, 1 Gbit/s (calibration of 2026-11-29): 1-16 KiB took
   // 1.137, 1.152, 1.140, 1.131, 1.138 ms, priced 0.381, 0.528, 0.526, 0.537, 0.647 ms over
-  // its 2 recursive-doubling steps, start-up (priced − transfer) over half of each. Overheads (measured −
+  // its 2 recursive-doubling steps, transfer parts well under half. Overheads (measured −
   // priced) / 2: 378.0, 312.0, 307.0, 297.0, 245.5 µs; the inner three take the median of
   // their neighbours': 312.0, 307.0, 297.0 µs; the ends keep theirs.
   constexpr double kShare = 0.5;
   const std::vector<KindSample> samples = {
-      {.bytes = 1 * KiB, .measured_s = 1.137e-3, .priced_s = 0.381e-3, .transfer_s = 1e-5, .startup_s = 0.371e-3, .steps = 2},
-      {.bytes = 2 * KiB, .measured_s = 1.152e-3, .priced_s = 0.528e-3, .transfer_s = 2e-5, .startup_s = 0.508e-3, .steps = 2},
-      {.bytes = 4 * KiB, .measured_s = 1.140e-3, .priced_s = 0.526e-3, .transfer_s = 4e-5, .startup_s = 0.486e-3, .steps = 2},
-      {.bytes = 8 * KiB, .measured_s = 1.131e-3, .priced_s = 0.537e-3, .transfer_s = 8e-5, .startup_s = 0.457e-3, .steps = 2},
-      {.bytes = 16 * KiB, .measured_s = 1.138e-3, .priced_s = 0.647e-3, .transfer_s = 16e-5, .startup_s = 0.487e-3, .steps = 2}};
+      {.bytes = 1 * KiB, .measured_s = 1.137e-3, .priced_s = 0.381e-3, .transfer_s = 1e-5, .steps = 2},
+      {.bytes = 2 * KiB, .measured_s = 1.152e-3, .priced_s = 0.528e-3, .transfer_s = 2e-5, .steps = 2},
+      {.bytes = 4 * KiB, .measured_s = 1.140e-3, .priced_s = 0.526e-3, .transfer_s = 4e-5, .steps = 2},
+      {.bytes = 8 * KiB, .measured_s = 1.131e-3, .priced_s = 0.537e-3, .transfer_s = 8e-5, .steps = 2},
+      {.bytes = 16 * KiB, .measured_s = 1.138e-3, .priced_s = 0.647e-3, .transfer_s = 16e-5, .steps = 2}};
   const std::vector<KindSizeFactor> points = fit_kind_size_factors(samples, kShare);
   REQUIRE(points.size() == 5);
   const double expected_s[] = {378.0e-6, 312.0e-6, 307.0e-6, 297.0e-6, 245.5e-6};
@@ -380,17 +368,10 @@ TEST_CASE("kind size factors: start-up-bound sizes get the step overhead that pr
   CHECK(fit_kind_size_factors(fast, kShare).empty());
   // One transfer-bound size above them is no run: it keeps factor 1 and no overhead.
   std::vector<KindSample> one = samples;
-  one.push_back({.bytes = 1 * MiB, .measured_s = 20e-3, .priced_s = 10e-3, .transfer_s = 9e-3, .startup_s = 1e-3, .steps = 2});
+  one.push_back({.bytes = 1 * MiB, .measured_s = 20e-3, .priced_s = 10e-3, .transfer_s = 9e-3, .steps = 2});
   const std::vector<KindSizeFactor> with_one = fit_kind_size_factors(one, kShare);
   REQUIRE(with_one.size() == 6);
   CHECK(with_one.back().factor == 1.0);
   CHECK(with_one.back().step_overhead_s == 0.0);
   CHECK(fit_kind_size_factors({one.back()}, kShare).empty());
-  // A size whose start-up is under half its pricing is not start-up-bound: nor any above it.
-  std::vector<KindSample> reducing = samples;
-  reducing[2].startup_s = 0.2 * reducing[2].priced_s;
-  const std::vector<KindSizeFactor> below = fit_kind_size_factors(reducing, kShare);
-  REQUIRE(below.size() == 5);
-  CHECK(below[1].step_overhead_s == Approx(312.0e-6).epsilon(1e-9));  // two sizes, both ends: their own
-  for (std::size_t i = 2; i < below.size(); ++i) CHECK(below[i].step_overhead_s == 0.0);
 }
