@@ -238,7 +238,9 @@ class ValidationRun::Impl {
     }
   }
 
-  /** Runs one `cnnpar-run --calibrate` on `ranks` ranks into `file`, its output into FILE.log. */
+  /** Runs `cnnpar-run --calibrate` on `ranks` ranks into `file`, its output into FILE.log, up
+   *  to run_attempts times: Hydra may report status 1 for a multi-rank job that completed (a
+   *  rank's PMI socket closing before its exit, apps/cnnpar-run/finalize.cpp). */
   void run_calibration(const fs::path& file, int ranks, const std::vector<std::string>& arguments, const std::string& what) {
     const std::string log = (fs::path(file).replace_extension(".log")).string();
     say(fmt::format("cnnpar validate: calibrating {}; log {}", what, log));
@@ -248,9 +250,14 @@ class ValidationRun::Impl {
     program.insert(program.end(), arguments.begin(), arguments.end());
     ChildOptions child;
     child.output_file = log;
-    const int status = run_child(target_->command(ranks, program), child);
-    if (status != 0 || !fs::exists(file))
-      throw std::runtime_error(fmt::format("calibration of {} failed (status {}); see {}", what, status, log));
+    for (int attempt = 1;; ++attempt) {
+      const int status = run_child(target_->command(ranks, program), child);
+      if (status == 0 && fs::exists(file)) return;
+      if (attempt >= grid_.run_attempts)
+        throw std::runtime_error(fmt::format("calibration of {} failed (status {}); see {}", what, status, log));
+      say(fmt::format("cnnpar validate: calibration of {} failed (status {}), attempt {} of {}; calibrating again", what,
+                      status, attempt, grid_.run_attempts));
+    }
   }
 
   /** Times `network`'s GEMM grid up to the largest batch into `file`, on the ranks that compute
