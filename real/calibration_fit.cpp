@@ -110,7 +110,7 @@ std::vector<KindSizeFactor> fit_kind_size_factors(std::vector<KindSample> sample
   const auto qualifies = [&](const KindSample& s) {
     return s.transfer_s > 0 && s.transfer_s >= min_transfer_share * s.priced_s;
   };
-  std::size_t first = samples.size();  // the qualifying sizes are [first, end), the start-up-bound ones below
+  std::size_t first = samples.size();  // the qualifying sizes are [first, end), those with step overheads below
   while (first > 0 && qualifies(samples[first - 1])) --first;
   const bool run = samples.size() - first >= 2;
   // One size off its neighbours is noise or a knee the link model already prices (a 16 KiB
@@ -128,8 +128,8 @@ std::vector<KindSizeFactor> fit_kind_size_factors(std::vector<KindSample> sample
     overheads.push_back(overhead_s < kNegligibleStepOverhead_s ? 0.0 : overhead_s);
   }
   overheads = smoothed(overheads, 0);
-  // The factors with the start-up-bound sizes' factor 1 below them, as the first one's left
-  // neighbour: a run's first size is smoothed toward it.
+  // The factors with the factor 1 of the sizes below the run, the first one's left neighbour:
+  // a run's first size is smoothed toward it.
   std::vector<double> factors(first, 1.0);
   for (std::size_t i = first; i < samples.size(); ++i) {
     const KindSample& s = samples[i];

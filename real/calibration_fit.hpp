@@ -102,15 +102,16 @@ struct KindSample {
  *  contiguous run from the largest down) each get the factor f with
  *  priced + (f − 1)·transfer = measured, clamped to [kMinKindSizeFactor, kMaxKindSizeFactor]
  *  (first order: the message factors of the unscaled size), when the run holds at least two
- *  sizes (else factor 1). Every size below the run (bound by its start-up, or by its reduction)
- *  keeps factor 1 and gets the step overhead o with priced + steps·o = measured, at least 0:
- *  what each of the kind's steps takes at that size beyond the link fit's message. (Keeping
- *  the reduction-bound sizes matters: MPICH's 128 KiB reduce_scatter on 4 ranks took 4.2-5.3
- *  ms against 2.0 priced, in calibration and in hybrid's runs alike.) Then every factor but the two ends
- *  takes the median of its value and its neighbours' (the run's first size has the factor 1
- *  below it as one), and so does every overhead (one size off its neighbours is noise).
- *  Empty when no size gets a factor and none takes longer than priced. Samples need not be
- *  sorted; those without a positive size, measurement, pricing and step count are left out. */
+ *  sizes (else factor 1). Every size below the run (bound by its start-up, or by its
+ *  reduction) keeps factor 1 and gets the step overhead o with priced + steps·o = measured, at
+ *  least 0: what each of the kind's steps takes at that size beyond the link fit's message.
+ *  (The reduction-bound sizes count too: MPICH's 128 KiB reduce_scatter on 4 ranks took
+ *  4.2-5.3 ms against 2.0 priced, in calibration and in hybrid's runs alike.) Then every factor
+ *  but the two ends takes the median of its value and its neighbours' (the run's first size
+ *  has the factor 1 below it as one), and so does every overhead (one size off its neighbours
+ *  is noise). Empty when no size gets a factor and none takes longer than priced. Samples need
+ *  not be sorted; those without a positive size, measurement, pricing and step count are left
+ *  out. */
 std::vector<KindSizeFactor> fit_kind_size_factors(std::vector<KindSample> samples, double min_transfer_share);
 /** A fitted step overhead below this is rounding (a size the fit reproduces exactly): 0. */
 inline constexpr double kNegligibleStepOverhead_s = 1e-9;
