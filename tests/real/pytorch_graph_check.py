@@ -6,7 +6,9 @@ the same network in PyTorch from the project's JSON (scripts/torch_network.py, s
 cross-entropy), loads the weights, runs forward and backward in training mode and compares. Tolerance 1e-4 of each quantity's largest magnitude (FP32 in both; the sums run
 in different orders); gradients beyond it pass when they are no farther than twice PyTorch's
 own FP32 gradients from PyTorch's FP64 ones (an ill-conditioned network, as GoogLeNet at
-initialisation, where every FP32 computation is 1e-2 from the exact gradient). Dropout layers
+initialisation, where every FP32 computation is 1e-2 from the exact gradient), or as close to
+the FP64 ones with one relu tie (an input within FP32's rounding of 0) decided the other way.
+Dropout layers
 are taken out of both (their masks differ by design). Exits 77 (ctest: skipped) when PyTorch is not installed.
 
 Usage: pytorch_graph_check.py GRAPH_DUMP NETWORK.json BATCH SEED
@@ -61,6 +63,67 @@ def relative(name, ours, theirs):
     diff = float((ours - theirs).abs().max())
     print(f"  {name:<28} max |cnnpar - pytorch| = {diff:.3e}, largest |value| {scale:.3e}, ratio {diff / scale:.3e}")
     return diff / scale
+
+
+# A relu input is a tie when it lies within this fraction of its tensor's largest magnitude of 0:
+# 8 units of FP32's rounding (2^-24) cover the sums before it.
+TIE_FRACTION = 8 * 2.0 ** -24
+MAX_TIES = 8
+
+
+class TiedRelu(torch.autograd.Function):
+    """relu whose gradient passes where `passes` says (the forward is relu's)."""
+
+    @staticmethod
+    def forward(ctx, x, passes):
+        ctx.save_for_backward(passes)
+        return F.relu(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (passes,) = ctx.saved_tensors
+        return grad * passes, None
+
+
+def relu_ties(network, weights, images):
+    """(relu layer name, flat index) of the relu inputs within TIE_FRACTION of 0 in FP64, closest first."""
+    model = Network(network).double()
+    model.train()
+    model.load_flat(weights.double())
+    run_layer, ties = model.run_layer, []
+
+    def recording(layer, inputs):
+        if layer["type"] == "relu":
+            x = inputs[0].detach().reshape(-1)
+            scale = max(float(x.abs().max()), 1e-30)
+            for index in torch.nonzero(x.abs() <= TIE_FRACTION * scale).reshape(-1).tolist():
+                ties.append((abs(float(x[index])) / scale, layer["name"], index))
+        return run_layer(layer, inputs)
+
+    model.run_layer = recording
+    with torch.no_grad():
+        model(images.double())
+    return [(name, index) for _, name, index in sorted(ties)]
+
+
+def fp64_gradients(network, weights, images, labels, flips):
+    """FP64 gradients with the relu gradient at `flips` ({layer name: flat index}) decided the other way."""
+    model = Network(network).double()
+    model.train()
+    model.load_flat(weights.double())
+    run_layer = model.run_layer
+
+    def flipping(layer, inputs):
+        if layer["type"] == "relu" and layer["name"] in flips:
+            x = inputs[0]
+            passes = (x > 0).double().reshape(-1)
+            passes[flips[layer["name"]]] = 1.0 - passes[flips[layer["name"]]]
+            return TiedRelu.apply(x, passes.reshape(x.shape))
+        return run_layer(layer, inputs)
+
+    model.run_layer = flipping
+    F.cross_entropy(model(images.double()), labels).backward()
+    return model.flat_gradients()
 
 
 def main():
@@ -139,6 +202,20 @@ def main():
         if ours <= 2 * theirs:
             worst["gradients (all)"] = 0.0
             print("  gradients: within twice PyTorch FP32's distance from FP64 (ill-conditioned; accepted)")
+        else:
+            # A relu input within FP32's rounding of 0 in the FP64 reference is a tie: an FP32
+            # computation may put it on either side, and the errors upstream of it differ by that
+            # element's whole error (ResNet-20, batch 8, seed 5: 3.3e-7 in layer1_0_relu, where
+            # values reach about 4). Accept cnnpar's gradients when they match the FP64 ones with
+            # one tie decided the other way, as closely as PyTorch FP32 matches its own.
+            for name, index in relu_ties(network, weights, images)[:MAX_TIES]:
+                flipped = float((gradients.double() - fp64_gradients(network, weights, images, labels,
+                                                                     {name: index})).abs().max()) / scale
+                print(f"  relu tie in {name} decided the other way: cnnpar {flipped:.3e} from FP64")
+                if flipped <= 2 * theirs:
+                    worst["gradients (all)"] = 0.0
+                    print("  gradients: the FP64 ones with that tie decided as cnnpar did (accepted)")
+                    break
     failed = [what for what, value in worst.items() if not value <= TOLERANCE]
     if failed:
         print(f"pytorch_graph_check: FAILED beyond {TOLERANCE:g}: {', '.join(failed)}", file=sys.stderr)
