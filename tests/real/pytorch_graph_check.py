@@ -85,11 +85,17 @@ class TiedRelu(torch.autograd.Function):
         return grad * passes, None
 
 
-def relu_ties(network, weights, images):
-    """(relu layer name, flat index) of the relu inputs within TIE_FRACTION of 0 in FP64, closest first."""
+def fp64_model(network, weights):
+    """The network in FP64, in training mode, with cnnpar's weights."""
     model = Network(network).double()
     model.train()
     model.load_flat(weights.double())
+    return model
+
+
+def relu_ties(network, weights, images):
+    """(relu layer name, flat index) of the relu inputs within TIE_FRACTION of 0 in FP64, closest first."""
+    model = fp64_model(network, weights)
     run_layer, ties = model.run_layer, []
 
     def recording(layer, inputs):
@@ -108,9 +114,7 @@ def relu_ties(network, weights, images):
 
 def fp64_gradients(network, weights, images, labels, flips):
     """FP64 gradients with the relu gradient at `flips` ({layer name: flat index}) decided the other way."""
-    model = Network(network).double()
-    model.train()
-    model.load_flat(weights.double())
+    model = fp64_model(network, weights)
     run_layer = model.run_layer
 
     def flipping(layer, inputs):
@@ -190,9 +194,7 @@ def main():
         # relu, near-constant batchnorm inputs): any FP32 computation is then far from the
         # exact one. Measure how far with PyTorch in FP64 and accept cnnpar's gradients when
         # they are at most twice as far from it as PyTorch's own FP32 ones.
-        exact = Network(network).double()
-        exact.train()
-        exact.load_flat(weights.double())
+        exact = fp64_model(network, weights)
         F.cross_entropy(exact(images.double()), labels).backward()
         truth = exact.flat_gradients()
         scale = max(float(truth.abs().max()), 1e-30)
