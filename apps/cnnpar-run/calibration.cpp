@@ -197,6 +197,7 @@ int run_calibration(const Options& o, int rank, int size, bool max_message_given
       fmt::print("cnnpar-run: calibrate: {}\n", line);
       std::fflush(stdout);
     };
+  set_freed_memory(freed_memory_once_set_up(size));
   CalibrationResult result = calibrate(network, base, options, MPI_COMM_WORLD);
   if (rank == 0) {
     write_file_atomic(o.out, to_json(result.platform).dump(2) + "\n");

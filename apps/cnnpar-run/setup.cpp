@@ -228,6 +228,8 @@ ExecutionModes parse_execution_modes(const Options& o) {
   return modes;
 }
 
+FreedMemory freed_memory_once_set_up(int ranks) { return ranks > 1 ? FreedMemory::kept : FreedMemory::returned; }
+
 std::int64_t executor_tile_columns(const Options& o, ProgressMode progress) {
   return o.gemm_tile_columns >= 0 ? o.gemm_tile_columns : (progress == ProgressMode::poll ? 4096 : 0);
 }

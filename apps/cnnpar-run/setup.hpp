@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "apps/cnnpar-run/options.hpp"
+#include "base/freed_memory.hpp"
 #include "model/network.hpp"
 #include "model/platform.hpp"
 #include "model/schedule.hpp"
@@ -47,6 +48,14 @@ ExecutionModes parse_execution_modes(const Options& o);
 /** GEMM column tile between polls: --gemm-tile-columns, else 4096 when polling (deep-layer
  *  GEMMs are narrower, so they run whole), else none. */
 std::int64_t executor_tile_columns(const Options& o, ProgressMode progress);
+
+/** How the heap treats freed memory once set up, in training and calibration alike (so the
+ *  calibration times ops and collectives as runs see them). Over several ranks `kept`: the MPI
+ *  library allocates a temporary the size of the message for every large MPI_Iallreduce, and
+ *  mapped afresh each time it page-faulted ~45 MB an iteration on resnet-18-32 (dp on 2 ranks:
+ *  0.84 -> 0.57 s an iteration, vgg-a-32 0.31 -> 0.20 s; 39-52 MB more peak memory). One rank
+ *  has no such temporaries, and keeps the lower peak of `returned` (same speed). */
+FreedMemory freed_memory_once_set_up(int ranks);
 
 /** The checkpoint file inside --checkpoint DIR. */
 std::string checkpoint_file(const Options& o);

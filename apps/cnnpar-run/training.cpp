@@ -149,6 +149,7 @@ int run_training(const Options& o, int rank, int size) {
   std::array<double, 3> load_average{};
   const bool has_load = ::getloadavg(load_average.data(), 3) == 3;
 
+  set_freed_memory(freed_memory_once_set_up(size));
   Interpreter interpreter(s.schedule, rank, *backend, comms, clock, s.interpreter);
   const double wall_start_s = MPI_Wtime();
   RankTrace mine = interpreter.run();

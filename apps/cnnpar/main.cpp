@@ -1,7 +1,5 @@
 // cnnpar: predict, simulate, balance, trace, compare, report, testbed (and run/calibrate, fit when built).
 // The only place that turns exceptions into exit codes: 0 ok, 1 failure, 2 bad input.
-#include <malloc.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -17,15 +15,13 @@
 #include "apps/cnnpar/commands.hpp"
 #include "apps/common/strategy_flags.hpp"
 #include "base/error.hpp"
+#include "base/freed_memory.hpp"
 #include "engines/registry.hpp"
 
 int main(int argc, char** argv) {
-#ifdef __GLIBC__
   // Keep freed trace memory in the heap: a sweep allocates and frees large Traces one after the
   // other, and returning them to the kernel each time made page faults half the sweep's time.
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-#endif
+  cnnpar::set_freed_memory(cnnpar::FreedMemory::kept);
   CLI::App app{"cnnpar: predict and measure how CNN training scales over nodes.\n"
                "With no sub-command: predict VGG-A on Cori Haswell with lee (k 9, f 2), batch 256, 1-128 nodes."};
   cnnpar::cli::set_one_line_failure_message(app, "cnnpar");  // before the sub-commands copy it
