@@ -2,18 +2,15 @@
 // ch4:ucx with ranks alone on their hosts).
 #include "apps/cnnpar-run/finalize.hpp"
 
-#include <charconv>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
-#include <string>
-#include <system_error>
 #include <thread>
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
 #include <unistd.h>
+
+#include "base/file_descriptors.hpp"
 
 namespace cnnpar::executor {
 
@@ -25,24 +22,6 @@ constexpr double kFinalizeBound_s = 30;  // MPI_Finalize may take this long once
 // Time for Hydra's proxy to see this rank's stdout and stderr end (it then stops reading and waits).
 constexpr double kProxyStopsReading_s = 0.25;
 
-/** Closes `fd` and every other descriptor of this process open on the same file. Hydra's proxy
- *  starts a rank with the pipes of its stdout and stderr open twice (it dup2s them onto 1 and 2
- *  and keeps the originals), so closing 1 and 2 alone ends neither. */
-void close_every_copy(int fd) {
-  struct stat target {};
-  if (::fstat(fd, &target) != 0) return;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", error)) {
-    int other = -1;
-    const std::string name = entry.path().filename().string();
-    if (std::from_chars(name.data(), name.data() + name.size(), other).ec != std::errc{} || other == fd) continue;
-    struct stat candidate {};
-    if (::fstat(other, &candidate) == 0 && candidate.st_dev == target.st_dev && candidate.st_ino == target.st_ino)
-      ::close(other);
-  }
-  ::close(fd);
-}
-
 /** Leaves with status 0 without MPI_Finalize. Hydra's proxy records status 1 for a rank whose
  *  PMI socket closes without a PMI finalize, but only while it still reads its ranks' sockets,
  *  which it stops once their stdout and stderr have ended. _exit alone closes all of them at
@@ -50,6 +29,8 @@ void close_every_copy(int fd) {
  *  stdout and stderr first lets it stop reading before the PMI socket closes. */
 [[noreturn]] void leave_now() {
   std::fflush(nullptr);
+  // Hydra's proxy starts a rank with the pipes of its stdout and stderr open twice (dup2'd onto
+  // 1 and 2, the originals kept): closing 1 and 2 alone ends neither.
   close_every_copy(STDOUT_FILENO);
   close_every_copy(STDERR_FILENO);
   if (const int null = ::open("/dev/null", O_WRONLY); null >= 0) {  // later writes go nowhere, not to a reused fd
