@@ -50,8 +50,9 @@ assert r["configurations"] == 2 and r["finished"] == 2, (r["configurations"], r[
 for engine in ("analytic", "simgrid"):
     mape = r["mape_percent"][engine]
     assert isinstance(mape, (int, float)) and math.isfinite(mape), (engine, mape)
-    # A gross-breakage guard, not the acceptance: CI machines are noisy. Today's subset is
-    # within 15 %; a prediction of another schedule or platform is off by far more.
+    # A gross-breakage guard, not the acceptance: CI machines are noisy. The subset was within
+    # 15 % on the machines of 11-28 and 17-29 % short on that of 11-29 (kernel 6.18: runs move
+    # less than the calibrated link rate); another schedule or platform is off by far more.
     assert mape < 50, (engine, mape)
     assert math.isfinite(r["r_mae_points"][engine]), engine
 for result in r["results"]:
