@@ -22,15 +22,12 @@ constexpr double kFinalizeBound_s = 30;  // MPI_Finalize may take this long once
 // Time for Hydra's proxy to see this rank's stdout and stderr end (it then stops reading and waits).
 constexpr double kProxyStopsReading_s = 0.25;
 
-/** Leaves with status 0 without MPI_Finalize. Hydra's proxy records status 1 for a rank whose
- *  PMI socket closes without a PMI finalize, but only while it still reads its ranks' sockets,
- *  which it stops once their stdout and stderr have ended. _exit alone closes all of them at
- *  once, and the proxy saw the PMI close first in about one run of ten on the testbed; ending
- *  stdout and stderr first lets it stop reading before the PMI socket closes. */
+/** Leaves with status 0 without MPI_Finalize. Hydra's proxy reports status 1 for a rank whose
+ *  PMI socket closes while it still reads it, and it stops reading once the rank's stdout and
+ *  stderr have ended: they end first, every copy of them (Hydra leaves two), and the PMI socket
+ *  with the exit (docs/testbed.md). */
 [[noreturn]] void leave_now() {
   std::fflush(nullptr);
-  // Hydra's proxy starts a rank with the pipes of its stdout and stderr open twice (dup2'd onto
-  // 1 and 2, the originals kept): closing 1 and 2 alone ends neither.
   close_every_copy(STDOUT_FILENO);
   close_every_copy(STDERR_FILENO);
   if (const int null = ::open("/dev/null", O_WRONLY); null >= 0) {  // later writes go nowhere, not to a reused fd
