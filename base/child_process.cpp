@@ -9,12 +9,14 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <thread>
 
 #include "base/pipe_reader.hpp"
 
@@ -56,13 +58,42 @@ void end_with_parent(pid_t parent) {
   std::_Exit(127);
 }
 
+/** A waitpid status as a shell tells it: the exit status, or 128 + the signal that ended it. */
+int shell_status(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
 int wait_status(pid_t pid) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
+  return shell_status(status);
+}
+
+/** wait_status with a bound: past `limit_s` the child is sent SIGTERM, and SIGKILL
+ *  kKillGrace_s later. `ended` tells whether the bound ended it. */
+int wait_status_within(pid_t pid, double limit_s, bool& ended) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  const auto since_start_s = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  ended = false;
+  bool killed = false;
+  for (;;) {
+    int status = 0;
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done < 0 && errno != EINTR) throw std::runtime_error(std::string("waitpid: ") + std::strerror(errno));
+    if (done == pid) return shell_status(status);
+    if (!ended && since_start_s() >= limit_s) {
+      ended = true;
+      ::kill(pid, SIGTERM);
+    } else if (ended && !killed && since_start_s() >= limit_s + kKillGrace_s) {
+      killed = true;
+      ::kill(pid, SIGKILL);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the child's end is noticed this late at most
+  }
 }
 
 }  // namespace
@@ -156,14 +187,16 @@ int run_child(const std::vector<std::string>& argv, const ChildOptions& options)
   g_child.store(pid);
   if (const int early = g_received.load(); early != 0) ::kill(pid, early);  // arrived before the pid was known
   int status = 0;
+  bool past_limit = false;
   try {
-    status = wait_status(pid);
+    status = options.time_limit_s > 0 ? wait_status_within(pid, options.time_limit_s, past_limit) : wait_status(pid);
   } catch (...) {
     restore();
     throw;
   }
   restore();
   if (const int signal = g_received.load(); signal != 0) throw InterruptedError(signal);
+  if (past_limit) throw ChildTimeLimitError(options.time_limit_s);
   if (status == 127) throw std::runtime_error("cannot start " + argv[0]);
   return status;
 }

@@ -7,6 +7,7 @@
 // Should cnnpar die without forwarding (SIGKILL), Linux sends the child SIGTERM
 // (PR_SET_PDEATHSIG), so an mpiexec never outlives cnnpar.
 #include <csignal>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -20,12 +21,31 @@ struct ChildOptions {
   /** "" = inherited; else the child's stdout and stderr are appended to this file (a log).
    *  @throws std::runtime_error (from run_child) if it cannot be opened. */
   std::string output_file;
+  /** > 0: a child still running after this many seconds is sent SIGTERM, and SIGKILL
+   *  kKillGrace_s later; run_child then throws ChildTimeLimitError. */
+  double time_limit_s = 0;
+};
+
+/** Seconds between the SIGTERM and the SIGKILL of a child past its time limit. */
+inline constexpr double kKillGrace_s = 10;
+
+/** A child ended by run_child for outliving ChildOptions::time_limit_s. */
+class ChildTimeLimitError : public std::runtime_error {
+ public:
+  explicit ChildTimeLimitError(double limit_s)
+      : std::runtime_error("it did not end within " + std::to_string(static_cast<long long>(limit_s)) + " s"),
+        limit_s_(limit_s) {}
+  double limit_s() const noexcept { return limit_s_; }
+
+ private:
+  double limit_s_;
 };
 
 /** Runs `argv` (argv[0] looked up in PATH) and returns its exit status (a child killed by a
  *  signal gives 128 + signal).
  *  @throws std::runtime_error if it cannot be started;
- *  @throws InterruptedError if cnnpar received SIGINT or SIGTERM meanwhile (forwarded). */
+ *  @throws InterruptedError if cnnpar received SIGINT or SIGTERM meanwhile (forwarded);
+ *  @throws ChildTimeLimitError if it outlived options.time_limit_s (it has ended). */
 int run_child(const std::vector<std::string>& argv, const ChildOptions& options = {});
 
 /** While it lives, SIGINT and SIGTERM wait (blocked on this thread) instead of ending cnnpar

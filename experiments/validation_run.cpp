@@ -314,23 +314,34 @@ class ValidationRun::Impl {
   /** One run of `spec_file` on the target, its trace into `trace_file` (cnnpar-run's --trace
    *  overrides the spec's), retried once: a run on a shared machine can fail for reasons of the
    *  moment (a stall timeout). */
-  void run_measured(const ValidationConfig& config, const std::string& spec_file, const ChildOptions& child,
-                    const std::string& trace_file) {
-    int status = 1;
-    for (int attempt = 0; attempt < 2 && status != 0; ++attempt) {
+  void run_measured(const ValidationConfig& config, const std::string& spec_file, double predicted_run_s,
+                    ChildOptions child, const std::string& trace_file) {
+    child.time_limit_s = o_.run_allowance_s + kRunTimeFactor * predicted_run_s;
+    std::string failure;
+    for (int attempt = 1; attempt <= 2; ++attempt) {
       fs::remove(trace_file);
-      status = run_child(target_->command(config.strategy.ranks,
-                                          {executor_, "--spec", spec_file, "--trace", trace_file, "--quiet"}),
-                         child);
+      try {
+        const int status = run_child(target_->command(config.strategy.ranks,
+                                                      {executor_, "--spec", spec_file, "--trace", trace_file, "--quiet"}),
+                                     child);
+        if (status == 0 && fs::exists(trace_file)) return;
+        failure = fmt::format("status {}", status);
+      } catch (const ChildTimeLimitError& e) {
+        failure = fmt::format("ended: still running after {} ({:g} s + {:g} x its predicted {})",
+                              format_seconds(e.limit_s()), o_.run_allowance_s, kRunTimeFactor,
+                              format_seconds(predicted_run_s));
+      }
+      if (attempt == 1)
+        say(fmt::format("{}: cnnpar-run failed ({}); running again", config_label(grid_, config), failure));
     }
-    if (status != 0 || !fs::exists(trace_file))
-      throw std::runtime_error(fmt::format("cnnpar-run failed twice (status {}); see {}", status, child.output_file));
+    throw std::runtime_error(fmt::format("cnnpar-run failed twice ({}); see {}", failure, child.output_file));
   }
 
   /** One configuration's prediction from a calibrated platform, and the run spec measuring it. */
   struct Prediction {
     std::string platform_file;
     std::map<std::string, Trace> traces;  ///< by engine
+    double run_s = 0;                     ///< the whole run (warm-up and measured iterations), predicted
     const Trace& reference() const { return traces.count("analytic") ? traces.at("analytic") : traces.begin()->second; }
   };
 
@@ -375,6 +386,8 @@ class ValidationRun::Impl {
     Prediction prediction;
     prediction.platform_file = platform_file;
     for (const std::string& engine : engines_) prediction.traces[engine] = replay_once(schedule, platform, {.name = engine});
+    const TraceMetrics metrics = compute_metrics(prediction.reference());
+    prediction.run_s = metrics.iteration_s * double(metrics.warmup_iterations + int(metrics.measured_iterations.size()));
     return prediction;
   }
 
@@ -466,7 +479,7 @@ class ValidationRun::Impl {
     const auto distance = [](double ratio) { return ratio < 0 ? 0.0 : std::abs(ratio - 1); };  // nearest 1 is kept
     for (int attempt = 1; attempt <= attempts; ++attempt) {
       const std::string attempt_file = (folder / fmt::format("run-{}.json", attempt)).string();
-      run_measured(config, spec_file, child, attempt_file);
+      run_measured(config, spec_file, prediction.run_s, child, attempt_file);
       nlohmann::json document = read_json_file(attempt_file);
       Trace run = trace_from_json(document, attempt_file);
       const Trace& reference = prediction.reference();

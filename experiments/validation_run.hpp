@@ -15,6 +15,12 @@
 
 namespace cnnpar {
 
+/** A run's time limit: run_allowance_s (launch, MPI_Init, set-up, the trace's write) plus
+ *  kRunTimeFactor times its predicted duration. A run past it hangs (a launch that never
+ *  completed was seen once in CI); it is ended and run again like a failed run. */
+inline constexpr double kRunLaunchAllowance_s = 120;  ///< the default run_allowance_s
+inline constexpr double kRunTimeFactor = 10;
+
 /** The grid's fit (experiments/validation_fit.hpp), in builds that have GSL. */
 struct ValidationFitHooks {
   /** Checks the fit's free paths on the grid's platform. @throws InputError. */
@@ -35,6 +41,7 @@ struct ValidationRunOptions {
   /** Run nothing: predict every finished run again from its spec.json and calibration (after
    *  an engine changed), rewrite its result, then the report. */
   bool repredict = false;
+  double run_allowance_s = kRunLaunchAllowance_s;  ///< seconds a run may take beyond kRunTimeFactor x predicted
   ValidationFitHooks fit;    ///< none: a grid with a fit is refused
   std::function<void(const std::string& line)> say;  ///< a line per calibration and configuration
 };

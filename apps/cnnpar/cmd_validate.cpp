@@ -1,5 +1,6 @@
 // `cnnpar validate GRID.json` (experiments/validation_run.hpp): its flags, the fit's wiring in
 // builds with GSL, and the summary lines.
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -10,6 +11,7 @@
 
 #include "apps/cnnpar/commands.hpp"
 #include "apps/common/flags.hpp"
+#include "base/error.hpp"
 #include "engines/registry.hpp"
 #include "experiments/validation_run.hpp"
 #include "model/scenarios.hpp"
@@ -33,9 +35,13 @@ struct ValidateOptions {
   bool report_only = false;
   bool repredict = false;
   bool quiet = false;  ///< else a line per calibration and per configuration (stdout)
+  double run_allowance_s = kRunLaunchAllowance_s;
 };
 
 int run_validate(const ValidateOptions& o) {
+  if (!(o.run_allowance_s > 0) || !std::isfinite(o.run_allowance_s))
+    throw InputError("command line", "--run-allowance-s", fmt::format("{:g}", o.run_allowance_s),
+                     "must be a number of seconds > 0");
   ValidationGrid grid = load_validation_grid(o.grid);
   ValidationRunOptions options{.out = o.out,
                                .report = o.report,
@@ -45,7 +51,8 @@ int run_validate(const ValidateOptions& o) {
                                .testbed = o.testbed,
                                .keep_testbed = o.keep_testbed,
                                .report_only = o.report_only,
-                               .repredict = o.repredict};
+                               .repredict = o.repredict,
+                               .run_allowance_s = o.run_allowance_s};
 #ifdef CNNPAR_HAVE_FIT
   options.fit.check = [](const ValidationGrid& grid) {
     const ScenarioDocument base = load_scenario("platforms", grid.platform);
@@ -106,6 +113,11 @@ Runner add_validate_command(CLI::App& app) {
   sub->add_flag("--repredict", o.repredict,
                 "run nothing: predict every finished configuration again from its run's spec.json and calibration "
                 "(after the engines changed), rewrite its result and the engines' traces, then the report");
+  sub->add_option("--run-allowance-s", o.run_allowance_s,
+                  fmt::format("a run still going this many seconds past {:g} times its predicted duration is ended "
+                              "and run again (a hung launch)",
+                              kRunTimeFactor))
+      ->capture_default_str();
   flags::quiet(*sub, o.quiet);
   return [options] { return run_validate(*options); };
 }

@@ -58,3 +58,31 @@ TEST_CASE("a SIGINT held by DeferredInterrupts makes the next run_child report a
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(10));
   CHECK(deferred.take() == 0);  // consumed by run_child, not pending any more
 }
+
+TEST_CASE("run_child ends a child past its time limit with SIGTERM, then SIGKILL", "[child]") {
+  using Clock = std::chrono::steady_clock;
+  const auto seconds_since = [](Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  ChildOptions options;
+  options.time_limit_s = 0.5;
+  // Within the limit: its status, as without one.
+  CHECK(run_child({"sh", "-c", "exit 3"}, options) == 3);
+
+  // sleep ends at SIGTERM: the error comes after the limit, long before the child's 30 s.
+  Clock::time_point start = Clock::now();
+  CHECK_THROWS_AS(run_child({"sleep", "30"}, options), ChildTimeLimitError);
+  double took_s = seconds_since(start);
+  INFO("ended after " << took_s << " s");
+  CHECK(took_s >= options.time_limit_s);
+  CHECK(took_s < options.time_limit_s + kKillGrace_s);
+
+  // A child that ignores SIGTERM (an ignored signal stays ignored across exec) is killed
+  // kKillGrace_s later: expected 0.5 + 10 s, bounded above by the child's own 30 s.
+  start = Clock::now();
+  CHECK_THROWS_AS(run_child({"sh", "-c", "trap '' TERM; exec sleep 30"}, options), ChildTimeLimitError);
+  took_s = seconds_since(start);
+  INFO("killed after " << took_s << " s");
+  CHECK(took_s >= options.time_limit_s + kKillGrace_s);
+  CHECK(took_s < 25);
+}

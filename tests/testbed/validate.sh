@@ -23,6 +23,27 @@ nothing_left() {
   pgrep -f "/run/cnnpar-testbed/$name/" >/dev/null && fail "$1: processes of its runs are left"
   return 0
 }
+# Runs "$@" with its output into LOG and returns its status; still running after BOUND seconds,
+# it shows what runs (the process tree, the newest logs), is interrupted (validate removes the
+# testbed) and the test fails. A hang then tells where it is before ctest's timeout cuts it short.
+bounded() {
+  local what=$1 bound_s=$2 log=$3 waited_s=0
+  shift 3
+  "$@" >"$log" 2>&1 &
+  local pid=$!
+  while kill -0 "$pid" 2>/dev/null && [ "$waited_s" -lt "$bound_s" ]; do sleep 1; waited_s=$((waited_s + 1)); done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "validate: $what still running after $bound_s s; the processes:"
+    ps -eo pid,ppid,etime,stat,wchan:24,args --forest
+    cat "$log"
+    for f in $(ls -t "$work"/*/calibration/*.log "$work"/*/runs/*/run.log 2>/dev/null | head -3); do
+      echo "== the end of $f"; tail -20 "$f"
+    done
+    kill -INT "$pid"; wait "$pid"
+    fail "$what: still running after $bound_s s"
+  fi
+  wait "$pid"
+}
 export OPENBLAS_NUM_THREADS=1
 command=("$cnnpar" validate "$grid" --out "$work/v" --testbed "$name")
 
@@ -38,8 +59,8 @@ wait "$pid"; status=$?
 nothing_left "after SIGINT"
 ls "$work"/v/runs/*/result.json >/dev/null 2>&1 && fail "a result was kept from an interrupted calibration"
 
-# 2. The whole subset.
-"${command[@]}" >"$work/run.log" 2>&1; status=$?
+# 2. The whole subset (about 45 s on 2 cores; a hung run is ended at its limit, 125 s, and run again).
+bounded "the run" 420 "$work/run.log" "${command[@]}"; status=$?
 cat "$work/run.log"
 [ "$status" -eq 0 ] || fail "status $status (wanted 0)"
 nothing_left "after the run"
@@ -84,7 +105,7 @@ PY
 cp "$work/v/report.json" "$work/first.json"
 
 # 3. Resumed: nothing to run.
-"${command[@]}" >"$work/again.log" 2>&1; status=$?
+bounded "the resumed run" 120 "$work/again.log" "${command[@]}"; status=$?
 [ "$status" -eq 0 ] || { cat "$work/again.log"; fail "resumed: status $status"; }
 grep -q "2 finished, 0 to run" "$work/again.log" || { cat "$work/again.log"; fail "the finished configurations ran again"; }
 python3 - "$work/first.json" "$work/v/report.json" <<'PY' || fail "the resumed report differs"
@@ -105,7 +126,7 @@ g["strategies"] = g["strategies"][:1]
 g.setdefault("tolerance", {})["compute_speed_percent"] = 0
 json.dump(g, open(sys.argv[2], "w"))
 PY
-"$cnnpar" validate "$work/zero.json" --out "$work/r" --testbed "$name" >"$work/recalibrated.log" 2>&1; status=$?
+bounded "the recalibrated run" 420 "$work/recalibrated.log" "$cnnpar" validate "$work/zero.json" --out "$work/r" --testbed "$name"; status=$?
 [ "$status" -eq 0 ] || { cat "$work/recalibrated.log"; fail "recalibration: status $status"; }
 grep -q "calibrating compute again" "$work/recalibrated.log" || { cat "$work/recalibrated.log"; fail "no recalibration"; }
 grep -q "calibrating veeriah-cifar10 on" "$work/recalibrated.log" && fail "the kept network calibration was measured again"
@@ -137,7 +158,7 @@ g["collectives"] = ["mpi"]
 json.dump(g, open(sys.argv[2], "w"))
 PY
 compute_before=$(md5sum "$work"/m/calibration/*_compute.json)
-"$cnnpar" validate "$work/mpi.json" --out "$work/m" --testbed "$name" >"$work/mpi.log" 2>&1; status=$?
+bounded "the mpi collectives run" 420 "$work/mpi.log" "$cnnpar" validate "$work/mpi.json" --out "$work/m" --testbed "$name"; status=$?
 [ "$status" -eq 0 ] || { cat "$work/mpi.log"; fail "mpi collectives: status $status"; }
 [ "$(md5sum "$work"/m/calibration/*_compute.json)" = "$compute_before" ] || fail "the kept compute calibration was measured again"
 python3 - "$work/m/report.json" <<'PY' || { cat "$work/mpi.log"; fail "mpi collectives report.json"; }
