@@ -9,14 +9,16 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "base/pipe_reader.hpp"
 
@@ -97,6 +99,9 @@ int wait_status_within(pid_t pid, double limit_s, bool& ended) {
 }
 
 }  // namespace
+
+ChildTimeLimitError::ChildTimeLimitError(double limit_s)
+    : std::runtime_error(fmt::format("still running after its time limit of {:.3g} s: ended", limit_s)), limit_s_(limit_s) {}
 
 DeferredInterrupts::DeferredInterrupts() {
   sigset_t interrupts;

@@ -32,9 +32,7 @@ inline constexpr double kKillGrace_s = 10;
 /** A child ended by run_child for outliving ChildOptions::time_limit_s. */
 class ChildTimeLimitError : public std::runtime_error {
  public:
-  explicit ChildTimeLimitError(double limit_s)
-      : std::runtime_error("it did not end within " + std::to_string(static_cast<long long>(limit_s)) + " s"),
-        limit_s_(limit_s) {}
+  explicit ChildTimeLimitError(double limit_s);
   double limit_s() const noexcept { return limit_s_; }
 
  private:

@@ -313,7 +313,7 @@ class ValidationRun::Impl {
 
   /** One run of `spec_file` on the target, its trace into `trace_file` (cnnpar-run's --trace
    *  overrides the spec's), retried once: a run on a shared machine can fail for reasons of the
-   *  moment (a stall timeout). */
+   *  moment (a stall timeout, a launch that hangs until the run's time limit ends it). */
   void run_measured(const ValidationConfig& config, const std::string& spec_file, double predicted_run_s,
                     ChildOptions child, const std::string& trace_file) {
     child.time_limit_s = o_.run_allowance_s + kRunTimeFactor * predicted_run_s;
