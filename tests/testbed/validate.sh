@@ -45,6 +45,8 @@ bounded() {
   wait "$pid"
 }
 export OPENBLAS_NUM_THREADS=1
+# A testbed of this name left up (an earlier run killed) would be reused and left up again.
+"$cnnpar" testbed destroy --name "$name" -q
 command=("$cnnpar" validate "$grid" --out "$work/v" --testbed "$name")
 
 # 1. Interrupted during the first calibration.
