@@ -1,6 +1,5 @@
 // `cnnpar validate GRID.json` (experiments/validation_run.hpp): its flags, the fit's wiring in
 // builds with GSL, and the summary lines.
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -11,10 +10,10 @@
 
 #include "apps/cnnpar/commands.hpp"
 #include "apps/common/flags.hpp"
-#include "base/error.hpp"
 #include "engines/registry.hpp"
 #include "experiments/validation_run.hpp"
 #include "model/scenarios.hpp"
+#include "workload/run_spec.hpp"
 #ifdef CNNPAR_HAVE_FIT
 #include "experiments/validation_fit.hpp"
 #endif
@@ -39,9 +38,7 @@ struct ValidateOptions {
 };
 
 int run_validate(const ValidateOptions& o) {
-  if (!(o.run_allowance_s > 0) || !std::isfinite(o.run_allowance_s))
-    throw InputError("command line", "--run-allowance-s", fmt::format("{:g}", o.run_allowance_s),
-                     "must be a number of seconds > 0");
+  check_run_number(RunNumber::timeout_s, o.run_allowance_s, "command line", "--run-allowance-s");
   ValidationGrid grid = load_validation_grid(o.grid);
   ValidationRunOptions options{.out = o.out,
                                .report = o.report,
